@@ -1,0 +1,130 @@
+//! The CIFAR-10 and CIFAR-100 "binary version" files.
+//!
+//! CIFAR-10: records of 1 label byte + 3072 pixel bytes (1024 red, 1024 green, 1024
+//! blue, row-major 32x32), in `data_batch_1.bin` .. `data_batch_5.bin` and
+//! `test_batch.bin`. CIFAR-100: records of a coarse label byte, a fine label byte and
+//! the same 3072 pixels, in `train.bin` and `test.bin`; we train on the 100 fine labels.
+//! The channel-major record layout is exactly the [C, H, W] layout the CNN takes, so
+//! records are copied without reordering.
+
+use std::path::Path;
+
+use crate::{Error, Result};
+
+pub const PIXELS: usize = 3 * 32 * 32;
+
+/// Which of the two variants a file holds (it decides the record layout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    Cifar10,
+    Cifar100,
+}
+
+impl Variant {
+    fn label_bytes(self) -> usize {
+        match self {
+            Variant::Cifar10 => 1,
+            Variant::Cifar100 => 2,
+        }
+    }
+
+    pub fn classes(self) -> usize {
+        match self {
+            Variant::Cifar10 => 10,
+            Variant::Cifar100 => 100,
+        }
+    }
+
+    /// File names of the (train, test) parts inside the dataset folder.
+    pub fn files(self) -> (Vec<&'static str>, &'static str) {
+        match self {
+            Variant::Cifar10 => (
+                vec![
+                    "data_batch_1.bin",
+                    "data_batch_2.bin",
+                    "data_batch_3.bin",
+                    "data_batch_4.bin",
+                    "data_batch_5.bin",
+                ],
+                "test_batch.bin",
+            ),
+            Variant::Cifar100 => (vec!["train.bin"], "test.bin"),
+        }
+    }
+}
+
+/// Decode one binary file into raw pixel bytes and labels, appending to the outputs.
+pub fn parse(
+    bytes: &[u8],
+    variant: Variant,
+    path: &Path,
+    pixels: &mut Vec<u8>,
+    labels: &mut Vec<u32>,
+) -> Result<()> {
+    let record = variant.label_bytes() + PIXELS;
+    if bytes.is_empty() || bytes.len() % record != 0 {
+        return Err(Error::malformed(
+            path,
+            format!("{} bytes is not a whole number of {record}-byte CIFAR records", bytes.len()),
+        ));
+    }
+    let start = labels.len();
+    for (i, rec) in bytes.chunks_exact(record).enumerate() {
+        let label = rec[variant.label_bytes() - 1] as u32;
+        if label as usize >= variant.classes() {
+            return Err(Error::LabelOutOfRange {
+                path: path.into(),
+                index: start + i,
+                label,
+                classes: variant.classes(),
+            });
+        }
+        labels.push(label);
+        pixels.extend_from_slice(&rec[variant.label_bytes()..]);
+    }
+    Ok(())
+}
+
+/// Read and concatenate the given files of one folder.
+pub fn read_files(dir: &Path, names: &[&str], variant: Variant) -> Result<(Vec<u8>, Vec<u32>)> {
+    let (mut pixels, mut labels) = (Vec::new(), Vec::new());
+    for name in names {
+        let path = dir.join(name);
+        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        parse(&bytes, variant, &path, &mut pixels, &mut labels)?;
+    }
+    Ok((pixels, labels))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_both_layouts() {
+        let mut rec10 = vec![7u8];
+        rec10.extend((0..PIXELS).map(|i| (i % 256) as u8));
+        let (mut px, mut lb) = (vec![], vec![]);
+        parse(&rec10.repeat(2), Variant::Cifar10, Path::new("a"), &mut px, &mut lb).unwrap();
+        assert_eq!(lb, vec![7, 7]);
+        assert_eq!(px.len(), 2 * PIXELS);
+        assert_eq!(px[PIXELS + 5], 5);
+
+        let mut rec100 = vec![3u8, 99];
+        rec100.extend(std::iter::repeat_n(1u8, PIXELS));
+        let (mut px, mut lb) = (vec![], vec![]);
+        parse(&rec100, Variant::Cifar100, Path::new("b"), &mut px, &mut lb).unwrap();
+        assert_eq!(lb, vec![99]);
+    }
+
+    #[test]
+    fn rejects_partial_records_and_bad_labels() {
+        let (mut px, mut lb) = (vec![], vec![]);
+        let err = parse(&[0u8; 100], Variant::Cifar10, Path::new("a"), &mut px, &mut lb);
+        assert!(err.unwrap_err().to_string().contains("whole number"));
+        let mut rec = vec![10u8];
+        rec.extend(std::iter::repeat_n(0u8, PIXELS));
+        let err = parse(&rec, Variant::Cifar10, Path::new("a"), &mut px, &mut lb);
+        assert!(err.unwrap_err().to_string().contains("label 10"));
+    }
+}

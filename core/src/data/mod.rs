@@ -1,0 +1,296 @@
+//! Datasets: reading them from their real file formats into one in-memory shape.
+//!
+//! Every dataset becomes a [`Dataset`] of f32 images in [C, H, W] layout plus u32 class
+//! labels, split into a fixed train and test part. Reading happens once on the host; the
+//! training loop then uploads the whole training part to the compute device and gathers
+//! batches there.
+
+pub mod cifar;
+pub mod idx;
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// One part (train or test) of a dataset.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    /// `n * C * H * W` values, sample-major, [C, H, W] inside a sample.
+    pub images: Vec<f32>,
+    /// The labels as shipped. For the training part these are the *true* labels; noise
+    /// is injected separately so both can be kept.
+    pub labels: Vec<u32>,
+    /// [channels, height, width].
+    pub shape: [usize; 3],
+    pub classes: usize,
+}
+
+impl Dataset {
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
+    /// Values per sample.
+    pub fn sample_size(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// The first `n` samples (for quick runs and tests); all of them when n >= len.
+    pub fn truncated(mut self, n: usize) -> Self {
+        if n < self.len() {
+            self.labels.truncate(n);
+            self.images.truncate(n * self.sample_size());
+        }
+        self
+    }
+}
+
+/// A dataset's fixed train/test split.
+#[derive(Debug, Clone)]
+pub struct Split {
+    pub train: Dataset,
+    pub test: Dataset,
+}
+
+/// The datasets taks can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DatasetKind {
+    /// The 10,000 real MNIST digits bundled in the repository (8,000 train, 2,000 test).
+    MnistDigits,
+    /// The full MNIST from a folder of its four IDX files.
+    Mnist,
+    /// Fashion-MNIST, from a folder of its four IDX files.
+    FashionMnist,
+    /// CIFAR-10, binary version.
+    Cifar10,
+    /// CIFAR-100, binary version (fine labels).
+    Cifar100,
+}
+
+impl DatasetKind {
+    pub const ALL: [DatasetKind; 5] = [
+        DatasetKind::MnistDigits,
+        DatasetKind::Mnist,
+        DatasetKind::FashionMnist,
+        DatasetKind::Cifar10,
+        DatasetKind::Cifar100,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetKind::MnistDigits => "mnist-digits",
+            DatasetKind::Mnist => "mnist",
+            DatasetKind::FashionMnist => "fashion-mnist",
+            DatasetKind::Cifar10 => "cifar10",
+            DatasetKind::Cifar100 => "cifar100",
+        }
+    }
+
+    pub fn classes(self) -> usize {
+        match self {
+            DatasetKind::Cifar100 => 100,
+            _ => 10,
+        }
+    }
+
+    /// Whether the paper's MLP (28x28 grey images) or its CNN (32x32 colour) fits.
+    pub fn is_grey_28(self) -> bool {
+        !matches!(self, DatasetKind::Cifar10 | DatasetKind::Cifar100)
+    }
+
+    /// Where the files are looked for when no folder is given.
+    pub fn default_dir(self) -> Option<PathBuf> {
+        match self {
+            DatasetKind::FashionMnist => Some(PathBuf::from("/usr/share/datasets/fashion-mnist")),
+            _ => None,
+        }
+    }
+
+    /// Read the dataset. `dir` overrides the default folder; the bundled digits need none.
+    pub fn load(self, dir: Option<&Path>) -> Result<Split> {
+        if self == DatasetKind::MnistDigits && dir.is_none() {
+            return bundled_mnist_digits();
+        }
+        let dir = dir.map(Path::to_path_buf).or_else(|| self.default_dir()).ok_or_else(|| {
+            Error::Config(format!("dataset {} needs --data-dir <folder with its files>", self.name()))
+        })?;
+        if !dir.is_dir() {
+            return Err(Error::Config(format!(
+                "data folder {} for {} does not exist{}",
+                dir.display(),
+                self.name(),
+                if self == DatasetKind::FashionMnist {
+                    " (install the Debian package dataset-fashion-mnist or pass --data-dir)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        match self {
+            DatasetKind::MnistDigits | DatasetKind::Mnist | DatasetKind::FashionMnist => {
+                load_idx_folder(&dir, self.classes())
+            }
+            DatasetKind::Cifar10 => load_cifar(&dir, cifar::Variant::Cifar10),
+            DatasetKind::Cifar100 => load_cifar(&dir, cifar::Variant::Cifar100),
+        }
+    }
+}
+
+impl FromStr for DatasetKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        DatasetKind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
+            let names: Vec<_> = DatasetKind::ALL.iter().map(|k| k.name()).collect();
+            Error::Config(format!("unknown dataset '{s}' (choose one of {})", names.join(", ")))
+        })
+    }
+}
+
+/// Check every label against the class count.
+pub(crate) fn checked_labels(
+    labels: impl Iterator<Item = u32>,
+    classes: usize,
+    path: &Path,
+) -> Result<Vec<u32>> {
+    labels
+        .enumerate()
+        .map(|(index, label)| {
+            if (label as usize) < classes {
+                Ok(label)
+            } else {
+                Err(Error::LabelOutOfRange { path: path.into(), index, label, classes })
+            }
+        })
+        .collect()
+}
+
+/// The four standard IDX files of MNIST and Fashion-MNIST, gzip'd or not.
+fn idx_file(dir: &Path, stem: &str) -> PathBuf {
+    let gz = dir.join(format!("{stem}.gz"));
+    if gz.exists() { gz } else { dir.join(stem) }
+}
+
+fn load_idx_folder(dir: &Path, classes: usize) -> Result<Split> {
+    let part = |prefix: &str| -> Result<Dataset> {
+        let images = idx_file(dir, &format!("{prefix}-images-idx3-ubyte"));
+        let labels = idx_file(dir, &format!("{prefix}-labels-idx1-ubyte"));
+        let (images, labels, rows, cols) = idx::read_pair(&images, &labels, classes)?;
+        Ok(Dataset { images, labels, shape: [1, rows, cols], classes })
+    };
+    Ok(Split { train: part("train")?, test: part("t10k")? })
+}
+
+/// The bundled digits, compiled into the library so the default run needs no files
+/// and works the same from any directory and in the browser.
+pub fn bundled_mnist_digits() -> Result<Split> {
+    const TRAIN_IMAGES: &[u8] = include_bytes!("../../../data/mnist-digits/train-images-idx3-ubyte.gz");
+    const TRAIN_LABELS: &[u8] = include_bytes!("../../../data/mnist-digits/train-labels-idx1-ubyte.gz");
+    const TEST_IMAGES: &[u8] = include_bytes!("../../../data/mnist-digits/t10k-images-idx3-ubyte.gz");
+    const TEST_LABELS: &[u8] = include_bytes!("../../../data/mnist-digits/t10k-labels-idx1-ubyte.gz");
+    let part = |images: &[u8], labels: &[u8], name: &str| -> Result<Dataset> {
+        let path = PathBuf::from(format!("<bundled mnist-digits {name}>"));
+        let gunzip = |bytes: &[u8]| -> Result<Vec<u8>> {
+            use std::io::Read;
+            let mut out = Vec::new();
+            flate2::read::GzDecoder::new(bytes)
+                .read_to_end(&mut out)
+                .map_err(|e| Error::malformed(&path, e.to_string()))?;
+            Ok(out)
+        };
+        let img = idx::parse(&gunzip(images)?, 3, &path)?;
+        let lab = idx::parse(&gunzip(labels)?, 1, &path)?;
+        let (images, labels, rows, cols) = idx::decode_pair(img, lab, 10, &path, &path)?;
+        Ok(Dataset { images, labels, shape: [1, rows, cols], classes: 10 })
+    };
+    Ok(Split {
+        train: part(TRAIN_IMAGES, TRAIN_LABELS, "train")?,
+        test: part(TEST_IMAGES, TEST_LABELS, "test")?,
+    })
+}
+
+/// Per-channel (mean, std) normalisation, the usual one for CIFAR.
+fn load_cifar(dir: &Path, variant: cifar::Variant) -> Result<Split> {
+    let (mean, std) = match variant {
+        cifar::Variant::Cifar10 => ([0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616]),
+        cifar::Variant::Cifar100 => ([0.5071, 0.4865, 0.4409], [0.2673, 0.2564, 0.2762]),
+    };
+    let (train_files, test_file) = variant.files();
+    let part = |names: &[&str]| -> Result<Dataset> {
+        let (pixels, labels) = cifar::read_files(dir, names, variant)?;
+        let images = pixels
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                let c = (i % cifar::PIXELS) / 1024;
+                (p as f32 / 255.0 - mean[c]) / std[c]
+            })
+            .collect();
+        Ok(Dataset { images, labels, shape: [3, 32, 32], classes: variant.classes() })
+    };
+    Ok(Split { train: part(&train_files)?, test: part(&[test_file])? })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundled_digits_are_real_and_split() {
+        let split = bundled_mnist_digits().unwrap();
+        assert_eq!(split.train.len(), 8000);
+        assert_eq!(split.test.len(), 2000);
+        assert_eq!(split.train.shape, [1, 28, 28]);
+        assert_eq!(split.train.images.len(), 8000 * 784);
+        // Every class is present in both parts, in realistic proportions.
+        for part in [&split.train, &split.test] {
+            let mut counts = [0usize; 10];
+            part.labels.iter().for_each(|&l| counts[l as usize] += 1);
+            let min = *counts.iter().min().unwrap() as f64;
+            assert!(min > 0.06 * part.len() as f64, "{counts:?}");
+        }
+        // Digits are ink on a blank page: mostly zeros, some full-intensity pixels.
+        let blank = split.train.images.iter().filter(|&&p| p == 0.0).count() as f64;
+        assert!(blank / split.train.images.len() as f64 > 0.7);
+        assert!(split.train.images.iter().any(|&p| p > 0.99));
+    }
+
+    #[test]
+    fn missing_folder_is_a_clear_error() {
+        let err = DatasetKind::Mnist.load(None).unwrap_err().to_string();
+        assert!(err.contains("--data-dir"), "{err}");
+        let err = DatasetKind::Cifar10.load(Some(Path::new("/nonexistent/x"))).unwrap_err();
+        assert!(err.to_string().contains("does not exist"), "{err}");
+    }
+
+    #[test]
+    fn cifar10_folder_is_read_and_normalised() {
+        let dir = std::env::temp_dir().join(format!("taks-cifar-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let record = |label: u8, value: u8| {
+            let mut r = vec![label];
+            r.extend(std::iter::repeat_n(value, cifar::PIXELS));
+            r
+        };
+        for (i, name) in cifar::Variant::Cifar10.files().0.iter().enumerate() {
+            std::fs::write(dir.join(name), [record(i as u8, 255), record(9, 0)].concat()).unwrap();
+        }
+        std::fs::write(dir.join("test_batch.bin"), record(3, 128)).unwrap();
+        let split = DatasetKind::Cifar10.load(Some(&dir)).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(split.train.len(), 10);
+        assert_eq!(split.train.labels[..4], [0, 9, 1, 9]);
+        assert_eq!(split.test.labels, vec![3]);
+        assert_eq!(split.train.shape, [3, 32, 32]);
+        // Red channel of a white pixel: (1 - 0.4914) / 0.2470.
+        assert!((split.train.images[0] - (1.0 - 0.4914) / 0.2470).abs() < 1e-5);
+    }
+}

@@ -1,0 +1,38 @@
+//! The one error type of the core crate. Every variant is a message a user can act
+//! on; the front ends print it on one line and exit non-zero.
+
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be opened or read.
+    #[error("cannot read {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    /// A dataset file exists but its contents are not what its format requires.
+    #[error("{path}: {reason}")]
+    Malformed { path: PathBuf, reason: String },
+    /// A label is not a valid class index.
+    #[error("{path}: label {label} at sample {index} is out of range for {classes} classes")]
+    LabelOutOfRange { path: PathBuf, index: usize, label: u32, classes: usize },
+    /// A setting is outside what the method allows (k > n, a rate above 1, ...).
+    #[error("invalid setting: {0}")]
+    Config(String),
+    /// The loss or the risks became NaN or infinite; training cannot go on.
+    #[error("training diverged at epoch {epoch}: {what} is not finite")]
+    Diverged { epoch: usize, what: String },
+    /// The requested compute device is missing or failed.
+    #[error("device error: {0}")]
+    Device(String),
+}
+
+impl Error {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+
+    pub fn malformed(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Error::Malformed { path: path.into(), reason: reason.into() }
+    }
+}

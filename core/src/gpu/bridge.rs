@@ -1,0 +1,122 @@
+//! From a type-erased `burn::tensor::Tensor` to the raw cubecl buffer on a wgpu device, and
+//! back; plus the launch helper shared by both kernels.
+//!
+//! Why this route: in burn 0.22 a tensor carries no backend type; its primitive is a dispatch
+//! enum. `Tensor::try_into_primitive::<CubeBackend>()` (burn-tensor `api/extension.rs`) is the
+//! public, non-panicking downcast: it fails with an error (not a panic, unlike a
+//! `#[backend_extension]` on an unlisted backend) when the tensor lives on flex or under
+//! autodiff, which is exactly the "fall back to the CPU reference" signal we want. The
+//! resulting `CubeTensor` exposes `client` (the cubecl compute client) and `handle` (the
+//! storage buffer), which is all a hand-written WGSL launch needs. `Tensor::from_primitive`
+//! wraps our output buffers back into ordinary tensors. This needs burn's fusion feature OFF
+//! (with fusion the primitive is a lazy fusion handle, not a buffer) — the workspace keeps it off.
+
+use burn::backend::CubeDevice;
+use burn::backend::wgpu::{CubeBackend, CubeDim, CubeTensor, SourceKernel, into_contiguous};
+use burn::tensor::{DType, Int, Shape, Tensor};
+use cubecl::CubeCount;
+use cubecl::server::{Handle, KernelArguments};
+
+use super::kernels::{WORKGROUP, Wgsl};
+
+/// The cubecl compute client type of a `CubeTensor`.
+pub(crate) type Client = cubecl::client::Client;
+
+/// True when the primitive lives on the wgpu runtime (the only one that compiles WGSL).
+fn on_wgpu(t: &CubeTensor) -> bool {
+    matches!(t.device, CubeDevice::Wgpu(_))
+}
+
+/// The contiguous f32 buffer behind a float tensor on a wgpu device, or `None` when the
+/// tensor lives elsewhere. Autodiff is dropped (the kernels are not differentiable) and other
+/// float dtypes are cast to f32 on the device.
+pub(crate) fn float_f32<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
+    let prim = t
+        .clone()
+        .without_autodiff()
+        .try_into_primitive::<CubeBackend>()
+        .ok()?;
+    if !on_wgpu(&prim) {
+        return None;
+    }
+    let prim = if prim.dtype == DType::F32 {
+        prim
+    } else {
+        Tensor::<D>::from_primitive::<CubeBackend>(prim)
+            .cast(DType::F32)
+            .try_into_primitive::<CubeBackend>()
+            .ok()?
+    };
+    Some(into_contiguous(prim))
+}
+
+/// The contiguous 32-bit integer buffer behind an int tensor on a wgpu device. I32 and U32
+/// are used as they are (the shaders read the bits as u32; labels are non-negative); any
+/// other int dtype (e.g. I64) is cast to I32 on the device first.
+pub(crate) fn int_32<const D: usize>(t: &Tensor<D, Int>) -> Option<CubeTensor> {
+    let prim = t.clone().try_into_primitive::<CubeBackend>().ok()?;
+    if !on_wgpu(&prim) {
+        return None;
+    }
+    let prim = if matches!(prim.dtype, DType::I32 | DType::U32) {
+        prim
+    } else {
+        Tensor::<D, Int>::from_primitive::<CubeBackend>(prim)
+            .cast(DType::I32)
+            .try_into_primitive::<CubeBackend>()
+            .ok()?
+    };
+    Some(into_contiguous(prim))
+}
+
+/// A fresh, uninitialised 1-D buffer of `len` 32-bit elements of `dtype` on `like`'s device.
+pub(crate) fn empty_1d(like: &CubeTensor, len: usize, dtype: DType) -> CubeTensor {
+    let handle = like.client.empty(len.max(1) * 4);
+    CubeTensor::new_contiguous(
+        like.client.clone(),
+        like.device.clone(),
+        Shape::new([len]),
+        handle,
+        dtype,
+    )
+}
+
+/// A small u32 buffer (kernel parameters / state) uploaded to `like`'s device.
+pub(crate) fn upload_u32(client: &Client, words: &[u32]) -> Handle {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    client.create_from_slice(&bytes)
+}
+
+/// Back to an ordinary float tensor.
+pub(crate) fn to_float(t: CubeTensor) -> Tensor<1> {
+    Tensor::<1>::from_primitive::<CubeBackend>(t)
+}
+
+/// Back to an ordinary int tensor.
+pub(crate) fn to_int(t: CubeTensor) -> Tensor<1, Int> {
+    Tensor::<1, Int>::from_primitive::<CubeBackend>(t)
+}
+
+/// A grid of `groups` workgroups, folded into 2-D when it exceeds the per-dimension limit
+/// (the shaders linearise `wg.y * num_workgroups.x + wg.x` and ignore the surplus).
+pub(crate) fn grid(groups: u32) -> CubeCount {
+    const MAX_X: u32 = 65_535;
+    if groups <= MAX_X {
+        CubeCount::Static(groups.max(1), 1, 1)
+    } else {
+        CubeCount::Static(MAX_X, groups.div_ceil(MAX_X), 1)
+    }
+}
+
+/// Enqueue one shader on `client`'s stream, buffers bound at `@binding(0..)` in order.
+pub(crate) fn launch(client: &Client, kernel: Wgsl, count: CubeCount, buffers: &[&Handle]) {
+    let mut args = KernelArguments::new();
+    for h in buffers {
+        args = args.with_buffer((*h).clone().binding());
+    }
+    client.launch(
+        Box::new(SourceKernel::new(kernel, CubeDim::new_1d(WORKGROUP))),
+        count,
+        args,
+    );
+}

@@ -1,0 +1,21 @@
+//! taks-core: everything the `taks` command line and the browser demo share.
+//!
+//! TAkS ("No Regret Sample Selection with Noisy Labels", Song et al.) trains each epoch
+//! on a k-set of samples chosen by Follow-the-Perturbed-Leader over the cumulative
+//! noise-risk of every sample. This crate holds the data readers, the label-noise
+//! recipes, the networks, the selection rules (a plain CPU reference and WGSL kernels),
+//! the training loop and the paper's metrics. The front ends only parse input and show
+//! output.
+
+pub mod config;
+pub mod data;
+pub mod error;
+pub mod metrics;
+pub mod model;
+pub mod noise;
+pub mod optim;
+pub mod rng;
+pub mod selection;
+pub mod train;
+
+pub use error::{Error, Result};

@@ -1,0 +1,151 @@
+//! The paper's measurements: label precision and recall, total selection risk and
+//! regret next to Theorem 1's bound, test accuracy and epoch time, and the summary
+//! its tables report (the mean of the last ten epochs).
+
+use serde::Serialize;
+
+/// One row of `metrics.csv`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct EpochMetrics {
+    /// 1-based.
+    pub epoch: usize,
+    /// Mean cross-entropy over the samples trained on this epoch (noisy labels).
+    pub train_loss: f64,
+    /// Fraction of the test set classified correctly.
+    pub test_accuracy: f64,
+    /// |selected and clean| / |selected| of the set trained on this epoch.
+    pub label_precision: f64,
+    /// |selected and clean| / |clean|.
+    pub label_recall: f64,
+    /// d_t . theta_t: the noise-risk of this epoch's selection, measured after training.
+    pub selection_risk: f64,
+    /// sum over epochs 1..t of selection_risk.
+    pub total_selection_risk: f64,
+    /// total_selection_risk minus the risk of the best fixed k-set in hindsight.
+    pub regret: f64,
+    /// Theorem 1 with eta = sqrt(k t): 2 sqrt(2 k t ln C(n, k)).
+    pub regret_bound: f64,
+    /// Training on the selected set plus scoring all n samples and selecting the next set.
+    pub epoch_seconds: f64,
+    /// Samples trained on this epoch.
+    pub selected: usize,
+    pub learning_rate: f64,
+}
+
+impl EpochMetrics {
+    pub const CSV_HEADER: &'static str = "epoch,train_loss,test_accuracy,label_precision,label_recall,selection_risk,total_selection_risk,regret,regret_bound,epoch_seconds,selected,learning_rate";
+
+    pub fn csv_row(&self) -> String {
+        format!(
+            "{},{:.6},{:.6},{:.6},{:.6},{:.4},{:.4},{:.4},{:.4},{:.4},{},{:.3e}",
+            self.epoch,
+            self.train_loss,
+            self.test_accuracy,
+            self.label_precision,
+            self.label_recall,
+            self.selection_risk,
+            self.total_selection_risk,
+            self.regret,
+            self.regret_bound,
+            self.epoch_seconds,
+            self.selected,
+            self.learning_rate
+        )
+    }
+}
+
+/// ln C(n, k), summed term by term (exact enough and never overflows).
+pub fn ln_choose(n: usize, k: usize) -> f64 {
+    let k = k.min(n - k.min(n));
+    (1..=k).map(|i| ((n - k + i) as f64 / i as f64).ln()).sum()
+}
+
+/// Theorem 1 / Corollary 2: E[R_T] <= 2 sqrt(2 k T ln C(n, k)) with eta = sqrt(kT).
+pub fn regret_bound(n: usize, k: usize, t: usize) -> f64 {
+    2.0 * (2.0 * k as f64 * t as f64 * ln_choose(n, k)).sqrt()
+}
+
+/// The figures a paper table reports for one run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    /// How many final epochs were averaged (10, or fewer in a short run).
+    pub last_epochs: usize,
+    pub test_accuracy: f64,
+    pub label_precision: f64,
+    pub label_recall: f64,
+    pub epoch_seconds: f64,
+    pub best_test_accuracy: f64,
+    pub final_regret: f64,
+    pub final_regret_bound: f64,
+}
+
+/// Means over the last `min(10, epochs)` epochs, like the paper's tables.
+pub fn summarize(history: &[EpochMetrics]) -> Option<Summary> {
+    let last = history.len().min(10);
+    let tail = &history[history.len().checked_sub(last)?..];
+    let final_row = tail.last()?;
+    let mean = |f: fn(&EpochMetrics) -> f64| tail.iter().map(f).sum::<f64>() / last as f64;
+    Some(Summary {
+        last_epochs: last,
+        test_accuracy: mean(|m| m.test_accuracy),
+        label_precision: mean(|m| m.label_precision),
+        label_recall: mean(|m| m.label_recall),
+        // Mean over all epochs: the paper's time ratio compares whole runs.
+        epoch_seconds: history.iter().map(|m| m.epoch_seconds).sum::<f64>() / history.len() as f64,
+        best_test_accuracy: history.iter().map(|m| m.test_accuracy).fold(0.0, f64::max),
+        final_regret: final_row.regret,
+        final_regret_bound: final_row.regret_bound,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ln_choose_matches_small_cases() {
+        assert!((ln_choose(5, 2) - 10f64.ln()).abs() < 1e-12);
+        assert!((ln_choose(52, 5) - 2_598_960f64.ln()).abs() < 1e-9);
+        assert_eq!(ln_choose(7, 0), 0.0);
+        assert_eq!(ln_choose(7, 7), 0.0);
+        assert!((ln_choose(7, 5) - ln_choose(7, 2)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bound_grows_like_sqrt_t() {
+        let b1 = regret_bound(1000, 350, 1);
+        let b4 = regret_bound(1000, 350, 4);
+        assert!((b4 / b1 - 2.0).abs() < 1e-9);
+    }
+
+    fn row(epoch: usize, acc: f64) -> EpochMetrics {
+        EpochMetrics {
+            epoch,
+            train_loss: 0.0,
+            test_accuracy: acc,
+            label_precision: 1.0,
+            label_recall: 0.5,
+            selection_risk: 0.0,
+            total_selection_risk: 0.0,
+            regret: epoch as f64,
+            regret_bound: 100.0,
+            epoch_seconds: 1.0,
+            selected: 1,
+            learning_rate: 1e-3,
+        }
+    }
+
+    #[test]
+    fn summary_averages_the_last_ten() {
+        let history: Vec<_> = (1..=15).map(|e| row(e, e as f64)).collect();
+        let s = summarize(&history).unwrap();
+        assert_eq!(s.last_epochs, 10);
+        assert!((s.test_accuracy - 10.5).abs() < 1e-12);
+        assert_eq!(s.best_test_accuracy, 15.0);
+        assert_eq!(s.final_regret, 15.0);
+        let short = summarize(&history[..3]).unwrap();
+        assert_eq!(short.last_epochs, 3);
+        assert!(summarize(&[]).is_none());
+        assert_eq!(row(1, 0.5).csv_row().split(',').count(), EpochMetrics::CSV_HEADER.split(',').count());
+    }
+}

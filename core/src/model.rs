@@ -1,0 +1,130 @@
+//! The paper's networks: the MLP for MNIST-like data and the 6-layer CNN for CIFAR.
+//!
+//! Both take a batch of flattened samples `[B, C*H*W]` (the layout the training set is
+//! kept in on the device) and return logits `[B, classes]`; the CNN reshapes to
+//! `[B, C, H, W]` itself, so the training loop never needs to know which one it runs.
+
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
+use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig2d};
+use burn::tensor::activation::relu;
+use burn::tensor::{Device, Tensor};
+use serde::{Deserialize, Serialize};
+
+/// Which network to build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Architecture {
+    /// 784 -> 256 (ReLU) -> classes.
+    Mlp,
+    /// conv64-conv64-pool, conv128-conv128-pool, conv196-conv16-pool, linear; BN + ReLU.
+    Cnn,
+}
+
+/// MLP 784-256-10 of the paper's MNIST experiments.
+#[derive(Module, Debug)]
+pub struct Mlp {
+    hidden: Linear,
+    output: Linear,
+}
+
+impl Mlp {
+    pub fn new(inputs: usize, classes: usize, device: &Device) -> Self {
+        Self {
+            hidden: LinearConfig::new(inputs, 256).init(device),
+            output: LinearConfig::new(256, classes).init(device),
+        }
+    }
+
+    /// `[B, inputs]` -> `[B, classes]`.
+    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        self.output.forward(relu(self.hidden.forward(x)))
+    }
+}
+
+/// conv3x3 + batch norm + ReLU.
+#[derive(Module, Debug)]
+pub struct ConvBlock {
+    conv: Conv2d,
+    norm: BatchNorm,
+}
+
+impl ConvBlock {
+    fn new(from: usize, to: usize, device: &Device) -> Self {
+        Self {
+            conv: Conv2dConfig::new([from, to], [3, 3])
+                .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
+                .init(device),
+            norm: BatchNormConfig::new(to).init(device),
+        }
+    }
+
+    fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        relu(self.norm.forward(self.conv.forward(x)))
+    }
+}
+
+/// The CIFAR CNN of Co-teaching+, JoCoR and TAkS.
+#[derive(Module, Debug)]
+pub struct Cnn {
+    blocks: Vec<ConvBlock>,
+    pool: MaxPool2d,
+    output: Linear,
+    channels: usize,
+    side: usize,
+}
+
+impl Cnn {
+    pub fn new(channels: usize, side: usize, classes: usize, device: &Device) -> Self {
+        let widths = [channels, 64, 64, 128, 128, 196, 16];
+        let blocks = widths.windows(2).map(|w| ConvBlock::new(w[0], w[1], device)).collect();
+        let after_pools = side / 8;
+        Self {
+            blocks,
+            pool: MaxPool2dConfig::new([2, 2]).init(),
+            output: LinearConfig::new(16 * after_pools * after_pools, classes).init(device),
+            channels,
+            side,
+        }
+    }
+
+    /// `[B, C*H*W]` -> `[B, classes]`.
+    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        let batch = x.dims()[0];
+        let mut h = x.reshape([batch, self.channels, self.side, self.side]);
+        for (i, block) in self.blocks.iter().enumerate() {
+            h = block.forward(h);
+            if i % 2 == 1 {
+                h = self.pool.forward(h);
+            }
+        }
+        self.output.forward(h.flatten(1, 3))
+    }
+}
+
+/// Either network behind one forward.
+#[derive(Module, Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum Classifier {
+    Mlp(Mlp),
+    Cnn(Cnn),
+}
+
+impl Classifier {
+    /// Build `arch` for samples of `shape` = [C, H, W].
+    pub fn new(arch: Architecture, shape: [usize; 3], classes: usize, device: &Device) -> Self {
+        match arch {
+            Architecture::Mlp => Classifier::Mlp(Mlp::new(shape.iter().product(), classes, device)),
+            Architecture::Cnn => Classifier::Cnn(Cnn::new(shape[0], shape[1], classes, device)),
+        }
+    }
+
+    /// `[B, C*H*W]` -> logits `[B, classes]`.
+    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        match self {
+            Classifier::Mlp(m) => m.forward(x),
+            Classifier::Cnn(m) => m.forward(x),
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! `taks bench`: epoch time per method and device, and the time ratio against
+//! `standard` (the paper's "x T" column).
+//!
+//! An epoch is timed as the training loop reports it: training on the selected set plus
+//! scoring all n samples and selecting the next set; test evaluation is excluded.
+//! The first `--warmup` epochs of each run are not counted (shader compilation and
+//! autotuning on wgpu, allocator growth everywhere).
+
+use anyhow::{Result, bail};
+use taks_core::train::Trainer;
+
+use crate::cli::BenchArgs;
+use crate::device::{self, DeviceChoice};
+use crate::config;
+
+pub fn run(args: BenchArgs) -> Result<()> {
+    let timed = args.run.epochs.unwrap_or(3);
+    let split = args.run.dataset.parse::<taks_core::data::DatasetKind>()?.load(args.run.data_dir.as_deref())?;
+    let mut gpu = None;
+    println!("| device | method | n | k | mean epoch s | min epoch s | x T (vs standard) |");
+    println!("|---|---|---|---|---|---|---|");
+    for device_name in &args.devices {
+        let chosen = match device_name.as_str() {
+            "cpu" => device::choose(DeviceChoice::Cpu)?,
+            "gpu" => match gpu.take() {
+                Some(g) => g,
+                None => device::choose(DeviceChoice::Gpu)?,
+            },
+            other => bail!("unknown bench device '{other}' (use cpu or gpu)"),
+        };
+        eprintln!("device: {}", chosen.description);
+        let mut results = Vec::new();
+        for method in &args.methods {
+            let mut run_args = args.run.clone();
+            run_args.epochs = Some(args.warmup + timed);
+            let config = config::build(&run_args, method, args.warmup + timed)?;
+            let mut trainer = Trainer::new(config.clone(), split.clone(), &chosen.device)?;
+            let mut seconds = Vec::new();
+            while !trainer.is_done() {
+                let m = pollster::block_on(trainer.step())?;
+                if m.epoch > args.warmup {
+                    seconds.push(m.epoch_seconds);
+                }
+            }
+            let mean = seconds.iter().sum::<f64>() / seconds.len() as f64;
+            let min = seconds.iter().cloned().fold(f64::INFINITY, f64::min);
+            results.push((config.method, trainer.train_len(), trainer.k(), mean, min));
+        }
+        let standard = results
+            .iter()
+            .find(|r| r.0 == taks_core::selection::Method::Standard)
+            .map(|r| r.3);
+        for (method, n, k, mean, min) in &results {
+            let ratio = standard.map(|s| format!("{:.2}", mean / s)).unwrap_or_else(|| "-".into());
+            println!("| {} | {} | {n} | {k} | {mean:.3} | {min:.3} | {ratio} |", device_name, method.name());
+        }
+        if device_name == "gpu" {
+            gpu = Some(chosen);
+        }
+    }
+    Ok(())
+}

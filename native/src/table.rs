@@ -1,0 +1,111 @@
+//! The paper-style summary table (means of the last ten epochs), for one run or for
+//! several run folders side by side, with the time ratio against a `standard` run of
+//! the same dataset and noise when one is among them.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use taks_core::config::TrainConfig;
+use taks_core::metrics::{EpochMetrics, Summary, summarize};
+use taks_core::selection::Method;
+
+pub struct Row {
+    pub name: String,
+    pub config: TrainConfig,
+    pub summary: Summary,
+}
+
+impl Row {
+    pub fn new(name: String, config: TrainConfig, summary: Summary) -> Self {
+        Self { name, config, summary }
+    }
+}
+
+pub fn render(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "| run | method | noise | test acc (last 10) | best acc | label precision | label recall | epoch s | x T |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for row in rows {
+        let standard = rows.iter().find(|r| {
+            r.config.method == Method::Standard
+                && r.config.dataset == row.config.dataset
+                && r.config.noise == row.config.noise
+                && r.config.noise_rate == row.config.noise_rate
+        });
+        let ratio = standard
+            .map(|s| format!("{:.2}", row.summary.epoch_seconds / s.summary.epoch_seconds))
+            .unwrap_or_else(|| "-".into());
+        let s = &row.summary;
+        out += &format!(
+            "| {} | {} | {}-{:.0}% | {:.2}% | {:.2}% | {:.2}% | {:.2}% | {:.3} | {} |\n",
+            row.name,
+            row.config.method.name(),
+            row.config.noise.name(),
+            row.config.noise_rate * 100.0,
+            s.test_accuracy * 100.0,
+            s.best_test_accuracy * 100.0,
+            s.label_precision * 100.0,
+            s.label_recall * 100.0,
+            s.epoch_seconds,
+            ratio
+        );
+    }
+    out
+}
+
+pub fn run(dirs: &[PathBuf]) -> Result<()> {
+    let rows = dirs.iter().map(|d| read_run(d)).collect::<Result<Vec<_>>>()?;
+    print!("{}", render(&rows));
+    Ok(())
+}
+
+fn read_run(dir: &PathBuf) -> Result<Row> {
+    let config_path = dir.join("config.json");
+    let text = std::fs::read_to_string(&config_path)
+        .with_context(|| format!("reading {}", config_path.display()))?;
+    let doc: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", config_path.display()))?;
+    let config: TrainConfig = serde_json::from_value(doc["config"].clone())
+        .with_context(|| format!("{} has no valid \"config\"", config_path.display()))?;
+    let history = read_metrics(dir)?;
+    let summary = summarize(&history)
+        .with_context(|| format!("{} has no finished epoch", dir.join("metrics.csv").display()))?;
+    Ok(Row::new(dir.display().to_string(), config, summary))
+}
+
+/// Parse metrics.csv back into rows, by column name.
+pub fn read_metrics(dir: &PathBuf) -> Result<Vec<EpochMetrics>> {
+    let path = dir.join("metrics.csv");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name);
+    let needed = ["epoch", "train_loss", "test_accuracy", "label_precision", "label_recall", "epoch_seconds"];
+    if let Some(missing) = needed.iter().find(|n| col(n).is_none()) {
+        bail!("{} has no column {missing}", path.display());
+    }
+    lines
+        .enumerate()
+        .map(|(i, line)| {
+            let cells: Vec<&str> = line.split(',').collect();
+            let get = |name: &str| -> Result<f64> {
+                let cell = col(name).and_then(|c| cells.get(c)).copied().unwrap_or("0");
+                cell.parse().with_context(|| format!("{} line {}: bad {name} '{cell}'", path.display(), i + 2))
+            };
+            Ok(EpochMetrics {
+                epoch: get("epoch")? as usize,
+                train_loss: get("train_loss")?,
+                test_accuracy: get("test_accuracy")?,
+                label_precision: get("label_precision")?,
+                label_recall: get("label_recall")?,
+                selection_risk: get("selection_risk")?,
+                total_selection_risk: get("total_selection_risk")?,
+                regret: get("regret")?,
+                regret_bound: get("regret_bound")?,
+                epoch_seconds: get("epoch_seconds")?,
+                selected: get("selected")? as usize,
+                learning_rate: get("learning_rate")?,
+            })
+        })
+        .collect()
+}

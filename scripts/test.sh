@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Set up what the tests need on a fresh Debian machine, then run every test.
+# This is the README's test command and what CI runs (.ci/run calls it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System packages: Mesa lavapipe (a real Vulkan driver on the CPU) for the wgpu tests,
+# Fashion-MNIST for the dataset tests.
+need=()
+[ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 || need+=(mesa-vulkan-drivers)
+[ -d /usr/share/datasets/fashion-mnist ] || need+=(dataset-fashion-mnist)
+if [ ${#need[@]} -gt 0 ]; then
+    echo "installing: ${need[*]}"
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# Build artifacts live outside the checkout so repeated runs (and CI on this machine)
+# reuse them; override with CARGO_TARGET_DIR.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/taks/target}"
+# The wgpu tests must not pass silently on a machine without any adapter.
+export TAKS_REQUIRE_GPU_TESTS=1
+
+# One optimised build serves the binary and every test (burn is unusably slow unoptimised).
+cargo test --release --workspace
