@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::data::DatasetKind;
 use crate::model::Architecture;
 use crate::noise::NoiseKind;
-use crate::selection::Method;
+use crate::selection::{Engine, Method};
 use crate::{Error, Result};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,6 +35,9 @@ pub struct TrainConfig {
     pub test_limit: Option<usize>,
     /// Samples per forward pass when scoring and testing (no gradients, so larger).
     pub eval_batch_size: usize,
+    /// `wgsl`: the WGSL kernels score and select on a wgpu device (the reference is used
+    /// on other devices); `reference`: always the CPU reference.
+    pub selection_engine: Engine,
 }
 
 impl TrainConfig {
@@ -58,6 +61,7 @@ impl TrainConfig {
             train_limit: None,
             test_limit: None,
             eval_batch_size: 4096,
+            selection_engine: Engine::Wgsl,
         }
     }
 

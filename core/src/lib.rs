@@ -10,6 +10,7 @@
 pub mod config;
 pub mod data;
 pub mod error;
+pub mod gpu;
 pub mod metrics;
 pub mod model;
 pub mod noise;

@@ -90,7 +90,15 @@ impl Trainer {
             )));
         }
         device.seed(config.seed);
-        let selector = Selector::new(config.method, k, config.eta(n), config.seed, &labels, device)?;
+        let selector = Selector::new(
+            config.method,
+            k,
+            config.eta(n),
+            config.seed,
+            &labels,
+            device,
+            config.selection_engine,
+        )?;
         let model = Classifier::new(config.architecture, train.shape, train.classes, &device.clone().autodiff());
         let (optim, beta_1) = ScheduledAdam::init();
         let upload = |d: &Dataset, labels: &[u32]| DeviceSet::upload(&d.images, labels, d.sample_size(), device);

@@ -24,6 +24,8 @@ pub enum Command {
     Train(TrainArgs),
     /// Time epochs per method on each device and report the time ratio against standard.
     Bench(BenchArgs),
+    /// Time one selection step for large n: WGSL kernels, CPU reference, burn's sort.
+    BenchSelect(crate::bench_select::BenchSelectArgs),
     /// Print the paper-style summary table of one or more finished run folders.
     Table {
         /// Run folders (each with metrics.csv and config.json).

@@ -24,7 +24,6 @@ pub enum DeviceChoice {
 pub struct Chosen {
     pub device: Device,
     pub description: String,
-    pub is_wgpu: bool,
 }
 
 /// Adapters wgpu can see, as (name, type, backend).
@@ -47,7 +46,6 @@ pub fn choose(choice: DeviceChoice) -> Result<Chosen> {
     let flex = || Chosen {
         device: Device::flex(),
         description: "CPU (burn flex backend)".into(),
-        is_wgpu: false,
     };
     match choice {
         DeviceChoice::Cpu => Ok(flex()),
@@ -86,6 +84,5 @@ fn init_wgpu() -> Result<Chosen> {
     Ok(Chosen {
         device,
         description: format!("GPU '{}' ({:?}, {:?}) through wgpu", info.name, info.device_type, info.backend),
-        is_wgpu: true,
     })
 }

@@ -2,6 +2,7 @@
 //! work to `taks-core`; prints errors once, on one line, with a non-zero exit.
 
 mod bench;
+mod bench_select;
 mod cli;
 mod config;
 mod device;
@@ -29,6 +30,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         cli::Command::Train(args) => train::run(args),
         cli::Command::Bench(args) => bench::run(args),
+        cli::Command::BenchSelect(args) => bench_select::run(args),
         cli::Command::Table { runs } => table::run(&runs),
     };
     match result {

@@ -27,6 +27,15 @@ fn on_wgpu(t: &CubeTensor) -> bool {
     matches!(t.device, CubeDevice::Wgpu(_))
 }
 
+/// Whether `t` lives on a wgpu device (autodiff or not), i.e. whether the kernels can run
+/// on it. Cheap: clones a reference-counted handle, launches nothing.
+pub(crate) fn is_wgpu<const D: usize>(t: &Tensor<D>) -> bool {
+    t.clone()
+        .without_autodiff()
+        .try_into_primitive::<CubeBackend>()
+        .is_ok_and(|prim| on_wgpu(&prim))
+}
+
 /// The contiguous f32 buffer behind a float tensor on a wgpu device, or `None` when the
 /// tensor lives elsewhere. Autodiff is dropped (the kernels are not differentiable) and other
 /// float dtypes are cast to f32 on the device.
@@ -52,9 +61,14 @@ pub(crate) fn float_f32<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
 
 /// The contiguous 32-bit integer buffer behind an int tensor on a wgpu device. I32 and U32
 /// are used as they are (the shaders read the bits as u32; labels are non-negative); any
-/// other int dtype (e.g. I64) is cast to I32 on the device first.
+/// other int dtype (e.g. I64) is cast to I32 on the device first. Int tensors made on an
+/// autodiff device carry an autodiff context too, which the downcast rejects: dropped here.
 pub(crate) fn int_32<const D: usize>(t: &Tensor<D, Int>) -> Option<CubeTensor> {
-    let prim = t.clone().try_into_primitive::<CubeBackend>().ok()?;
+    let prim = t
+        .clone()
+        .without_autodiff()
+        .try_into_primitive::<CubeBackend>()
+        .ok()?;
     if !on_wgpu(&prim) {
         return None;
     }

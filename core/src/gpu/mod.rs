@@ -73,6 +73,13 @@ pub struct Selection {
     pub indices: Tensor<1, Int>,
 }
 
+/// Whether the kernels run where `tensor` lives (a wgpu device, with or without autodiff).
+/// When this is true, [`noise_risk_objective`] and [`select_k_smallest`] return `Some` for
+/// tensors on the same device.
+pub fn supports<const D: usize>(tensor: &Tensor<D>) -> bool {
+    bridge::is_wgpu(tensor)
+}
+
 /// Noise risk, new cumulative risk and objective for `logits` `[n, C]`, `noisy_labels` `[n]`
 /// and `cumulative` `[n]`. `None` if the tensors are not on a wgpu device.
 ///

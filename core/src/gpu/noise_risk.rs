@@ -14,8 +14,16 @@ pub(crate) fn run(
     params: RiskParams,
 ) -> Option<RiskOutput> {
     let [n, c] = logits.dims();
-    assert_eq!(noisy_labels.dims(), [n], "noisy_labels must have one entry per logits row");
-    assert_eq!(cumulative.dims(), [n], "cumulative must have one entry per logits row");
+    assert_eq!(
+        noisy_labels.dims(),
+        [n],
+        "noisy_labels must have one entry per logits row"
+    );
+    assert_eq!(
+        cumulative.dims(),
+        [n],
+        "cumulative must have one entry per logits row"
+    );
     assert!(n < u32::MAX as usize && n.saturating_mul(c) < u32::MAX as usize);
 
     let x = bridge::float_f32(logits)?;

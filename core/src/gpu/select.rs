@@ -37,10 +37,20 @@ pub(crate) fn run(objective: &Tensor<1>, k: usize) -> Option<Selection> {
 
     let hist_groups = n32.div_ceil(HISTOGRAM_SPAN);
     for _pass in 0..4 {
-        bridge::launch(client, SELECT_HISTOGRAM, bridge::grid(hist_groups), &[&obj.handle, &state, &hist]);
+        bridge::launch(
+            client,
+            SELECT_HISTOGRAM,
+            bridge::grid(hist_groups),
+            &[&obj.handle, &state, &hist],
+        );
         bridge::launch(client, SELECT_DIGIT, bridge::grid(1), &[&state, &hist]);
     }
-    bridge::launch(client, SELECT_COUNT, bridge::grid(nb), &[&obj.handle, &state, &blocks]);
+    bridge::launch(
+        client,
+        SELECT_COUNT,
+        bridge::grid(nb),
+        &[&obj.handle, &state, &blocks],
+    );
     bridge::launch(client, SELECT_SCAN, bridge::grid(1), &[&state, &blocks]);
     bridge::launch(
         client,

@@ -13,7 +13,9 @@
 //! same semantics: the plain CPU [`reference`], or the WGSL kernels of [`crate::gpu`]
 //! where the device is a wgpu GPU. The training loop only sees the [`Selector`].
 
+mod host;
 pub mod reference;
+mod wgsl;
 
 use std::str::FromStr;
 
@@ -68,10 +70,12 @@ pub struct Update {
     pub selected_clean: usize,
     /// How many samples were trained on.
     pub selected: usize,
+    /// sum_i theta_i over all n samples (NaN or infinite when any risk is).
+    pub risk_sum: f64,
 }
 
 /// Which implementation does the arithmetic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Engine {
     /// Plain Rust on the host ([`reference`]).
@@ -80,24 +84,53 @@ pub enum Engine {
     Wgsl,
 }
 
+/// What ranks the samples when choosing the next k-set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Objective {
+    /// theta_t alone (greedy).
+    LatestRisk,
+    /// L_t + eta r_t (TAkS; eta = 0 is naive).
+    Perturbed { eta: f32 },
+}
+
+/// The fixed parameters of a selection rule.
+#[derive(Debug, Clone)]
+pub(crate) struct Rule {
+    pub method: Method,
+    pub k: usize,
+    pub eta: f32,
+    pub seed: u32,
+}
+
+impl Rule {
+    /// None for `standard`, which never changes its (full) set.
+    pub fn objective(&self) -> Option<Objective> {
+        match self.method {
+            Method::Standard => None,
+            Method::Greedy => Some(Objective::LatestRisk),
+            Method::Naive => Some(Objective::Perturbed { eta: 0.0 }),
+            Method::Taks => Some(Objective::Perturbed { eta: self.eta }),
+        }
+    }
+}
+
+enum State {
+    Host(host::HostEngine),
+    Wgsl(wgsl::WgslEngine),
+}
+
 /// The selection state of one run.
 pub struct Selector {
-    method: Method,
-    k: usize,
-    eta: f32,
-    seed: u32,
-    noisy_labels: Vec<u32>,
-    clean: Vec<bool>,
-    /// L_t on the host (reference engine).
-    cumulative: Vec<f32>,
-    /// The current k-set: ascending indices on the host and on the device.
-    current: Vec<u32>,
+    rule: Rule,
+    state: State,
+    /// The current k-set as device indices, for gathering batches.
     current_device: Tensor<1, Int>,
     device: Device,
 }
 
 impl Selector {
-    /// Start with k indices drawn uniformly at random (all n for `standard`).
+    /// Start with k indices drawn uniformly at random (all n for `standard`). On a wgpu
+    /// device the WGSL engine is used unless `engine` asks for the reference.
     pub fn new(
         method: Method,
         k: usize,
@@ -105,6 +138,7 @@ impl Selector {
         seed: u64,
         labels: &NoisyLabels,
         device: &Device,
+        engine: Engine,
     ) -> Result<Self> {
         let n = labels.noisy_labels.len();
         if k > n {
@@ -113,38 +147,49 @@ impl Selector {
         if !eta.is_finite() || eta < 0.0 {
             return Err(Error::Config(format!("eta = {eta} must be a finite number >= 0")));
         }
-        let current: Vec<u32> = if method == Method::Standard {
+        let first: Vec<u32> = if method == Method::Standard {
             (0..n as u32).collect()
         } else {
             let mut first = SplitMix64::for_stream(seed, "initial-k-set").sample_indices(n, k);
             first.sort_unstable();
             first
         };
+        let current_device = indices_tensor(&first, device);
+        let wgsl = match engine {
+            Engine::Wgsl => {
+                let mask = reference::mask_of(&first, n);
+                let mask = Tensor::from_data(TensorData::new(mask, [n]), device);
+                wgsl::WgslEngine::new(labels, mask)
+            }
+            Engine::Reference => None,
+        };
+        let state = match wgsl {
+            Some(engine) => State::Wgsl(engine),
+            None => State::Host(host::HostEngine::new(labels, first)),
+        };
         Ok(Self {
-            method,
-            k,
-            eta: if method == Method::Taks { eta as f32 } else { 0.0 },
-            seed: seed as u32,
-            noisy_labels: labels.noisy_labels.clone(),
-            clean: (0..n).map(|i| labels.is_clean(i)).collect(),
-            cumulative: vec![0.0; n],
-            current_device: indices_tensor(&current, device),
-            current,
+            rule: Rule { method, k, eta: eta as f32, seed: seed as u32 },
+            state,
+            current_device,
             device: device.clone(),
         })
     }
 
     pub fn method(&self) -> Method {
-        self.method
+        self.rule.method
     }
 
+    /// The engine actually in use (the WGSL one falls back to the reference off wgpu).
     pub fn engine(&self) -> Engine {
-        Engine::Reference
+        match self.state {
+            State::Host(_) => Engine::Reference,
+            State::Wgsl(_) => Engine::Wgsl,
+        }
     }
 
     /// Size of the set the next epoch trains on.
     pub fn selected_len(&self) -> usize {
-        self.current.len()
+        self.current_device.dims()[0]
     }
 
     /// The current set as a device tensor of indices, for gathering batches.
@@ -152,54 +197,53 @@ impl Selector {
         self.current_device.clone()
     }
 
-    /// The current set, ascending.
+    /// The current set, ascending (reads the device on the WGSL engine).
     pub async fn current_indices_host(&self) -> Result<Vec<u32>> {
-        Ok(self.current.clone())
+        match &self.state {
+            State::Host(h) => Ok(h.current.clone()),
+            State::Wgsl(w) => w.current_host().await,
+        }
     }
 
-    /// L_t for every sample.
+    /// L_t for every sample (reads the device on the WGSL engine).
     pub async fn cumulative_risk_host(&self) -> Result<Vec<f32>> {
-        Ok(self.cumulative.clone())
+        match &self.state {
+            State::Host(h) => Ok(h.cumulative.clone()),
+            State::Wgsl(w) => wgsl::read(w.cumulative.clone()).await,
+        }
     }
 
     /// Score epoch `epoch` (1-based) from the logits `[n, C]` of the whole training set,
     /// then choose the next k-set.
     pub async fn update(&mut self, logits: Tensor<2>, epoch: usize) -> Result<Update> {
         let [n, classes] = logits.dims();
-        assert_eq!(n, self.clean.len(), "scoring pass must cover every training sample");
-        let data = logits
-            .into_data_async()
-            .await
-            .map_err(|e| Error::Device(format!("reading logits: {e:?}")))?;
-        let logits: Vec<f32> = data
-            .try_into_vec()
-            .map_err(|e| Error::Device(format!("logits are not f32: {e:?}")))?;
-        let theta = reference::noise_risk(&logits, classes, &self.noisy_labels);
-        if let Some(i) = theta.iter().position(|t| !t.is_finite()) {
-            return Err(Error::Diverged { epoch, what: format!("the noise-risk of sample {i}") });
-        }
-        let selection_risk: f64 = self.current.iter().map(|&i| theta[i as usize] as f64).sum();
-        let selected_clean = self.current.iter().filter(|&&i| self.clean[i as usize]).count();
-        let selected = self.current.len();
-        self.cumulative.iter_mut().zip(&theta).for_each(|(l, t)| *l += t);
-        let hindsight: f64 = reference::k_smallest(&self.cumulative, self.k)
-            .iter()
-            .map(|&i| self.cumulative[i as usize] as f64)
-            .sum();
-        let next = match self.method {
-            Method::Standard => None,
-            Method::Greedy => Some(reference::k_smallest(&theta, self.k)),
-            Method::Naive | Method::Taks => {
-                let objective =
-                    reference::fpl_objective(&self.cumulative, self.eta, self.seed, epoch as u32);
-                Some(reference::k_smallest(&objective, self.k))
+        let update = match &mut self.state {
+            State::Host(host) => {
+                assert_eq!(n, host.cumulative.len(), "scoring must cover every training sample");
+                let logits: Vec<f32> = logits
+                    .into_data_async()
+                    .await
+                    .map_err(|e| Error::Device(format!("reading logits: {e:?}")))?
+                    .try_into_vec()
+                    .map_err(|e| Error::Device(format!("logits are not f32: {e:?}")))?;
+                let (update, next) = host.update(&logits, classes, &self.rule, epoch as u32)?;
+                if let Some(next) = next {
+                    self.current_device = indices_tensor(&next, &self.device);
+                }
+                update
+            }
+            State::Wgsl(engine) => {
+                let (update, next) = engine.update(logits, &self.rule, epoch as u32).await?;
+                if let Some(next) = next {
+                    self.current_device = next;
+                }
+                update
             }
         };
-        if let Some(next) = next {
-            self.current_device = indices_tensor(&next, &self.device);
-            self.current = next;
+        if !update.risk_sum.is_finite() {
+            return Err(Error::Diverged { epoch, what: "the noise-risk".into() });
         }
-        Ok(Update { selection_risk, hindsight_risk: hindsight, selected_clean, selected })
+        Ok(update)
     }
 }
 

@@ -1,0 +1,64 @@
+//! The selection engine that runs the [`reference`] on the host: logits are read back
+//! once per epoch and everything else is plain Rust. The path for the CPU backend, where
+//! "host" and "device" memory are the same anyway.
+
+use super::{Rule, Update, reference};
+use crate::Result;
+use crate::noise::NoisyLabels;
+
+pub(super) struct HostEngine {
+    noisy_labels: Vec<u32>,
+    clean: Vec<bool>,
+    /// L_t.
+    pub(super) cumulative: Vec<f32>,
+    /// The current k-set, ascending.
+    pub(super) current: Vec<u32>,
+}
+
+impl HostEngine {
+    pub(super) fn new(labels: &NoisyLabels, first: Vec<u32>) -> Self {
+        let n = labels.noisy_labels.len();
+        HostEngine {
+            noisy_labels: labels.noisy_labels.clone(),
+            clean: (0..n).map(|i| labels.is_clean(i)).collect(),
+            cumulative: vec![0.0; n],
+            current: first,
+        }
+    }
+
+    /// Score one epoch from host logits `[n * classes]` and move to the next k-set.
+    /// Returns the update and the new set when it changed.
+    pub(super) fn update(
+        &mut self,
+        logits: &[f32],
+        classes: usize,
+        rule: &Rule,
+        epoch: u32,
+    ) -> Result<(Update, Option<Vec<u32>>)> {
+        let theta = reference::noise_risk(logits, classes, &self.noisy_labels);
+        let update = Update {
+            selection_risk: self.current.iter().map(|&i| theta[i as usize] as f64).sum(),
+            hindsight_risk: 0.0,
+            selected_clean: self.current.iter().filter(|&&i| self.clean[i as usize]).count(),
+            selected: self.current.len(),
+            risk_sum: theta.iter().map(|&t| t as f64).sum(),
+        };
+        self.cumulative.iter_mut().zip(&theta).for_each(|(l, t)| *l += t);
+        let hindsight_risk = reference::k_smallest(&self.cumulative, rule.k)
+            .iter()
+            .map(|&i| self.cumulative[i as usize] as f64)
+            .sum();
+        let next = match rule.objective() {
+            None => None,
+            Some(super::Objective::LatestRisk) => Some(reference::k_smallest(&theta, rule.k)),
+            Some(super::Objective::Perturbed { eta }) => {
+                let objective = reference::fpl_objective(&self.cumulative, eta, rule.seed, epoch);
+                Some(reference::k_smallest(&objective, rule.k))
+            }
+        };
+        if let Some(next) = &next {
+            self.current = next.clone();
+        }
+        Ok((Update { hindsight_risk, ..update }, next))
+    }
+}

@@ -1,0 +1,108 @@
+//! The selection engine on a wgpu device: the WGSL kernels of [`crate::gpu`] compute
+//! noise-risk, the objective and the next k-set where the logits already are, and the
+//! per-sample risks never leave the GPU. Only four scalars come back per epoch (one
+//! read): the selection's risk, its clean count, the best fixed set's risk and the sum
+//! of all risks (to catch NaN anywhere).
+
+use burn::tensor::{Int, Tensor, TensorData};
+
+use super::{Objective, Rule, Update};
+use crate::gpu::{self, RiskMode, RiskParams};
+use crate::noise::NoisyLabels;
+use crate::{Error, Result};
+
+pub(super) struct WgslEngine {
+    labels: Tensor<1, Int>,
+    /// 1.0 where the noisy label is the true one.
+    clean: Tensor<1>,
+    /// L_t.
+    pub(super) cumulative: Tensor<1>,
+    /// k-hot mask of the current set.
+    mask: Tensor<1>,
+}
+
+impl WgslEngine {
+    /// `None` when the device is not one the kernels run on.
+    pub(super) fn new(labels: &NoisyLabels, first_mask: Tensor<1>) -> Option<Self> {
+        let device = first_mask.device();
+        let n = labels.noisy_labels.len();
+        let cumulative = Tensor::<1>::zeros([n], &device);
+        if !gpu::supports(&cumulative) {
+            return None;
+        }
+        let as_i32: Vec<i32> = labels.noisy_labels.iter().map(|&l| l as i32).collect();
+        let clean: Vec<f32> = (0..n).map(|i| if labels.is_clean(i) { 1.0 } else { 0.0 }).collect();
+        Some(WgslEngine {
+            labels: Tensor::from_data(TensorData::new(as_i32, [n]), &device),
+            clean: Tensor::from_data(TensorData::new(clean, [n]), &device),
+            cumulative,
+            mask: first_mask,
+        })
+    }
+
+    /// Score one epoch from device logits `[n, C]`; returns the update and the new set's
+    /// indices (on the device) when it changed.
+    pub(super) async fn update(
+        &mut self,
+        logits: Tensor<2>,
+        rule: &Rule,
+        epoch: u32,
+    ) -> Result<(Update, Option<Tensor<1, Int>>)> {
+        let (mode, eta) = match rule.objective() {
+            Some(Objective::LatestRisk) => (RiskMode::Greedy, 0.0),
+            Some(Objective::Perturbed { eta }) => (RiskMode::Taks, eta),
+            None => (RiskMode::Taks, 0.0),
+        };
+        let params = RiskParams { seed: rule.seed, epoch, eta, mode };
+        let risk = gpu::noise_risk_objective(&logits, &self.labels, &self.cumulative, params)
+            .ok_or_else(|| Error::Device("the WGSL kernels need a wgpu device".into()))?;
+        let hindsight = gpu::select_k_smallest(&risk.cumulative, rule.k).expect("on wgpu");
+        let scalars = Tensor::cat(
+            vec![
+                (risk.theta.clone() * self.mask.clone()).sum(),
+                (self.clean.clone() * self.mask.clone()).sum(),
+                (hindsight.mask * risk.cumulative.clone()).sum(),
+                risk.theta.clone().sum(),
+                self.mask.clone().sum(),
+            ],
+            0,
+        );
+        self.cumulative = risk.cumulative;
+        let next = rule.objective().map(|_| gpu::select_k_smallest(&risk.objective, rule.k).expect("on wgpu"));
+        let values: Vec<f32> = scalars
+            .into_data_async()
+            .await
+            .map_err(|e| Error::Device(format!("reading selection results: {e:?}")))?
+            .try_into_vec()
+            .map_err(|e| Error::Device(format!("selection results are not f32: {e:?}")))?;
+        let update = Update {
+            selection_risk: values[0] as f64,
+            selected_clean: values[1].round() as usize,
+            hindsight_risk: values[2] as f64,
+            risk_sum: values[3] as f64,
+            selected: values[4].round() as usize,
+        };
+        Ok((
+            update,
+            next.map(|s| {
+                self.mask = s.mask;
+                s.indices
+            }),
+        ))
+    }
+
+    /// The current set, ascending, read from the mask.
+    pub(super) async fn current_host(&self) -> Result<Vec<u32>> {
+        let mask: Vec<f32> = read(self.mask.clone()).await?;
+        Ok(mask.iter().enumerate().filter(|(_, m)| **m > 0.5).map(|(i, _)| i as u32).collect())
+    }
+}
+
+/// Read a float tensor to the host.
+pub(super) async fn read(t: Tensor<1>) -> Result<Vec<f32>> {
+    t.into_data_async()
+        .await
+        .map_err(|e| Error::Device(format!("reading from the device: {e:?}")))?
+        .try_into_vec()
+        .map_err(|e| Error::Device(format!("unexpected dtype: {e:?}")))
+}

@@ -1,0 +1,302 @@
+//! The WGSL kernels of `taks_core::gpu` against a plain CPU computation, on a wgpu device
+//! (`DeviceKind::DefaultDevice`: a real GPU when there is one, Mesa lavapipe here; override
+//! with `CUBECL_WGPU_DEFAULT_DEVICE=Cpu`). Sizes 1, 1000 and 100_003 with ties, NaN, ±0 and
+//! ±inf. Kept to one process and few shapes: the first shader compile on a software adapter
+//! takes tens of seconds.
+
+use burn::tensor::{DType, Device, DeviceKind, Int, Tensor, TensorData};
+use taks_core::gpu::{self, RiskMode, RiskParams};
+use taks_core::rng::perturbation;
+use taks_core::selection::reference;
+
+fn device() -> Device {
+    Device::wgpu(DeviceKind::DefaultDevice)
+}
+
+/// Small deterministic generator for test data (not the kernel's generator).
+struct Lcg(u64);
+impl Lcg {
+    fn next_u32(&mut self) -> u32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) as u32
+    }
+    fn uniform(&mut self) -> f32 {
+        (self.next_u32() >> 8) as f32 / 16777216.0
+    }
+}
+
+// ---- CPU reference: the crate's own oracle ----------------------------------------
+
+fn gaussian(seed: u32, epoch: u32, i: u32) -> f32 {
+    perturbation(seed, epoch, i)
+}
+
+/// (theta, new L, objective) for one row.
+fn risk_row(row: &[f32], label: i32, l: f32, p: RiskParams, i: u32) -> (f32, f32, f32) {
+    if row.iter().any(|v| v.is_nan()) {
+        return (f32::NAN, f32::NAN, f32::NAN);
+    }
+    let theta = reference::noise_risk(row, row.len(), &[label as u32])[0];
+    let new_l = l + theta;
+    let obj = match p.mode {
+        RiskMode::Taks => new_l + p.eta * gaussian(p.seed, p.epoch, i),
+        RiskMode::Greedy => theta,
+    };
+    (theta, new_l, obj)
+}
+
+/// Indices of the k smallest by (key, index), ascending index order.
+fn select_ref(obj: &[f32], k: usize) -> Vec<i32> {
+    reference::k_smallest(obj, k).into_iter().map(|i| i as i32).collect()
+}
+
+// ---- helpers -------------------------------------------------------------------------
+
+fn floats(t: Tensor<1>) -> Vec<f32> {
+    t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap()
+}
+
+fn ints(t: Tensor<1, Int>) -> Vec<i32> {
+    t.into_data().convert::<i32>().try_to_vec::<i32>().unwrap()
+}
+
+fn close(a: f32, b: f32, tol: f32) -> bool {
+    (a.is_nan() && b.is_nan()) || (a - b).abs() <= tol * (1.0 + b.abs())
+}
+
+/// Objective values with heavy ties, NaN, ±0 and ±inf.
+fn tricky_objective(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = Lcg(seed);
+    (0..n)
+        .map(|i| match rng.next_u32() % 40 {
+            0 => f32::NAN,
+            1 => -f32::NAN,
+            2 => 0.0,
+            3 => -0.0,
+            4 => f32::INFINITY,
+            5 => f32::NEG_INFINITY,
+            6..=20 => ((rng.uniform() * 8.0).floor() - 4.0) * 0.25, // 8 tied levels
+            _ => (rng.uniform() - 0.5) * 10.0 + (i % 3) as f32 * 1e-7,
+        })
+        .collect()
+}
+
+// ---- tests ---------------------------------------------------------------------------
+
+#[test]
+fn noise_risk_matches_cpu() {
+    let dev = device();
+    let c = 10;
+    for (n, params) in [
+        (
+            1usize,
+            RiskParams {
+                seed: 7,
+                epoch: 0,
+                eta: 0.5,
+                mode: RiskMode::Taks,
+            },
+        ),
+        (
+            1000,
+            RiskParams {
+                seed: 42,
+                epoch: 3,
+                eta: 2.0,
+                mode: RiskMode::Taks,
+            },
+        ),
+        (
+            1000,
+            RiskParams {
+                seed: 42,
+                epoch: 3,
+                eta: 0.0,
+                mode: RiskMode::Taks,
+            },
+        ),
+        (
+            1000,
+            RiskParams {
+                seed: 1,
+                epoch: 9,
+                eta: 1.0,
+                mode: RiskMode::Greedy,
+            },
+        ),
+        (
+            100_003,
+            RiskParams {
+                seed: 0xdead_beef,
+                epoch: 17,
+                eta: 0.7,
+                mode: RiskMode::Taks,
+            },
+        ),
+    ] {
+        let mut rng = Lcg(n as u64 * 31 + params.epoch as u64);
+        let mut logits: Vec<f32> = (0..n * c).map(|_| (rng.uniform() - 0.5) * 12.0).collect();
+        let labels: Vec<i32> = (0..n).map(|_| (rng.next_u32() % c as u32) as i32).collect();
+        let cum: Vec<f32> = (0..n).map(|_| rng.uniform() * 5.0).collect();
+        if n > 10 {
+            logits[3 * c + 4] = f32::NAN; // a NaN row
+            logits[5 * c..6 * c].fill(1.0); // all tied: argmax is index 0
+            logits[7 * c + 2] = 9.0; // tied maximum at 2 and 8: argmax is 2
+            logits[7 * c + 8] = 9.0;
+        }
+        let x = Tensor::<2>::from_data(TensorData::new(logits.clone(), [n, c]), &dev);
+        let y =
+            Tensor::<1, Int>::from_data(TensorData::new(labels.clone(), [n]), (&dev, DType::I32));
+        let l = Tensor::<1>::from_data(TensorData::new(cum.clone(), [n]), &dev);
+
+        let out = gpu::noise_risk_objective(&x, &y, &l, params).expect("on a wgpu device");
+        let (theta, new_l, obj) = (
+            floats(out.theta),
+            floats(out.cumulative),
+            floats(out.objective),
+        );
+        let mut worst = 0.0f32;
+        for i in 0..n {
+            let (t, nl, o) = risk_row(
+                &logits[i * c..(i + 1) * c],
+                labels[i],
+                cum[i],
+                params,
+                i as u32,
+            );
+            assert!(
+                close(theta[i], t, 1e-5),
+                "n={n} i={i}: theta {} vs {}",
+                theta[i],
+                t
+            );
+            assert!(
+                close(new_l[i], nl, 1e-5),
+                "n={n} i={i}: L {} vs {}",
+                new_l[i],
+                nl
+            );
+            assert!(
+                close(obj[i], o, 1e-4),
+                "n={n} i={i}: objective {} vs {}",
+                obj[i],
+                o
+            );
+            if !o.is_nan() {
+                worst = worst.max((obj[i] - o).abs());
+            }
+            if params.mode == RiskMode::Greedy {
+                assert_eq!(obj[i].to_bits(), theta[i].to_bits());
+            }
+        }
+        if n > 10 {
+            assert!(theta[3].is_nan() && obj[3].is_nan() && new_l[3].is_nan());
+        }
+        eprintln!("noise_risk n={n} {params:?}: max |objective - cpu| = {worst:e}");
+    }
+}
+
+#[test]
+fn select_matches_cpu() {
+    let dev = device();
+    for n in [1usize, 1000, 100_003] {
+        let values = tricky_objective(n, n as u64);
+        let t = Tensor::<1>::from_data(TensorData::new(values.clone(), [n]), &dev);
+        let mut ks = vec![0, 1, n / 2, n.saturating_sub(1), n];
+        ks.sort_unstable();
+        ks.dedup();
+        for k in ks {
+            let sel = gpu::select_k_smallest(&t, k).expect("on a wgpu device");
+            let (mask, idx) = (floats(sel.mask), ints(sel.indices));
+            let want = select_ref(&values, k);
+            assert_eq!(idx.len(), k, "n={n} k={k}");
+            assert!(
+                idx == want,
+                "n={n} k={k}: indices differ (first diff at {:?})",
+                idx.iter().zip(&want).position(|(a, b)| a != b)
+            );
+            let mut want_mask = vec![0.0f32; n];
+            for &i in &want {
+                want_mask[i as usize] = 1.0;
+            }
+            assert_eq!(mask, want_mask, "n={n} k={k}: mask");
+            eprintln!("select n={n} k={k}: ok");
+        }
+    }
+}
+
+#[test]
+fn risk_then_select_stays_on_device() {
+    let dev = device();
+    let (n, c) = (5000, 10);
+    let mut rng = Lcg(99);
+    let logits: Vec<f32> = (0..n * c).map(|_| rng.uniform() * 4.0).collect();
+    let labels: Vec<i32> = (0..n).map(|_| (rng.next_u32() % c as u32) as i32).collect();
+    let x = Tensor::<2>::from_data(TensorData::new(logits, [n, c]), &dev);
+    let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [n]), (&dev, DType::I32));
+    let l = Tensor::<1>::zeros([n], &dev);
+    let params = RiskParams {
+        seed: 3,
+        epoch: 1,
+        eta: 0.1,
+        mode: RiskMode::Taks,
+    };
+    let out = gpu::noise_risk_objective(&x, &y, &l, params).unwrap();
+    let sel = gpu::select_k_smallest(&out.objective, 1234).unwrap();
+    let obj = floats(out.objective);
+    assert_eq!(ints(sel.indices), select_ref(&obj, 1234));
+    assert_eq!(floats(sel.mask).iter().sum::<f32>(), 1234.0);
+}
+
+#[test]
+fn other_devices_fall_back() {
+    let dev = Device::flex();
+    let x = Tensor::<2>::zeros([4, 3], &dev);
+    let y = Tensor::<1, Int>::zeros([4], &dev);
+    let l = Tensor::<1>::zeros([4], &dev);
+    let p = RiskParams {
+        seed: 0,
+        epoch: 0,
+        eta: 1.0,
+        mode: RiskMode::Taks,
+    };
+    assert!(!gpu::supports(&l));
+    assert!(gpu::supports(&Tensor::<1>::zeros([2], &device())));
+    assert!(gpu::supports(&Tensor::<1>::zeros([2], &device().autodiff())));
+    assert!(gpu::noise_risk_objective(&x, &y, &l, p).is_none());
+    assert!(gpu::select_k_smallest(&l, 2).is_none());
+}
+
+#[test]
+fn autodiff_inputs_and_empty_shapes() {
+    let dev = device().autodiff();
+    let (n, c) = (300, 4);
+    let mut rng = Lcg(8);
+    let logits: Vec<f32> = (0..n * c).map(|_| rng.uniform()).collect();
+    let labels: Vec<i32> = (0..n).map(|_| (rng.next_u32() % c as u32) as i32).collect();
+    let x = Tensor::<2>::from_data(TensorData::new(logits, [n, c]), &dev).require_grad();
+    let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [n]), (&dev, DType::I32));
+    let l = Tensor::<1>::zeros([n], &dev);
+    let p = RiskParams {
+        seed: 1,
+        epoch: 2,
+        eta: 0.3,
+        mode: RiskMode::Taks,
+    };
+    let out = gpu::noise_risk_objective(&x, &y, &l, p).expect("autodiff on wgpu is still wgpu");
+    let sel = gpu::select_k_smallest(&out.objective, 17).unwrap();
+    assert_eq!(ints(sel.indices), select_ref(&floats(out.objective), 17));
+
+    // n = 0
+    let dev = device();
+    let x = Tensor::<2>::zeros([0, 3], &dev);
+    let y = Tensor::<1, Int>::zeros([0], &dev);
+    let l = Tensor::<1>::zeros([0], &dev);
+    let out = gpu::noise_risk_objective(&x, &y, &l, p).unwrap();
+    assert_eq!(out.objective.dims(), [0]);
+    let sel = gpu::select_k_smallest(&l, 0).unwrap();
+    assert_eq!((sel.mask.dims(), sel.indices.dims()), ([0], [0]));
+}
