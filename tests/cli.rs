@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn taks(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_taks")).args(args).output().expect("the taks binary runs")
+    Command::new(env!("CARGO_BIN_EXE_taks"))
+        .args(args)
+        .output()
+        .expect("the taks binary runs")
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -17,8 +20,15 @@ fn scratch(name: &str) -> PathBuf {
 /// A user error: non-zero exit, exactly one line on stderr naming the problem, no panic.
 fn assert_user_error(out: &Output, needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "expected failure, got success; stderr: {stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "not one line: {stderr}");
+    assert!(
+        !out.status.success(),
+        "expected failure, got success; stderr: {stderr}"
+    );
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "not one line: {stderr}"
+    );
     assert!(stderr.starts_with("error: "), "{stderr}");
     assert!(stderr.contains(needle), "'{needle}' not in: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -28,10 +38,25 @@ fn assert_user_error(out: &Output, needle: &str) {
 fn a_short_run_writes_its_run_folder() {
     let out_dir = scratch("run");
     let out = taks(&[
-        "train", "--device", "cpu", "--epochs", "3", "--train-limit", "2000", "--test-limit", "500",
-        "--save-selections", "--quiet", "--out", out_dir.to_str().unwrap(),
+        "train",
+        "--device",
+        "cpu",
+        "--epochs",
+        "3",
+        "--train-limit",
+        "2000",
+        "--test-limit",
+        "500",
+        "--save-selections",
+        "--quiet",
+        "--out",
+        out_dir.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("| taks | symmetric-50% |"), "{stdout}");
 
@@ -39,13 +64,22 @@ fn a_short_run_writes_its_run_folder() {
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     for col in [
-        "epoch", "train_loss", "test_accuracy", "label_precision", "label_recall", "selection_risk",
-        "total_selection_risk", "regret", "regret_bound", "epoch_seconds",
+        "epoch",
+        "train_loss",
+        "test_accuracy",
+        "label_precision",
+        "label_recall",
+        "selection_risk",
+        "total_selection_risk",
+        "regret",
+        "regret_bound",
+        "epoch_seconds",
     ] {
         assert!(header.contains(&col), "missing column {col}");
     }
-    let rows: Vec<Vec<f64>> =
-        lines.map(|l| l.split(',').map(|c| c.parse().unwrap()).collect()).collect();
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| l.split(',').map(|c| c.parse().unwrap()).collect())
+        .collect();
     assert_eq!(rows.len(), 3);
     let at = |row: &Vec<f64>, name: &str| row[header.iter().position(|h| *h == name).unwrap()];
     for (i, row) in rows.iter().enumerate() {
@@ -56,10 +90,14 @@ fn a_short_run_writes_its_run_folder() {
     }
     // Learning happened: clearly better than chance (10%) after 18 noisy steps.
     assert!(at(&rows[2], "test_accuracy") > 0.2, "{csv}");
-    assert!(at(&rows[2], "train_loss") < at(&rows[0], "train_loss"), "{csv}");
+    assert!(
+        at(&rows[2], "train_loss") < at(&rows[0], "train_loss"),
+        "{csv}"
+    );
 
     let config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("config.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("config.json")).unwrap())
+            .unwrap();
     assert_eq!(config["k"], 700);
     assert_eq!(config["config"]["method"], "taks");
     let selected = std::fs::read_to_string(out_dir.join("selected.csv")).unwrap();
@@ -74,23 +112,52 @@ fn a_short_run_writes_its_run_folder() {
     let table = taks(&["table", out_dir.to_str().unwrap()]);
     assert!(table.status.success());
     assert!(String::from_utf8_lossy(&table.stdout).contains("| taks |"));
-    let again = taks(&["train", "--device", "cpu", "--epochs", "1", "--out", out_dir.to_str().unwrap()]);
+    let again = taks(&[
+        "train",
+        "--device",
+        "cpu",
+        "--epochs",
+        "1",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
     assert_user_error(&again, "already holds a run");
-    assert_eq!(std::fs::read_to_string(out_dir.join("metrics.csv")).unwrap(), csv);
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("metrics.csv")).unwrap(),
+        csv
+    );
     std::fs::remove_dir_all(&out_dir).unwrap();
 }
 
 #[test]
 fn bad_settings_are_one_line_errors() {
     let cases: &[(&[&str], &str)] = &[
-        (&["train", "--dataset", "imagenet"], "unknown dataset 'imagenet'"),
-        (&["train", "--noise", "gaussian"], "unknown noise 'gaussian'"),
-        (&["train", "--method", "coteach"], "unknown method 'coteach'"),
+        (
+            &["train", "--dataset", "imagenet"],
+            "unknown dataset 'imagenet'",
+        ),
+        (
+            &["train", "--noise", "gaussian"],
+            "unknown noise 'gaussian'",
+        ),
+        (
+            &["train", "--method", "coteach"],
+            "unknown method 'coteach'",
+        ),
         (&["train", "--k-ratio", "1.5"], "k-ratio 1.5"),
         (&["train", "--noise-rate", "2"], "noise rate 2"),
         (&["train", "--epochs", "0"], "epochs"),
         (&["train", "--dataset", "mnist"], "--data-dir"),
-        (&["train", "--dataset", "cifar10", "--data-dir", "/nonexistent/cifar"], "does not exist"),
+        (
+            &[
+                "train",
+                "--dataset",
+                "cifar10",
+                "--data-dir",
+                "/nonexistent/cifar",
+            ],
+            "does not exist",
+        ),
     ];
     for (args, needle) in cases {
         assert_user_error(&taks(args), needle);
@@ -106,7 +173,8 @@ fn write_gz(path: &Path, bytes: &[u8]) {
 
 fn idx(dims: &[u32], values: &[u8]) -> Vec<u8> {
     let mut out = vec![0, 0, 8, dims.len() as u8];
-    dims.iter().for_each(|d| out.extend_from_slice(&d.to_be_bytes()));
+    dims.iter()
+        .for_each(|d| out.extend_from_slice(&d.to_be_bytes()));
     out.extend_from_slice(values);
     out
 }
@@ -119,7 +187,10 @@ fn mnist_folder(name: &str, train_labels: Vec<u8>) -> PathBuf {
     write_gz(&dir.join("train-images-idx3-ubyte.gz"), &images);
     write_gz(&dir.join("train-labels-idx1-ubyte.gz"), &train_labels);
     write_gz(&dir.join("t10k-images-idx3-ubyte.gz"), &images);
-    write_gz(&dir.join("t10k-labels-idx1-ubyte.gz"), &idx(&[20], &[1u8; 20]));
+    write_gz(
+        &dir.join("t10k-labels-idx1-ubyte.gz"),
+        &idx(&[20], &[1u8; 20]),
+    );
     dir
 }
 
@@ -127,21 +198,53 @@ fn mnist_folder(name: &str, train_labels: Vec<u8>) -> PathBuf {
 fn corrupt_data_files_are_one_line_errors() {
     let labels: Vec<u8> = (0..20).map(|i| i % 10).collect();
     let cases = [
-        ("magic", [vec![8u8, 8, 8, 1], vec![0; 20]].concat(), "bad magic"),
+        (
+            "magic",
+            [vec![8u8, 8, 8, 1], vec![0; 20]].concat(),
+            "bad magic",
+        ),
         ("short", idx(&[20], &labels[..15]), "truncated"),
-        ("count", idx(&[19], &labels[..19]), "19 labels for 20 images"),
-        ("range", idx(&[20], &[labels[..19].to_vec(), vec![11]].concat()), "label 11 at sample 19"),
+        (
+            "count",
+            idx(&[19], &labels[..19]),
+            "19 labels for 20 images",
+        ),
+        (
+            "range",
+            idx(&[20], &[labels[..19].to_vec(), vec![11]].concat()),
+            "label 11 at sample 19",
+        ),
     ];
     for (name, train_labels, needle) in cases {
         let dir = mnist_folder(name, train_labels);
-        let out = taks(&["train", "--dataset", "mnist", "--data-dir", dir.to_str().unwrap(), "--device", "cpu"]);
+        let out = taks(&[
+            "train",
+            "--dataset",
+            "mnist",
+            "--data-dir",
+            dir.to_str().unwrap(),
+            "--device",
+            "cpu",
+        ]);
         assert_user_error(&out, needle);
         std::fs::remove_dir_all(&dir).unwrap();
     }
     // A file that is not gzip at all but claims to be.
     let dir = mnist_folder("gzip", idx(&[20], &labels));
-    std::fs::write(dir.join("train-images-idx3-ubyte.gz"), [0x1f, 0x8b, 1, 2, 3]).unwrap();
-    let out = taks(&["train", "--dataset", "mnist", "--data-dir", dir.to_str().unwrap(), "--device", "cpu"]);
+    std::fs::write(
+        dir.join("train-images-idx3-ubyte.gz"),
+        [0x1f, 0x8b, 1, 2, 3],
+    )
+    .unwrap();
+    let out = taks(&[
+        "train",
+        "--dataset",
+        "mnist",
+        "--data-dir",
+        dir.to_str().unwrap(),
+        "--device",
+        "cpu",
+    ]);
     assert_user_error(&out, "corrupt gzip");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -152,10 +255,30 @@ fn full_mnist_format_folder_trains() {
     let dir = mnist_folder("ok", idx(&[20], &labels));
     let out_dir = dir.join("run");
     let out = taks(&[
-        "train", "--dataset", "mnist", "--data-dir", dir.to_str().unwrap(), "--device", "cpu",
-        "--epochs", "2", "--quiet", "--out", out_dir.to_str().unwrap(),
+        "train",
+        "--dataset",
+        "mnist",
+        "--data-dir",
+        dir.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--epochs",
+        "2",
+        "--quiet",
+        "--out",
+        out_dir.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(std::fs::read_to_string(out_dir.join("metrics.csv")).unwrap().lines().count(), 3);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("metrics.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        3
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

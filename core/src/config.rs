@@ -36,7 +36,9 @@ pub struct TrainConfig {
     /// Samples per forward pass when scoring and testing (no gradients, so larger).
     pub eval_batch_size: usize,
     /// `wgsl`: the WGSL kernels score and select on a wgpu device (the reference is used
-    /// on other devices); `reference`: always the CPU reference.
+    /// on other devices); `reference`: always the CPU reference. Absent from run
+    /// folders written before it existed, which used the reference.
+    #[serde(default = "reference_engine")]
     pub selection_engine: Engine,
 }
 
@@ -57,7 +59,11 @@ impl TrainConfig {
             batch_size: 128,
             learning_rate: 1e-3,
             decay_start: 80,
-            architecture: if dataset.is_grey_28() { Architecture::Mlp } else { Architecture::Cnn },
+            architecture: if dataset.is_grey_28() {
+                Architecture::Mlp
+            } else {
+                Architecture::Cnn
+            },
             train_limit: None,
             test_limit: None,
             eval_batch_size: 4096,
@@ -67,7 +73,11 @@ impl TrainConfig {
 
     /// k for a training set of n samples (n for `standard`).
     pub fn k(&self, n: usize) -> usize {
-        if self.method == Method::Standard { n } else { (n as f64 * self.k_ratio).floor() as usize }
+        if self.method == Method::Standard {
+            n
+        } else {
+            (n as f64 * self.k_ratio).floor() as usize
+        }
     }
 
     /// eta of Algorithm 1: sqrt(k T) * eta_ratio.
@@ -82,7 +92,10 @@ impl TrainConfig {
             return bad(format!("k-ratio {} must be in (0, 1]", self.k_ratio));
         }
         if !(self.eta_ratio >= 0.0 && self.eta_ratio.is_finite()) {
-            return bad(format!("eta-ratio {} must be a finite number >= 0", self.eta_ratio));
+            return bad(format!(
+                "eta-ratio {} must be a finite number >= 0",
+                self.eta_ratio
+            ));
         }
         if !(0.0..=1.0).contains(&self.noise_rate) {
             return bad(format!("noise rate {} must be in [0, 1]", self.noise_rate));
@@ -94,13 +107,23 @@ impl TrainConfig {
             return bad("batch sizes must be at least 1".into());
         }
         if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
-            return bad(format!("learning rate {} must be positive", self.learning_rate));
+            return bad(format!(
+                "learning rate {} must be positive",
+                self.learning_rate
+            ));
         }
         if self.architecture == Architecture::Mlp && !self.dataset.is_grey_28() {
-            return bad(format!("the MLP is for 28x28 images; use the CNN for {}", self.dataset.name()));
+            return bad(format!(
+                "the MLP is for 28x28 images; use the CNN for {}",
+                self.dataset.name()
+            ));
         }
         Ok(())
     }
+}
+
+fn reference_engine() -> Engine {
+    Engine::Reference
 }
 
 /// The tuned (k_ratio, eta_ratio) of the authors' code, for the settings it covers.
@@ -130,7 +153,10 @@ pub fn tuned_ratios(dataset: DatasetKind, noise: NoiseKind, rate: f64) -> (f64, 
             NoiseKind::Asymmetric if dataset != DatasetKind::Cifar100 => rate / 2.0,
             _ => rate,
         };
-        ((1.0 - flipped - 0.15).max(0.05), if cifar { 0.001 } else { 0.005 })
+        (
+            (1.0 - flipped - 0.15).max(0.05),
+            if cifar { 0.001 } else { 0.005 },
+        )
     })
 }
 
@@ -140,14 +166,35 @@ mod tests {
 
     #[test]
     fn paper_defaults() {
-        let c = TrainConfig::paper(DatasetKind::MnistDigits, NoiseKind::Symmetric, 0.5, Method::Taks);
+        let c = TrainConfig::paper(
+            DatasetKind::MnistDigits,
+            NoiseKind::Symmetric,
+            0.5,
+            Method::Taks,
+        );
         assert_eq!((c.k_ratio, c.eta_ratio), (0.35, 0.005));
         assert_eq!(c.k(8000), 2800);
         assert!((c.eta(8000) - (2800.0f64 * 200.0).sqrt() * 0.005).abs() < 1e-12);
-        let c = TrainConfig::paper(DatasetKind::Cifar10, NoiseKind::Asymmetric, 0.4, Method::Taks);
-        assert_eq!((c.k_ratio, c.eta_ratio, c.architecture), (0.80, 0.0005, Architecture::Cnn));
-        assert_eq!(tuned_ratios(DatasetKind::Mnist, NoiseKind::Pairflip, 0.45), (0.40, 0.005));
-        let s = TrainConfig::paper(DatasetKind::Mnist, NoiseKind::Symmetric, 0.5, Method::Standard);
+        let c = TrainConfig::paper(
+            DatasetKind::Cifar10,
+            NoiseKind::Asymmetric,
+            0.4,
+            Method::Taks,
+        );
+        assert_eq!(
+            (c.k_ratio, c.eta_ratio, c.architecture),
+            (0.80, 0.0005, Architecture::Cnn)
+        );
+        assert_eq!(
+            tuned_ratios(DatasetKind::Mnist, NoiseKind::Pairflip, 0.45),
+            (0.40, 0.005)
+        );
+        let s = TrainConfig::paper(
+            DatasetKind::Mnist,
+            NoiseKind::Symmetric,
+            0.5,
+            Method::Standard,
+        );
         assert_eq!(s.k(100), 100);
     }
 
@@ -159,7 +206,12 @@ mod tests {
         c.k_ratio = 0.3;
         c.epochs = 0;
         assert!(c.validate().unwrap_err().to_string().contains("epochs"));
-        let mut c = TrainConfig::paper(DatasetKind::Cifar10, NoiseKind::Symmetric, 0.5, Method::Taks);
+        let mut c = TrainConfig::paper(
+            DatasetKind::Cifar10,
+            NoiseKind::Symmetric,
+            0.5,
+            Method::Taks,
+        );
         c.architecture = Architecture::Mlp;
         assert!(c.validate().is_err());
     }

@@ -9,13 +9,21 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// A file could not be opened or read.
     #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// A dataset file exists but its contents are not what its format requires.
     #[error("{path}: {reason}")]
     Malformed { path: PathBuf, reason: String },
     /// A label is not a valid class index.
     #[error("{path}: label {label} at sample {index} is out of range for {classes} classes")]
-    LabelOutOfRange { path: PathBuf, index: usize, label: u32, classes: usize },
+    LabelOutOfRange {
+        path: PathBuf,
+        index: usize,
+        label: u32,
+        classes: usize,
+    },
     /// A setting is outside what the method allows (k > n, a rate above 1, ...).
     #[error("invalid setting: {0}")]
     Config(String),
@@ -29,10 +37,16 @@ pub enum Error {
 
 impl Error {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
 
     pub fn malformed(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
-        Error::Malformed { path: path.into(), reason: reason.into() }
+        Error::Malformed {
+            path: path.into(),
+            reason: reason.into(),
+        }
     }
 }

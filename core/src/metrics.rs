@@ -146,6 +146,9 @@ mod tests {
         let short = summarize(&history[..3]).unwrap();
         assert_eq!(short.last_epochs, 3);
         assert!(summarize(&[]).is_none());
-        assert_eq!(row(1, 0.5).csv_row().split(',').count(), EpochMetrics::CSV_HEADER.split(',').count());
+        assert_eq!(
+            row(1, 0.5).csv_row().split(',').count(),
+            EpochMetrics::CSV_HEADER.split(',').count()
+        );
     }
 }

@@ -78,7 +78,10 @@ pub struct Cnn {
 impl Cnn {
     pub fn new(channels: usize, side: usize, classes: usize, device: &Device) -> Self {
         let widths = [channels, 64, 64, 128, 128, 196, 16];
-        let blocks = widths.windows(2).map(|w| ConvBlock::new(w[0], w[1], device)).collect();
+        let blocks = widths
+            .windows(2)
+            .map(|w| ConvBlock::new(w[0], w[1], device))
+            .collect();
         let after_pools = side / 8;
         Self {
             blocks,

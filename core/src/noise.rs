@@ -27,8 +27,12 @@ pub enum NoiseKind {
 }
 
 impl NoiseKind {
-    pub const ALL: [NoiseKind; 4] =
-        [NoiseKind::Clean, NoiseKind::Symmetric, NoiseKind::Pairflip, NoiseKind::Asymmetric];
+    pub const ALL: [NoiseKind; 4] = [
+        NoiseKind::Clean,
+        NoiseKind::Symmetric,
+        NoiseKind::Pairflip,
+        NoiseKind::Asymmetric,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -44,11 +48,14 @@ impl FromStr for NoiseKind {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        NoiseKind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
-            Error::Config(format!(
-                "unknown noise '{s}' (choose clean, symmetric, pairflip or asymmetric)"
-            ))
-        })
+        NoiseKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "unknown noise '{s}' (choose clean, symmetric, pairflip or asymmetric)"
+                ))
+            })
     }
 }
 
@@ -96,10 +103,14 @@ pub fn transition_matrix(
     dataset: DatasetKind,
 ) -> Result<Vec<f64>> {
     if !(0.0..=1.0).contains(&rate) {
-        return Err(Error::Config(format!("noise rate {rate} is outside [0, 1]")));
+        return Err(Error::Config(format!(
+            "noise rate {rate} is outside [0, 1]"
+        )));
     }
     if classes < 2 {
-        return Err(Error::Config("label noise needs at least two classes".into()));
+        return Err(Error::Config(
+            "label noise needs at least two classes".into(),
+        ));
     }
     let mut p = vec![0.0; classes * classes];
     for y in 0..classes {
@@ -107,7 +118,8 @@ pub fn transition_matrix(
         match kind {
             NoiseKind::Clean => row[y] = 1.0,
             NoiseKind::Symmetric => {
-                row.iter_mut().for_each(|v| *v = rate / (classes - 1) as f64);
+                row.iter_mut()
+                    .for_each(|v| *v = rate / (classes - 1) as f64);
                 row[y] = 1.0 - rate;
             }
             NoiseKind::Pairflip => {
@@ -141,12 +153,16 @@ impl NoisyLabels {
 
     /// The fraction of labels that were actually changed.
     pub fn actual_rate(&self) -> f64 {
-        let flipped = (0..self.true_labels.len()).filter(|&i| !self.is_clean(i)).count();
+        let flipped = (0..self.true_labels.len())
+            .filter(|&i| !self.is_clean(i))
+            .count();
         flipped as f64 / self.true_labels.len().max(1) as f64
     }
 
     pub fn clean_count(&self) -> usize {
-        (0..self.true_labels.len()).filter(|&i| self.is_clean(i)).count()
+        (0..self.true_labels.len())
+            .filter(|&i| self.is_clean(i))
+            .count()
     }
 }
 
@@ -177,7 +193,10 @@ pub fn inject(
             row.iter().rposition(|&pj| pj > 0.0).unwrap() as u32
         })
         .collect();
-    Ok(NoisyLabels { true_labels: labels.to_vec(), noisy_labels: noisy })
+    Ok(NoisyLabels {
+        true_labels: labels.to_vec(),
+        noisy_labels: noisy,
+    })
 }
 
 #[cfg(test)]
@@ -196,7 +215,10 @@ mod tests {
                 let p = transition_matrix(kind, 0.45, c, ds).unwrap();
                 for y in 0..c {
                     let s: f64 = p[y * c..(y + 1) * c].iter().sum();
-                    assert!((s - 1.0).abs() < 1e-12, "{kind:?} {ds:?} row {y} sums to {s}");
+                    assert!(
+                        (s - 1.0).abs() < 1e-12,
+                        "{kind:?} {ds:?} row {y} sums to {s}"
+                    );
                 }
             }
         }
@@ -205,8 +227,20 @@ mod tests {
     #[test]
     fn symmetric_flips_the_requested_fraction_uniformly() {
         let labels = uniform_labels(100_000, 10);
-        let noisy = inject(&labels, 10, NoiseKind::Symmetric, 0.5, DatasetKind::Mnist, 1).unwrap();
-        assert!((noisy.actual_rate() - 0.5).abs() < 0.01, "{}", noisy.actual_rate());
+        let noisy = inject(
+            &labels,
+            10,
+            NoiseKind::Symmetric,
+            0.5,
+            DatasetKind::Mnist,
+            1,
+        )
+        .unwrap();
+        assert!(
+            (noisy.actual_rate() - 0.5).abs() < 0.01,
+            "{}",
+            noisy.actual_rate()
+        );
         // Flips from class 0 spread evenly over the nine others.
         let mut to = [0usize; 10];
         for i in (0..labels.len()).filter(|&i| labels[i] == 0 && !noisy.is_clean(i)) {
@@ -222,7 +256,15 @@ mod tests {
     #[test]
     fn pairflip_goes_to_the_next_class_only() {
         let labels = uniform_labels(20_000, 10);
-        let noisy = inject(&labels, 10, NoiseKind::Pairflip, 0.45, DatasetKind::Mnist, 2).unwrap();
+        let noisy = inject(
+            &labels,
+            10,
+            NoiseKind::Pairflip,
+            0.45,
+            DatasetKind::Mnist,
+            2,
+        )
+        .unwrap();
         for i in (0..labels.len()).filter(|&i| !noisy.is_clean(i)) {
             assert_eq!(noisy.noisy_labels[i], (labels[i] + 1) % 10);
         }
@@ -232,14 +274,31 @@ mod tests {
     #[test]
     fn asymmetric_mnist_follows_the_recipe() {
         let labels = uniform_labels(50_000, 10);
-        let noisy = inject(&labels, 10, NoiseKind::Asymmetric, 0.4, DatasetKind::Mnist, 3).unwrap();
+        let noisy = inject(
+            &labels,
+            10,
+            NoiseKind::Asymmetric,
+            0.4,
+            DatasetKind::Mnist,
+            3,
+        )
+        .unwrap();
         for i in (0..labels.len()).filter(|&i| !noisy.is_clean(i)) {
             let expect = asymmetric_target(DatasetKind::Mnist, labels[i] as usize).unwrap();
             assert_eq!(noisy.noisy_labels[i] as usize, expect);
         }
         // Five of ten classes flip with probability 0.4: about 20% overall.
-        assert!((noisy.actual_rate() - 0.2).abs() < 0.01, "{}", noisy.actual_rate());
-        assert!(labels.iter().zip(&noisy.noisy_labels).all(|(&t, &n)| t != 0 || n == 0));
+        assert!(
+            (noisy.actual_rate() - 0.2).abs() < 0.01,
+            "{}",
+            noisy.actual_rate()
+        );
+        assert!(
+            labels
+                .iter()
+                .zip(&noisy.noisy_labels)
+                .all(|(&t, &n)| t != 0 || n == 0)
+        );
     }
 
     #[test]
@@ -247,16 +306,48 @@ mod tests {
         assert_eq!(asymmetric_target(DatasetKind::Cifar100, 4), Some(0));
         assert_eq!(asymmetric_target(DatasetKind::Cifar100, 97), Some(98));
         let labels = uniform_labels(10_000, 100);
-        let noisy = inject(&labels, 100, NoiseKind::Asymmetric, 0.4, DatasetKind::Cifar100, 4).unwrap();
+        let noisy = inject(
+            &labels,
+            100,
+            NoiseKind::Asymmetric,
+            0.4,
+            DatasetKind::Cifar100,
+            4,
+        )
+        .unwrap();
         assert!((noisy.actual_rate() - 0.4).abs() < 0.02);
     }
 
     #[test]
     fn seeded_and_reproducible() {
         let labels = uniform_labels(1000, 10);
-        let a = inject(&labels, 10, NoiseKind::Symmetric, 0.2, DatasetKind::Mnist, 9).unwrap();
-        let b = inject(&labels, 10, NoiseKind::Symmetric, 0.2, DatasetKind::Mnist, 9).unwrap();
-        let c = inject(&labels, 10, NoiseKind::Symmetric, 0.2, DatasetKind::Mnist, 10).unwrap();
+        let a = inject(
+            &labels,
+            10,
+            NoiseKind::Symmetric,
+            0.2,
+            DatasetKind::Mnist,
+            9,
+        )
+        .unwrap();
+        let b = inject(
+            &labels,
+            10,
+            NoiseKind::Symmetric,
+            0.2,
+            DatasetKind::Mnist,
+            9,
+        )
+        .unwrap();
+        let c = inject(
+            &labels,
+            10,
+            NoiseKind::Symmetric,
+            0.2,
+            DatasetKind::Mnist,
+            10,
+        )
+        .unwrap();
         assert_eq!(a, b);
         assert_ne!(a, c);
     }

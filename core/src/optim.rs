@@ -39,7 +39,11 @@ impl ScheduledAdam {
     /// Adam(beta1 0.9, beta2 0.999, eps 1e-8) wrapped for a whole module, and its beta1 handle.
     pub fn init() -> (ModuleOptimizer, Beta1) {
         let cell = Arc::new(AtomicU32::new(0.9f32.to_bits()));
-        let adam = ScheduledAdam { beta_1: cell.clone(), beta_2: 0.999, epsilon: 1e-8 };
+        let adam = ScheduledAdam {
+            beta_1: cell.clone(),
+            beta_2: 0.999,
+            epsilon: 1e-8,
+        };
         (ModuleOptimizer::from(adam), Beta1(cell))
     }
 }
@@ -58,8 +62,12 @@ impl Optimizer for ScheduledAdam {
         let beta_1 = f32::from_bits(self.beta_1.load(Ordering::Relaxed));
         let (m, v, time) = match state {
             Some(s) => (
-                s.moment_1.mul_scalar(beta_1).add(grad.clone().mul_scalar(1.0 - beta_1)),
-                s.moment_2.mul_scalar(self.beta_2).add(grad.square().mul_scalar(1.0 - self.beta_2)),
+                s.moment_1
+                    .mul_scalar(beta_1)
+                    .add(grad.clone().mul_scalar(1.0 - beta_1)),
+                s.moment_2
+                    .mul_scalar(self.beta_2)
+                    .add(grad.square().mul_scalar(1.0 - self.beta_2)),
                 s.time + 1,
             ),
             None => (
@@ -71,9 +79,16 @@ impl Optimizer for ScheduledAdam {
         let correction_1 = 1.0 - beta_1.powi(time as i32);
         let correction_2 = 1.0 - self.beta_2.powi(time as i32);
         let step_size = lr as f32 / correction_1;
-        let denom = v.clone().div_scalar(correction_2).sqrt().add_scalar(self.epsilon);
+        let denom = v
+            .clone()
+            .div_scalar(correction_2)
+            .sqrt()
+            .add_scalar(self.epsilon);
         let update = m.clone().div(denom).mul_scalar(step_size);
-        (tensor - update, Some(AdaptiveMomentumState::new(time, m, v)))
+        (
+            tensor - update,
+            Some(AdaptiveMomentumState::new(time, m, v)),
+        )
     }
 
     fn to_device<const D: usize>(mut state: Self::State<D>, device: &Device) -> Self::State<D> {
@@ -88,7 +103,10 @@ pub fn schedule(base_lr: f64, e: usize, total: usize, decay_start: usize) -> (f6
     if e < decay_start || total <= decay_start {
         (base_lr, 0.9)
     } else {
-        (base_lr * (total - e) as f64 / (total - decay_start) as f64, 0.1)
+        (
+            base_lr * (total - e) as f64 / (total - decay_start) as f64,
+            0.1,
+        )
     }
 }
 

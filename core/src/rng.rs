@@ -23,9 +23,9 @@ impl SplitMix64 {
     /// A generator for one named purpose, so that e.g. changing the number of noise
     /// draws never shifts the batch order.
     pub fn for_stream(seed: u64, stream: &str) -> Self {
-        let salt = stream
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+        let salt = stream.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        });
         Self::new(seed ^ salt)
     }
 

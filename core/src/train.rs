@@ -71,7 +71,9 @@ impl Trainer {
         let train = train.truncated(config.train_limit.unwrap_or(usize::MAX));
         let test = test.truncated(config.test_limit.unwrap_or(usize::MAX));
         if train.is_empty() || test.is_empty() {
-            return Err(Error::Config("the training and test sets must not be empty".into()));
+            return Err(Error::Config(
+                "the training and test sets must not be empty".into(),
+            ));
         }
         let labels = inject(
             &train.labels,
@@ -99,9 +101,16 @@ impl Trainer {
             device,
             config.selection_engine,
         )?;
-        let model = Classifier::new(config.architecture, train.shape, train.classes, &device.clone().autodiff());
+        let model = Classifier::new(
+            config.architecture,
+            train.shape,
+            train.classes,
+            &device.clone().autodiff(),
+        );
         let (optim, beta_1) = ScheduledAdam::init();
-        let upload = |d: &Dataset, labels: &[u32]| DeviceSet::upload(&d.images, labels, d.sample_size(), device);
+        let upload = |d: &Dataset, labels: &[u32]| {
+            DeviceSet::upload(&d.images, labels, d.sample_size(), device)
+        };
         Ok(Trainer {
             train: upload(&train, &labels.noisy_labels),
             test: upload(&test, &test.labels),
@@ -152,7 +161,12 @@ impl Trainer {
     /// Run one epoch and return its measurements.
     pub async fn step(&mut self) -> Result<EpochMetrics> {
         let e = self.epoch; // 0-based inside, 1-based in every output
-        let (lr, beta_1) = schedule(self.config.learning_rate, e, self.config.epochs, self.config.decay_start);
+        let (lr, beta_1) = schedule(
+            self.config.learning_rate,
+            e,
+            self.config.epochs,
+            self.config.decay_start,
+        );
         self.beta_1.set(beta_1);
 
         let started = Instant::now();
@@ -166,7 +180,10 @@ impl Trainer {
         let epoch_seconds = started.elapsed().as_secs_f64();
         let train_loss = loss_sum as f64 / trained as f64;
         if !train_loss.is_finite() {
-            return Err(Error::Diverged { epoch: e + 1, what: "the training loss".into() });
+            return Err(Error::Diverged {
+                epoch: e + 1,
+                what: "the training loss".into(),
+            });
         }
         let test_accuracy = self.test_accuracy().await?;
         self.epoch += 1;
@@ -179,9 +196,15 @@ impl Trainer {
         let selected = self.selector.selected_len();
         let mut order: Vec<u32> = (0..selected as u32).collect();
         self.shuffle.shuffle(&mut order);
-        let order = self.selector.current_indices().select(0, indices_tensor(&order, &self.device));
+        let order = self
+            .selector
+            .current_indices()
+            .select(0, indices_tensor(&order, &self.device));
         let loss_fn = CrossEntropyLossConfig::new().init(&self.device);
-        let mut model = self.model.take().expect("model is always present between steps");
+        let mut model = self
+            .model
+            .take()
+            .expect("model is always present between steps");
         let mut loss_sum = Tensor::<1>::zeros([1], &self.device);
         let batch = self.config.batch_size;
         for start in (0..selected).step_by(batch) {
@@ -190,7 +213,12 @@ impl Trainer {
             let x = self.train.images.clone().select(0, idx.clone());
             let y = self.train.labels.clone().select(0, idx);
             let loss = loss_fn.forward(model.forward(x), y);
-            loss_sum = loss_sum + loss.clone().detach().without_autodiff().mul_scalar(len as f32);
+            loss_sum = loss_sum
+                + loss
+                    .clone()
+                    .detach()
+                    .without_autodiff()
+                    .mul_scalar(len as f32);
             let grads = GradientsParams::from_grads(loss.backward(), &model);
             model = self.optim.step(lr, model, grads);
         }

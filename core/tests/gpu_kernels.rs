@@ -50,7 +50,10 @@ fn risk_row(row: &[f32], label: i32, l: f32, p: RiskParams, i: u32) -> (f32, f32
 
 /// Indices of the k smallest by (key, index), ascending index order.
 fn select_ref(obj: &[f32], k: usize) -> Vec<i32> {
-    reference::k_smallest(obj, k).into_iter().map(|i| i as i32).collect()
+    reference::k_smallest(obj, k)
+        .into_iter()
+        .map(|i| i as i32)
+        .collect()
 }
 
 // ---- helpers -------------------------------------------------------------------------
@@ -265,7 +268,10 @@ fn other_devices_fall_back() {
     };
     assert!(!gpu::supports(&l));
     assert!(gpu::supports(&Tensor::<1>::zeros([2], &device())));
-    assert!(gpu::supports(&Tensor::<1>::zeros([2], &device().autodiff())));
+    assert!(gpu::supports(&Tensor::<1>::zeros(
+        [2],
+        &device().autodiff()
+    )));
     assert!(gpu::noise_risk_objective(&x, &y, &l, p).is_none());
     assert!(gpu::select_k_smallest(&l, 2).is_none());
 }

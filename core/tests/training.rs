@@ -11,7 +11,8 @@ use taks_core::train::Trainer;
 
 fn run(method: Method, epochs: usize) -> Vec<EpochMetrics> {
     let split = DatasetKind::MnistDigits.load(None).unwrap();
-    let mut config = TrainConfig::paper(DatasetKind::MnistDigits, NoiseKind::Symmetric, 0.5, method);
+    let mut config =
+        TrainConfig::paper(DatasetKind::MnistDigits, NoiseKind::Symmetric, 0.5, method);
     config.epochs = epochs;
     let mut trainer = Trainer::new(config, split, &Device::flex()).unwrap();
     let mut history = Vec::new();
@@ -30,8 +31,16 @@ fn taks_selects_clean_digits_and_beats_standard() {
     let s = summarize(&standard).unwrap();
     eprintln!("taks: {t:?}\nstandard: {s:?}");
     // Half the labels are wrong; a random k-set would be 50% clean.
-    assert!(t.label_precision > 0.95, "TAkS label precision {}", t.label_precision);
-    assert!(s.label_precision < 0.55, "standard trains on everything: {}", s.label_precision);
+    assert!(
+        t.label_precision > 0.95,
+        "TAkS label precision {}",
+        t.label_precision
+    );
+    assert!(
+        s.label_precision < 0.55,
+        "standard trains on everything: {}",
+        s.label_precision
+    );
     assert!(
         t.test_accuracy > s.test_accuracy + 0.05,
         "TAkS {} vs standard {}",
@@ -40,11 +49,16 @@ fn taks_selects_clean_digits_and_beats_standard() {
     );
     // Theorem 1: the regret stays under its bound.
     for m in &taks {
-        assert!(m.regret <= m.regret_bound, "epoch {}: {} > {}", m.epoch, m.regret, m.regret_bound);
+        assert!(
+            m.regret <= m.regret_bound,
+            "epoch {}: {} > {}",
+            m.epoch,
+            m.regret,
+            m.regret_bound
+        );
     }
     assert_same_seed_same_run();
 }
-
 
 /// Weight initialisation draws from burn's process-wide seeded generator, so runs are
 /// repeatable when trainers are built one after another (not concurrently): this check

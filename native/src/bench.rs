@@ -10,12 +10,16 @@ use anyhow::{Result, bail};
 use taks_core::train::Trainer;
 
 use crate::cli::BenchArgs;
-use crate::device::{self, DeviceChoice};
 use crate::config;
+use crate::device::{self, DeviceChoice};
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let timed = args.run.epochs.unwrap_or(3);
-    let split = args.run.dataset.parse::<taks_core::data::DatasetKind>()?.load(args.run.data_dir.as_deref())?;
+    let split = args
+        .run
+        .dataset
+        .parse::<taks_core::data::DatasetKind>()?
+        .load(args.run.data_dir.as_deref())?;
     let mut gpu = None;
     println!("| device | method | n | k | mean epoch s | min epoch s | x T (vs standard) |");
     println!("|---|---|---|---|---|---|---|");
@@ -51,8 +55,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
             .find(|r| r.0 == taks_core::selection::Method::Standard)
             .map(|r| r.3);
         for (method, n, k, mean, min) in &results {
-            let ratio = standard.map(|s| format!("{:.2}", mean / s)).unwrap_or_else(|| "-".into());
-            println!("| {} | {} | {n} | {k} | {mean:.3} | {min:.3} | {ratio} |", device_name, method.name());
+            let ratio = standard
+                .map(|s| format!("{:.2}", mean / s))
+                .unwrap_or_else(|| "-".into());
+            println!(
+                "| {} | {} | {n} | {k} | {mean:.3} | {min:.3} | {ratio} |",
+                device_name,
+                method.name()
+            );
         }
         if device_name == "gpu" {
             gpu = Some(chosen);

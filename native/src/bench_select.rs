@@ -52,8 +52,10 @@ fn time(repeats: usize, mut f: impl FnMut()) -> f64 {
     )
 }
 
-/// Block until `t` is computed, by reading one element.
+/// Block until `t` and everything queued before it is computed: wait for the device,
+/// then read one element.
 fn settle(t: Tensor<1>) {
+    t.device().sync().expect("device sync");
     let _ = t.narrow(0, 0, 1).into_data();
 }
 
@@ -87,17 +89,28 @@ pub fn run(args: BenchSelectArgs) -> Result<()> {
                 });
                 println!("| {n} | {k} | WGSL radix select + compaction | {label} | {ms:.2} |");
                 let logits = Tensor::<2>::from_data(
-                    TensorData::new((0..n * 10).map(|i| (i % 7) as f32).collect::<Vec<f32>>(), [n, 10]),
+                    TensorData::new(
+                        (0..n * 10).map(|i| (i % 7) as f32).collect::<Vec<f32>>(),
+                        [n, 10],
+                    ),
                     device,
                 );
                 let labels = Tensor::<1, burn::tensor::Int>::zeros([n], device);
-                let params = RiskParams { seed: 1, epoch: 1, eta: 1.0, mode: RiskMode::Taks };
+                let params = RiskParams {
+                    seed: 1,
+                    epoch: 1,
+                    eta: 1.0,
+                    mode: RiskMode::Taks,
+                };
                 let ms = time(args.repeats, || {
-                    let r = gpu::noise_risk_objective(&logits, &labels, &objective, params).expect("wgpu");
+                    let r = gpu::noise_risk_objective(&logits, &labels, &objective, params)
+                        .expect("wgpu");
                     let s = gpu::select_k_smallest(&r.objective, k).expect("wgpu");
                     settle(s.mask);
                 });
-                println!("| {n} | {k} | WGSL whole step (risk + objective + select + compaction) | {label} | {ms:.2} |");
+                println!(
+                    "| {n} | {k} | WGSL whole step (risk + objective + select + compaction) | {label} | {ms:.2} |"
+                );
             }
             if n <= args.sort_max {
                 let ms = time(args.repeats, || {

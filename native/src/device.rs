@@ -38,7 +38,9 @@ fn adapters() -> Vec<wgpu::AdapterInfo> {
 fn is_hardware(info: &wgpu::AdapterInfo) -> bool {
     matches!(
         info.device_type,
-        wgpu::DeviceType::DiscreteGpu | wgpu::DeviceType::IntegratedGpu | wgpu::DeviceType::VirtualGpu
+        wgpu::DeviceType::DiscreteGpu
+            | wgpu::DeviceType::IntegratedGpu
+            | wgpu::DeviceType::VirtualGpu
     )
 }
 
@@ -68,7 +70,9 @@ pub fn choose(choice: DeviceChoice) -> Result<Chosen> {
         }
         DeviceChoice::Gpu => {
             if adapters().is_empty() {
-                bail!("--device gpu: wgpu found no GPU adapter (install a Vulkan/Metal/DX12 driver, or Mesa lavapipe for a software one)");
+                bail!(
+                    "--device gpu: wgpu found no GPU adapter (install a Vulkan/Metal/DX12 driver, or Mesa lavapipe for a software one)"
+                );
             }
             init_wgpu()
         }
@@ -83,6 +87,9 @@ fn init_wgpu() -> Result<Chosen> {
     let info = setup.adapter.get_info();
     Ok(Chosen {
         device,
-        description: format!("GPU '{}' ({:?}, {:?}) through wgpu", info.name, info.device_type, info.backend),
+        description: format!(
+            "GPU '{}' ({:?}, {:?}) through wgpu",
+            info.name, info.device_type, info.backend
+        ),
     })
 }

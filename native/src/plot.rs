@@ -18,18 +18,49 @@ struct Series<'a> {
 
 /// One panel at horizontal offset `x0`, y from 0 to `y_max`.
 fn panel(svg: &mut String, x0: f64, title: &str, series: &[Series], y_max: f64, percent: bool) {
-    let n = series.iter().map(|s| s.values.len()).max().unwrap_or(0).max(2);
+    let n = series
+        .iter()
+        .map(|s| s.values.len())
+        .max()
+        .unwrap_or(0)
+        .max(2);
     let (left, top, w, h) = (x0 + PAD, PAD, W - 1.5 * PAD, H - 2.0 * PAD);
-    let _ = write!(svg, r#"<text x="{}" y="20" font-size="13" font-weight="bold">{title}</text>"#, left);
-    let _ = write!(svg, r##"<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="none" stroke="#999"/>"##);
+    let _ = write!(
+        svg,
+        r#"<text x="{}" y="20" font-size="13" font-weight="bold">{title}</text>"#,
+        left
+    );
+    let _ = write!(
+        svg,
+        r##"<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="none" stroke="#999"/>"##
+    );
     for tick in 0..=4 {
         let v = y_max * tick as f64 / 4.0;
         let y = top + h - h * tick as f64 / 4.0;
-        let label = if percent { format!("{:.0}%", v * 100.0) } else { format!("{v:.0}") };
-        let _ = write!(svg, r#"<text x="{}" y="{}" font-size="10" text-anchor="end">{label}</text>"#, left - 4.0, y + 3.0);
-        let _ = write!(svg, r##"<line x1="{left}" x2="{}" y1="{y}" y2="{y}" stroke="#eee"/>"##, left + w);
+        let label = if percent {
+            format!("{:.0}%", v * 100.0)
+        } else {
+            format!("{v:.0}")
+        };
+        let _ = write!(
+            svg,
+            r#"<text x="{}" y="{}" font-size="10" text-anchor="end">{label}</text>"#,
+            left - 4.0,
+            y + 3.0
+        );
+        let _ = write!(
+            svg,
+            r##"<line x1="{left}" x2="{}" y1="{y}" y2="{y}" stroke="#eee"/>"##,
+            left + w
+        );
     }
-    let _ = write!(svg, r#"<text x="{}" y="{}" font-size="10" text-anchor="middle">epoch (1..{})</text>"#, left + w / 2.0, top + h + 16.0, n);
+    let _ = write!(
+        svg,
+        r#"<text x="{}" y="{}" font-size="10" text-anchor="middle">epoch (1..{})</text>"#,
+        left + w / 2.0,
+        top + h + 16.0,
+        n
+    );
     for (i, s) in series.iter().enumerate() {
         let points: Vec<String> = s
             .values
@@ -41,9 +72,20 @@ fn panel(svg: &mut String, x0: f64, title: &str, series: &[Series], y_max: f64, 
                 format!("{x:.1},{y:.1}")
             })
             .collect();
-        let _ = write!(svg, r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#, s.color, points.join(" "));
+        let _ = write!(
+            svg,
+            r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#,
+            s.color,
+            points.join(" ")
+        );
         let ly = top + 14.0 + 14.0 * i as f64;
-        let _ = write!(svg, r#"<text x="{}" y="{ly}" font-size="11" fill="{}">{}</text>"#, left + 6.0, s.color, s.label);
+        let _ = write!(
+            svg,
+            r#"<text x="{}" y="{ly}" font-size="11" fill="{}">{}</text>"#,
+            left + 6.0,
+            s.color,
+            s.label
+        );
     }
 }
 
@@ -69,8 +111,16 @@ pub fn svg(history: &[EpochMetrics], config: &TrainConfig) -> String {
         0.0,
         "Test accuracy and label precision",
         &[
-            Series { label: "test accuracy", color: "#1f77b4", values: col(|m| m.test_accuracy) },
-            Series { label: "label precision", color: "#2ca02c", values: col(|m| m.label_precision) },
+            Series {
+                label: "test accuracy",
+                color: "#1f77b4",
+                values: col(|m| m.test_accuracy),
+            },
+            Series {
+                label: "label precision",
+                color: "#2ca02c",
+                values: col(|m| m.label_precision),
+            },
         ],
         1.0,
         true,
@@ -83,8 +133,16 @@ pub fn svg(history: &[EpochMetrics], config: &TrainConfig) -> String {
         W,
         "Regret and its bound (Theorem 1)",
         &[
-            Series { label: "regret", color: "#d62728", values: regret },
-            Series { label: "bound 2 sqrt(2kT ln C(n,k))", color: "#7f7f7f", values: bound },
+            Series {
+                label: "regret",
+                color: "#d62728",
+                values: regret,
+            },
+            Series {
+                label: "bound 2 sqrt(2kT ln C(n,k))",
+                color: "#7f7f7f",
+                values: bound,
+            },
         ],
         y_max,
         false,

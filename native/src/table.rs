@@ -17,7 +17,11 @@ pub struct Row {
 
 impl Row {
     pub fn new(name: String, config: TrainConfig, summary: Summary) -> Self {
-        Self { name, config, summary }
+        Self {
+            name,
+            config,
+            summary,
+        }
     }
 }
 
@@ -54,7 +58,10 @@ pub fn render(rows: &[Row]) -> String {
 }
 
 pub fn run(dirs: &[PathBuf]) -> Result<()> {
-    let rows = dirs.iter().map(|d| read_run(d)).collect::<Result<Vec<_>>>()?;
+    let rows = dirs
+        .iter()
+        .map(|d| read_run(d))
+        .collect::<Result<Vec<_>>>()?;
     print!("{}", render(&rows));
     Ok(())
 }
@@ -68,19 +75,31 @@ fn read_run(dir: &PathBuf) -> Result<Row> {
     let config: TrainConfig = serde_json::from_value(doc["config"].clone())
         .with_context(|| format!("{} has no valid \"config\"", config_path.display()))?;
     let history = read_metrics(dir)?;
-    let summary = summarize(&history)
-        .with_context(|| format!("{} has no finished epoch", dir.join("metrics.csv").display()))?;
+    let summary = summarize(&history).with_context(|| {
+        format!(
+            "{} has no finished epoch",
+            dir.join("metrics.csv").display()
+        )
+    })?;
     Ok(Row::new(dir.display().to_string(), config, summary))
 }
 
 /// Parse metrics.csv back into rows, by column name.
 pub fn read_metrics(dir: &PathBuf) -> Result<Vec<EpochMetrics>> {
     let path = dir.join("metrics.csv");
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name);
-    let needed = ["epoch", "train_loss", "test_accuracy", "label_precision", "label_recall", "epoch_seconds"];
+    let needed = [
+        "epoch",
+        "train_loss",
+        "test_accuracy",
+        "label_precision",
+        "label_recall",
+        "epoch_seconds",
+    ];
     if let Some(missing) = needed.iter().find(|n| col(n).is_none()) {
         bail!("{} has no column {missing}", path.display());
     }
@@ -90,7 +109,9 @@ pub fn read_metrics(dir: &PathBuf) -> Result<Vec<EpochMetrics>> {
             let cells: Vec<&str> = line.split(',').collect();
             let get = |name: &str| -> Result<f64> {
                 let cell = col(name).and_then(|c| cells.get(c)).copied().unwrap_or("0");
-                cell.parse().with_context(|| format!("{} line {}: bad {name} '{cell}'", path.display(), i + 2))
+                cell.parse().with_context(|| {
+                    format!("{} line {}: bad {name} '{cell}'", path.display(), i + 2)
+                })
             };
             Ok(EpochMetrics {
                 epoch: get("epoch")? as usize,

@@ -67,7 +67,11 @@ pub fn run(args: TrainArgs) -> Result<()> {
             f.flush()?;
         }
         let m = pollster::block_on(trainer.step()).with_context(|| {
-            format!("epoch {epoch} failed; the {} finished epochs are in {}", epoch - 1, out.display())
+            format!(
+                "epoch {epoch} failed; the {} finished epochs are in {}",
+                epoch - 1,
+                out.display()
+            )
         })?;
         writeln!(metrics_file, "{}", m.csv_row())?;
         metrics_file.flush()?;
@@ -100,12 +104,21 @@ pub fn run(args: TrainArgs) -> Result<()> {
     }
 
     let summary = summarize(&history).context("no epoch finished")?;
-    std::fs::write(out.join("summary.json"), serde_json::to_string_pretty(&summary)?)
-        .with_context(|| format!("writing {}", out.join("summary.json").display()))?;
+    std::fs::write(
+        out.join("summary.json"),
+        serde_json::to_string_pretty(&summary)?,
+    )
+    .with_context(|| format!("writing {}", out.join("summary.json").display()))?;
     std::fs::write(out.join("plot.svg"), plot::svg(&history, &config))
         .with_context(|| format!("writing {}", out.join("plot.svg").display()))?;
-    println!("{}", table::render(&[table::Row::new(out.display().to_string(), config, summary)]));
-    println!("wrote {}/{{metrics.csv,config.json,summary.json,plot.svg}}", out.display());
+    println!(
+        "{}",
+        table::render(&[table::Row::new(out.display().to_string(), config, summary)])
+    );
+    println!(
+        "wrote {}/{{metrics.csv,config.json,summary.json,plot.svg}}",
+        out.display()
+    );
     Ok(())
 }
 
@@ -119,7 +132,10 @@ fn prepare_out_dir(explicit: Option<&Path>, config: &TrainConfig) -> Result<Path
     let dir = match explicit {
         Some(dir) => {
             if dir.join("metrics.csv").exists() {
-                bail!("{} already holds a run (metrics.csv); choose another --out", dir.display());
+                bail!(
+                    "{} already holds a run (metrics.csv); choose another --out",
+                    dir.display()
+                );
             }
             dir.to_path_buf()
         }
@@ -141,7 +157,8 @@ fn prepare_out_dir(explicit: Option<&Path>, config: &TrainConfig) -> Result<Path
             dir
         }
     };
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating run folder {}", dir.display()))?;
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("creating run folder {}", dir.display()))?;
     Ok(dir)
 }
 

@@ -59,7 +59,7 @@ async function runDemo({ webgpu, query, timeoutMs }) {
       () => ['done', 'error'].includes(document.getElementById('status').dataset.state),
       null, { timeout: timeoutMs, polling: 250 },
     ).catch((err) => { throw new Error(`${err.message}\n${logs.join('\n')}`); });
-    return await page.evaluate(() => {
+    const state = await page.evaluate(() => {
       const value = (id) => Number(document.getElementById(id).dataset.value);
       const cells = [...document.querySelectorAll('#grid .cell')];
       return {
@@ -77,6 +77,8 @@ async function runDemo({ webgpu, query, timeoutMs }) {
         noisy: cells.filter((c) => c.dataset.clean === '0').length,
       };
     });
+    if (state.status === 'error') state.logs = logs;
+    return state;
   } finally {
     await browser.close();
   }

@@ -65,7 +65,10 @@ pub fn parse(
     if bytes.is_empty() || bytes.len() % record != 0 {
         return Err(Error::malformed(
             path,
-            format!("{} bytes is not a whole number of {record}-byte CIFAR records", bytes.len()),
+            format!(
+                "{} bytes is not a whole number of {record}-byte CIFAR records",
+                bytes.len()
+            ),
         ));
     }
     let start = labels.len();
@@ -105,7 +108,14 @@ mod tests {
         let mut rec10 = vec![7u8];
         rec10.extend((0..PIXELS).map(|i| (i % 256) as u8));
         let (mut px, mut lb) = (vec![], vec![]);
-        parse(&rec10.repeat(2), Variant::Cifar10, Path::new("a"), &mut px, &mut lb).unwrap();
+        parse(
+            &rec10.repeat(2),
+            Variant::Cifar10,
+            Path::new("a"),
+            &mut px,
+            &mut lb,
+        )
+        .unwrap();
         assert_eq!(lb, vec![7, 7]);
         assert_eq!(px.len(), 2 * PIXELS);
         assert_eq!(px[PIXELS + 5], 5);
@@ -120,7 +130,13 @@ mod tests {
     #[test]
     fn rejects_partial_records_and_bad_labels() {
         let (mut px, mut lb) = (vec![], vec![]);
-        let err = parse(&[0u8; 100], Variant::Cifar10, Path::new("a"), &mut px, &mut lb);
+        let err = parse(
+            &[0u8; 100],
+            Variant::Cifar10,
+            Path::new("a"),
+            &mut px,
+            &mut lb,
+        );
         assert!(err.unwrap_err().to_string().contains("whole number"));
         let mut rec = vec![10u8];
         rec.extend(std::iter::repeat_n(0u8, PIXELS));

@@ -36,7 +36,10 @@ pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>> {
 pub fn parse(bytes: &[u8], rank: usize, path: &Path) -> Result<IdxArray> {
     let bad = |reason: String| Error::malformed(path, reason);
     if bytes.len() < 4 {
-        return Err(bad(format!("too short for an IDX header ({} bytes)", bytes.len())));
+        return Err(bad(format!(
+            "too short for an IDX header ({} bytes)",
+            bytes.len()
+        )));
     }
     if bytes[0] != 0 || bytes[1] != 0 {
         return Err(bad(format!(
@@ -45,10 +48,16 @@ pub fn parse(bytes: &[u8], rank: usize, path: &Path) -> Result<IdxArray> {
         )));
     }
     if bytes[2] != 0x08 {
-        return Err(bad(format!("IDX element type 0x{:02x} is not unsigned byte (0x08)", bytes[2])));
+        return Err(bad(format!(
+            "IDX element type 0x{:02x} is not unsigned byte (0x08)",
+            bytes[2]
+        )));
     }
     if bytes[3] as usize != rank {
-        return Err(bad(format!("IDX rank {} where rank {rank} was expected", bytes[3])));
+        return Err(bad(format!(
+            "IDX rank {} where rank {rank} was expected",
+            bytes[3]
+        )));
     }
     let header = 4 + 4 * rank;
     if bytes.len() < header {
@@ -72,7 +81,10 @@ pub fn parse(bytes: &[u8], rank: usize, path: &Path) -> Result<IdxArray> {
             body.len() - count
         )));
     }
-    Ok(IdxArray { dims, values: body.to_vec() })
+    Ok(IdxArray {
+        dims,
+        values: body.to_vec(),
+    })
 }
 
 /// Read an image file (rank 3: count x rows x cols) and its label file (rank 1) and
@@ -97,12 +109,19 @@ pub fn decode_pair(
 ) -> Result<(Vec<f32>, Vec<u32>, usize, usize)> {
     let (n, rows, cols) = (img.dims[0], img.dims[1], img.dims[2]);
     if rows == 0 || cols == 0 {
-        return Err(Error::malformed(images, format!("image dimensions {rows}x{cols}")));
+        return Err(Error::malformed(
+            images,
+            format!("image dimensions {rows}x{cols}"),
+        ));
     }
     if lab.dims[0] != n {
         return Err(Error::malformed(
             labels,
-            format!("{} labels for {n} images in {}", lab.dims[0], images.display()),
+            format!(
+                "{} labels for {n} images in {}",
+                lab.dims[0],
+                images.display()
+            ),
         ));
     }
     let labels_u32 = super::checked_labels(lab.values.iter().map(|&l| l as u32), classes, labels)?;
@@ -158,7 +177,9 @@ mod tests {
     fn count_mismatch_and_bad_labels_are_reported() {
         let img = parse(&encode(&[2, 1, 1], &[0, 255]), 3, p()).unwrap();
         let lab = parse(&encode(&[3], &[0, 1, 2]), 1, p()).unwrap();
-        let err = decode_pair(img.clone(), lab, 10, p(), p()).unwrap_err().to_string();
+        let err = decode_pair(img.clone(), lab, 10, p(), p())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("3 labels for 2 images"), "{err}");
         let lab = parse(&encode(&[2], &[0, 12]), 1, p()).unwrap();
         let err = decode_pair(img, lab, 10, p(), p()).unwrap_err().to_string();

@@ -119,9 +119,15 @@ impl DatasetKind {
         if self == DatasetKind::MnistDigits && dir.is_none() {
             return bundled_mnist_digits();
         }
-        let dir = dir.map(Path::to_path_buf).or_else(|| self.default_dir()).ok_or_else(|| {
-            Error::Config(format!("dataset {} needs --data-dir <folder with its files>", self.name()))
-        })?;
+        let dir = dir
+            .map(Path::to_path_buf)
+            .or_else(|| self.default_dir())
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "dataset {} needs --data-dir <folder with its files>",
+                    self.name()
+                ))
+            })?;
         if !dir.is_dir() {
             return Err(Error::Config(format!(
                 "data folder {} for {} does not exist{}",
@@ -148,10 +154,16 @@ impl FromStr for DatasetKind {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        DatasetKind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
-            let names: Vec<_> = DatasetKind::ALL.iter().map(|k| k.name()).collect();
-            Error::Config(format!("unknown dataset '{s}' (choose one of {})", names.join(", ")))
-        })
+        DatasetKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = DatasetKind::ALL.iter().map(|k| k.name()).collect();
+                Error::Config(format!(
+                    "unknown dataset '{s}' (choose one of {})",
+                    names.join(", ")
+                ))
+            })
     }
 }
 
@@ -167,7 +179,12 @@ pub(crate) fn checked_labels(
             if (label as usize) < classes {
                 Ok(label)
             } else {
-                Err(Error::LabelOutOfRange { path: path.into(), index, label, classes })
+                Err(Error::LabelOutOfRange {
+                    path: path.into(),
+                    index,
+                    label,
+                    classes,
+                })
             }
         })
         .collect()
@@ -184,18 +201,30 @@ fn load_idx_folder(dir: &Path, classes: usize) -> Result<Split> {
         let images = idx_file(dir, &format!("{prefix}-images-idx3-ubyte"));
         let labels = idx_file(dir, &format!("{prefix}-labels-idx1-ubyte"));
         let (images, labels, rows, cols) = idx::read_pair(&images, &labels, classes)?;
-        Ok(Dataset { images, labels, shape: [1, rows, cols], classes })
+        Ok(Dataset {
+            images,
+            labels,
+            shape: [1, rows, cols],
+            classes,
+        })
     };
-    Ok(Split { train: part("train")?, test: part("t10k")? })
+    Ok(Split {
+        train: part("train")?,
+        test: part("t10k")?,
+    })
 }
 
 /// The bundled digits, compiled into the library so the default run needs no files
 /// and works the same from any directory and in the browser.
 pub fn bundled_mnist_digits() -> Result<Split> {
-    const TRAIN_IMAGES: &[u8] = include_bytes!("../../../data/mnist-digits/train-images-idx3-ubyte.gz");
-    const TRAIN_LABELS: &[u8] = include_bytes!("../../../data/mnist-digits/train-labels-idx1-ubyte.gz");
-    const TEST_IMAGES: &[u8] = include_bytes!("../../../data/mnist-digits/t10k-images-idx3-ubyte.gz");
-    const TEST_LABELS: &[u8] = include_bytes!("../../../data/mnist-digits/t10k-labels-idx1-ubyte.gz");
+    const TRAIN_IMAGES: &[u8] =
+        include_bytes!("../../../data/mnist-digits/train-images-idx3-ubyte.gz");
+    const TRAIN_LABELS: &[u8] =
+        include_bytes!("../../../data/mnist-digits/train-labels-idx1-ubyte.gz");
+    const TEST_IMAGES: &[u8] =
+        include_bytes!("../../../data/mnist-digits/t10k-images-idx3-ubyte.gz");
+    const TEST_LABELS: &[u8] =
+        include_bytes!("../../../data/mnist-digits/t10k-labels-idx1-ubyte.gz");
     let part = |images: &[u8], labels: &[u8], name: &str| -> Result<Dataset> {
         let path = PathBuf::from(format!("<bundled mnist-digits {name}>"));
         let gunzip = |bytes: &[u8]| -> Result<Vec<u8>> {
@@ -209,7 +238,12 @@ pub fn bundled_mnist_digits() -> Result<Split> {
         let img = idx::parse(&gunzip(images)?, 3, &path)?;
         let lab = idx::parse(&gunzip(labels)?, 1, &path)?;
         let (images, labels, rows, cols) = idx::decode_pair(img, lab, 10, &path, &path)?;
-        Ok(Dataset { images, labels, shape: [1, rows, cols], classes: 10 })
+        Ok(Dataset {
+            images,
+            labels,
+            shape: [1, rows, cols],
+            classes: 10,
+        })
     };
     Ok(Split {
         train: part(TRAIN_IMAGES, TRAIN_LABELS, "train")?,
@@ -234,9 +268,17 @@ fn load_cifar(dir: &Path, variant: cifar::Variant) -> Result<Split> {
                 (p as f32 / 255.0 - mean[c]) / std[c]
             })
             .collect();
-        Ok(Dataset { images, labels, shape: [3, 32, 32], classes: variant.classes() })
+        Ok(Dataset {
+            images,
+            labels,
+            shape: [3, 32, 32],
+            classes: variant.classes(),
+        })
     };
-    Ok(Split { train: part(&train_files)?, test: part(&[test_file])? })
+    Ok(Split {
+        train: part(&train_files)?,
+        test: part(&[test_file])?,
+    })
 }
 
 #[cfg(test)]
@@ -267,7 +309,9 @@ mod tests {
     fn missing_folder_is_a_clear_error() {
         let err = DatasetKind::Mnist.load(None).unwrap_err().to_string();
         assert!(err.contains("--data-dir"), "{err}");
-        let err = DatasetKind::Cifar10.load(Some(Path::new("/nonexistent/x"))).unwrap_err();
+        let err = DatasetKind::Cifar10
+            .load(Some(Path::new("/nonexistent/x")))
+            .unwrap_err();
         assert!(err.to_string().contains("does not exist"), "{err}");
     }
 
@@ -281,7 +325,11 @@ mod tests {
             r
         };
         for (i, name) in cifar::Variant::Cifar10.files().0.iter().enumerate() {
-            std::fs::write(dir.join(name), [record(i as u8, 255), record(9, 0)].concat()).unwrap();
+            std::fs::write(
+                dir.join(name),
+                [record(i as u8, 255), record(9, 0)].concat(),
+            )
+            .unwrap();
         }
         std::fs::write(dir.join("test_batch.bin"), record(3, 128)).unwrap();
         let split = DatasetKind::Cifar10.load(Some(&dir)).unwrap();

@@ -39,11 +39,18 @@ impl HostEngine {
         let update = Update {
             selection_risk: self.current.iter().map(|&i| theta[i as usize] as f64).sum(),
             hindsight_risk: 0.0,
-            selected_clean: self.current.iter().filter(|&&i| self.clean[i as usize]).count(),
+            selected_clean: self
+                .current
+                .iter()
+                .filter(|&&i| self.clean[i as usize])
+                .count(),
             selected: self.current.len(),
             risk_sum: theta.iter().map(|&t| t as f64).sum(),
         };
-        self.cumulative.iter_mut().zip(&theta).for_each(|(l, t)| *l += t);
+        self.cumulative
+            .iter_mut()
+            .zip(&theta)
+            .for_each(|(l, t)| *l += t);
         let hindsight_risk = reference::k_smallest(&self.cumulative, rule.k)
             .iter()
             .map(|&i| self.cumulative[i as usize] as f64)
@@ -59,6 +66,12 @@ impl HostEngine {
         if let Some(next) = &next {
             self.current = next.clone();
         }
-        Ok((Update { hindsight_risk, ..update }, next))
+        Ok((
+            Update {
+                hindsight_risk,
+                ..update
+            },
+            next,
+        ))
     }
 }

@@ -37,7 +37,12 @@ pub enum Method {
 }
 
 impl Method {
-    pub const ALL: [Method; 4] = [Method::Taks, Method::Greedy, Method::Naive, Method::Standard];
+    pub const ALL: [Method; 4] = [
+        Method::Taks,
+        Method::Greedy,
+        Method::Naive,
+        Method::Standard,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -53,9 +58,14 @@ impl FromStr for Method {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        Method::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
-            Error::Config(format!("unknown method '{s}' (choose taks, greedy, naive or standard)"))
-        })
+        Method::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "unknown method '{s}' (choose taks, greedy, naive or standard)"
+                ))
+            })
     }
 }
 
@@ -142,10 +152,14 @@ impl Selector {
     ) -> Result<Self> {
         let n = labels.noisy_labels.len();
         if k > n {
-            return Err(Error::Config(format!("k = {k} exceeds the {n} training samples")));
+            return Err(Error::Config(format!(
+                "k = {k} exceeds the {n} training samples"
+            )));
         }
         if !eta.is_finite() || eta < 0.0 {
-            return Err(Error::Config(format!("eta = {eta} must be a finite number >= 0")));
+            return Err(Error::Config(format!(
+                "eta = {eta} must be a finite number >= 0"
+            )));
         }
         let first: Vec<u32> = if method == Method::Standard {
             (0..n as u32).collect()
@@ -168,7 +182,12 @@ impl Selector {
             None => State::Host(host::HostEngine::new(labels, first)),
         };
         Ok(Self {
-            rule: Rule { method, k, eta: eta as f32, seed: seed as u32 },
+            rule: Rule {
+                method,
+                k,
+                eta: eta as f32,
+                seed: seed as u32,
+            },
             state,
             current_device,
             device: device.clone(),
@@ -219,7 +238,11 @@ impl Selector {
         let [n, classes] = logits.dims();
         let update = match &mut self.state {
             State::Host(host) => {
-                assert_eq!(n, host.cumulative.len(), "scoring must cover every training sample");
+                assert_eq!(
+                    n,
+                    host.cumulative.len(),
+                    "scoring must cover every training sample"
+                );
                 let logits: Vec<f32> = logits
                     .into_data_async()
                     .await
@@ -241,7 +264,10 @@ impl Selector {
             }
         };
         if !update.risk_sum.is_finite() {
-            return Err(Error::Diverged { epoch, what: "the noise-risk".into() });
+            return Err(Error::Diverged {
+                epoch,
+                what: "the noise-risk".into(),
+            });
         }
         Ok(update)
     }

@@ -44,7 +44,13 @@ pub fn fpl_objective(cumulative: &[f32], eta: f32, seed: u32, epoch: u32) -> Vec
     cumulative
         .iter()
         .enumerate()
-        .map(|(i, &l)| if eta == 0.0 { l } else { l + eta * perturbation(seed, epoch, i as u32) })
+        .map(|(i, &l)| {
+            if eta == 0.0 {
+                l
+            } else {
+                l + eta * perturbation(seed, epoch, i as u32)
+            }
+        })
         .collect()
 }
 
@@ -57,7 +63,11 @@ pub fn order_key(x: f32) -> u32 {
         u32::MAX
     } else {
         let bits = x.to_bits();
-        if bits & 0x8000_0000 != 0 { !bits } else { bits | 0x8000_0000 }
+        if bits & 0x8000_0000 != 0 {
+            !bits
+        } else {
+            bits | 0x8000_0000
+        }
     }
 }
 
@@ -70,8 +80,11 @@ pub fn k_smallest(values: &[f32], k: usize) -> Vec<u32> {
     }
     // Value key in the high half, index in the low half: one integer comparison orders
     // by value and then by index.
-    let mut packed: Vec<u64> =
-        values.iter().enumerate().map(|(i, &v)| ((order_key(v) as u64) << 32) | i as u64).collect();
+    let mut packed: Vec<u64> = values
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| ((order_key(v) as u64) << 32) | i as u64)
+        .collect();
     if k < packed.len() {
         packed.select_nth_unstable(k - 1);
     }
@@ -114,7 +127,17 @@ mod tests {
 
     #[test]
     fn order_key_preserves_order() {
-        let xs = [f32::NEG_INFINITY, -1e30, -1.0, -0.0, 0.0, 1e-40, 1.0, f32::INFINITY, f32::NAN];
+        let xs = [
+            f32::NEG_INFINITY,
+            -1e30,
+            -1.0,
+            -0.0,
+            0.0,
+            1e-40,
+            1.0,
+            f32::INFINITY,
+            f32::NAN,
+        ];
         for w in xs.windows(2) {
             assert!(order_key(w[0]) < order_key(w[1]), "{} vs {}", w[0], w[1]);
         }

@@ -31,7 +31,9 @@ impl WgslEngine {
             return None;
         }
         let as_i32: Vec<i32> = labels.noisy_labels.iter().map(|&l| l as i32).collect();
-        let clean: Vec<f32> = (0..n).map(|i| if labels.is_clean(i) { 1.0 } else { 0.0 }).collect();
+        let clean: Vec<f32> = (0..n)
+            .map(|i| if labels.is_clean(i) { 1.0 } else { 0.0 })
+            .collect();
         Some(WgslEngine {
             labels: Tensor::from_data(TensorData::new(as_i32, [n]), &device),
             clean: Tensor::from_data(TensorData::new(clean, [n]), &device),
@@ -53,7 +55,12 @@ impl WgslEngine {
             Some(Objective::Perturbed { eta }) => (RiskMode::Taks, eta),
             None => (RiskMode::Taks, 0.0),
         };
-        let params = RiskParams { seed: rule.seed, epoch, eta, mode };
+        let params = RiskParams {
+            seed: rule.seed,
+            epoch,
+            eta,
+            mode,
+        };
         let risk = gpu::noise_risk_objective(&logits, &self.labels, &self.cumulative, params)
             .ok_or_else(|| Error::Device("the WGSL kernels need a wgpu device".into()))?;
         let hindsight = gpu::select_k_smallest(&risk.cumulative, rule.k).expect("on wgpu");
@@ -68,7 +75,9 @@ impl WgslEngine {
             0,
         );
         self.cumulative = risk.cumulative;
-        let next = rule.objective().map(|_| gpu::select_k_smallest(&risk.objective, rule.k).expect("on wgpu"));
+        let next = rule
+            .objective()
+            .map(|_| gpu::select_k_smallest(&risk.objective, rule.k).expect("on wgpu"));
         let values: Vec<f32> = scalars
             .into_data_async()
             .await
@@ -94,7 +103,12 @@ impl WgslEngine {
     /// The current set, ascending, read from the mask.
     pub(super) async fn current_host(&self) -> Result<Vec<u32>> {
         let mask: Vec<f32> = read(self.mask.clone()).await?;
-        Ok(mask.iter().enumerate().filter(|(_, m)| **m > 0.5).map(|(i, _)| i as u32).collect())
+        Ok(mask
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| **m > 0.5)
+            .map(|(i, _)| i as u32)
+            .collect())
     }
 }
 
