@@ -282,3 +282,17 @@ fn full_mnist_format_folder_trains() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_diverging_run_stops_with_one_line_and_keeps_its_folder() {
+    let out_dir = scratch("diverge");
+    let out = taks(&[
+        "train", "--device", "cpu", "--lr", "1e30", "--epochs", "3", "--train-limit", "500",
+        "--test-limit", "100", "--quiet", "--out", out_dir.to_str().unwrap(),
+    ]);
+    assert_user_error(&out, "diverged at epoch 1");
+    assert!(out_dir.join("config.json").exists());
+    let csv = std::fs::read_to_string(out_dir.join("metrics.csv")).unwrap();
+    assert!(csv.starts_with("epoch,train_loss"), "{csv}");
+    std::fs::remove_dir_all(&out_dir).unwrap();
+}
