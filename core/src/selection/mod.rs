@@ -228,7 +228,7 @@ impl Selector {
     pub async fn cumulative_risk_host(&self) -> Result<Vec<f32>> {
         match &self.state {
             State::Host(h) => Ok(h.cumulative.clone()),
-            State::Wgsl(w) => wgsl::read(w.cumulative.clone()).await,
+            State::Wgsl(w) => read_floats(w.cumulative.clone(), "cumulative risk").await,
         }
     }
 
@@ -243,12 +243,7 @@ impl Selector {
                     host.cumulative.len(),
                     "scoring must cover every training sample"
                 );
-                let logits: Vec<f32> = logits
-                    .into_data_async()
-                    .await
-                    .map_err(|e| Error::Device(format!("reading logits: {e:?}")))?
-                    .try_into_vec()
-                    .map_err(|e| Error::Device(format!("logits are not f32: {e:?}")))?;
+                let logits = read_floats(logits, "logits").await?;
                 let (update, next) = host.update(&logits, classes, &self.rule, epoch as u32)?;
                 if let Some(next) = next {
                     self.current_device = indices_tensor(&next, &self.device);
@@ -271,6 +266,15 @@ impl Selector {
         }
         Ok(update)
     }
+}
+
+/// Read a float tensor to the host (never blocking, so it works on WebGPU too).
+pub(crate) async fn read_floats<const D: usize>(t: Tensor<D>, what: &str) -> Result<Vec<f32>> {
+    t.into_data_async()
+        .await
+        .map_err(|e| Error::Device(format!("reading {what}: {e:?}")))?
+        .try_into_vec()
+        .map_err(|e| Error::Device(format!("{what} are not f32: {e:?}")))
 }
 
 /// Upload indices as a device Int tensor.

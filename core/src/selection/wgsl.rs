@@ -1,12 +1,12 @@
 //! The selection engine on a wgpu device: the WGSL kernels of [`crate::gpu`] compute
 //! noise-risk, the objective and the next k-set where the logits already are, and the
-//! per-sample risks never leave the GPU. Only four scalars come back per epoch (one
-//! read): the selection's risk, its clean count, the best fixed set's risk and the sum
-//! of all risks (to catch NaN anywhere).
+//! per-sample risks never leave the GPU. Only five scalars come back per epoch (one
+//! read): the selection's risk, its clean count and size, the best fixed set's risk and
+//! the sum of all risks (to catch NaN anywhere).
 
 use burn::tensor::{Int, Tensor, TensorData};
 
-use super::{Objective, Rule, Update};
+use super::{Objective, Rule, Update, read_floats};
 use crate::gpu::{self, RiskMode, RiskParams};
 use crate::noise::NoisyLabels;
 use crate::{Error, Result};
@@ -78,12 +78,7 @@ impl WgslEngine {
         let next = rule
             .objective()
             .map(|_| gpu::select_k_smallest(&risk.objective, rule.k).expect("on wgpu"));
-        let values: Vec<f32> = scalars
-            .into_data_async()
-            .await
-            .map_err(|e| Error::Device(format!("reading selection results: {e:?}")))?
-            .try_into_vec()
-            .map_err(|e| Error::Device(format!("selection results are not f32: {e:?}")))?;
+        let values = read_floats(scalars, "selection results").await?;
         let update = Update {
             selection_risk: values[0] as f64,
             selected_clean: values[1].round() as usize,
@@ -102,7 +97,7 @@ impl WgslEngine {
 
     /// The current set, ascending, read from the mask.
     pub(super) async fn current_host(&self) -> Result<Vec<u32>> {
-        let mask: Vec<f32> = read(self.mask.clone()).await?;
+        let mask = read_floats(self.mask.clone(), "the selection mask").await?;
         Ok(mask
             .iter()
             .enumerate()
@@ -110,13 +105,4 @@ impl WgslEngine {
             .map(|(i, _)| i as u32)
             .collect())
     }
-}
-
-/// Read a float tensor to the host.
-pub(super) async fn read(t: Tensor<1>) -> Result<Vec<f32>> {
-    t.into_data_async()
-        .await
-        .map_err(|e| Error::Device(format!("reading from the device: {e:?}")))?
-        .try_into_vec()
-        .map_err(|e| Error::Device(format!("unexpected dtype: {e:?}")))
 }
