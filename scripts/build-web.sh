@@ -5,8 +5,9 @@
 # version of the wasm-bindgen crate in Cargo.lock (the two must match). Builds
 # crate taks-web with the size-and-speed profile `wasm-release`, generates the
 # JavaScript glue for `--target web` (ES modules, loadable from a worker), and runs
-# wasm-opt when it is installed (Debian: binaryen) unless TAKS_WASM_OPT=0 (it takes a
-# few minutes on two cores).
+# wasm-opt only when asked (TAKS_WASM_OPT=1): Debian's binaryen 108 breaks this module
+# (the page then fails with "WebAssembly.Table.set(): Argument 1 is invalid for table"),
+# and it takes minutes on two cores. A newer binaryen is untested here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -29,14 +30,14 @@ wasm="$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm-release/taks_web.wasm"
 rm -rf web/pkg
 wasm-bindgen --target web --no-typescript --out-dir web/pkg "$wasm"
 
-if [ "${TAKS_WASM_OPT:-1}" = 0 ]; then
-    echo "note: TAKS_WASM_OPT=0, skipping wasm-opt" >&2
+if [ "${TAKS_WASM_OPT:-0}" != 1 ]; then
+    : # see above
 elif command -v wasm-opt >/dev/null; then
     # -O3, not -Oz: the CPU fallback's epoch time matters more than a few hundred KB.
     wasm-opt -O3 --all-features web/pkg/taks_web_bg.wasm -o web/pkg/taks_web_bg.opt.wasm
     mv web/pkg/taks_web_bg.opt.wasm web/pkg/taks_web_bg.wasm
 else
-    echo "note: wasm-opt not found (apt-get install binaryen); the module stays unoptimised" >&2
+    echo "note: TAKS_WASM_OPT=1 but wasm-opt is not installed; the module stays unoptimised" >&2
 fi
 size=$(stat -c %s web/pkg/taks_web_bg.wasm)
 gz=$(gzip -9c web/pkg/taks_web_bg.wasm | wc -c)

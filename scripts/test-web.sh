@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The browser demo's end-to-end tests, from a fresh Debian machine: installs chromium
-# (apt) and wasm-opt (binaryen) if missing, the test's npm packages (npm ci), builds the
+# (apt) if missing, the test's npm packages (npm ci), builds the
 # wasm package (scripts/build-web.sh) and runs tests/web/demo.test.mjs in headless
 # chromium: WebGPU on SwiftShader, then the CPU fallback with the full 20-epoch demo.
 set -euo pipefail
@@ -8,7 +8,6 @@ cd "$(dirname "$0")/.."
 
 missing=()
 [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || missing+=(chromium)
-command -v wasm-opt >/dev/null || missing+=(binaryen)
 command -v npm >/dev/null || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
     sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo

@@ -287,8 +287,20 @@ fn full_mnist_format_folder_trains() {
 fn a_diverging_run_stops_with_one_line_and_keeps_its_folder() {
     let out_dir = scratch("diverge");
     let out = taks(&[
-        "train", "--device", "cpu", "--lr", "1e30", "--epochs", "3", "--train-limit", "500",
-        "--test-limit", "100", "--quiet", "--out", out_dir.to_str().unwrap(),
+        "train",
+        "--device",
+        "cpu",
+        "--lr",
+        "1e30",
+        "--epochs",
+        "3",
+        "--train-limit",
+        "500",
+        "--test-limit",
+        "100",
+        "--quiet",
+        "--out",
+        out_dir.to_str().unwrap(),
     ]);
     assert_user_error(&out, "diverged at epoch 1");
     assert!(out_dir.join("config.json").exists());

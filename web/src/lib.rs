@@ -1,0 +1,12 @@
+//! taks-web: the browser demo's wasm-bindgen facade over `taks-core`.
+//!
+//! It only translates: it picks a device ([`backend`]), builds a core `Trainer` from
+//! the page's settings and hands its measurements and selections to JavaScript as JSON
+//! and typed arrays ([`run`]). The training loop, the selection rules and the metrics
+//! all live in `taks-core`, so the page shows exactly what the `taks` CLI computes. The
+//! module is meant to run inside a Web Worker (see `web/www/worker.js`), so that an
+//! epoch of training never blocks the page.
+
+pub mod backend;
+mod panic;
+pub mod run;

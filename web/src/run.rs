@@ -1,0 +1,192 @@
+//! One training run (TAkS or a baseline) as a JavaScript object.
+//!
+//! The page's settings arrive as JSON and become a core `TrainConfig` on the bundled
+//! MNIST digits, starting from the paper's values. Every epoch is one
+//! `Trainer::step`, returned as a promise of the core's `EpochMetrics` in JSON; what the
+//! page draws beyond that (the selected set, the cumulative noise-risk) is read through
+//! the core's own accessors. Side by side means two `Run`s on the shared device.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::str::FromStr;
+
+use js_sys::{Float32Array, Object, Promise, Reflect, Uint8Array};
+use serde::Deserialize;
+use taks_core::config::{TrainConfig, tuned_ratios};
+use taks_core::data::DatasetKind;
+use taks_core::noise::NoiseKind;
+use taks_core::selection::Method;
+use taks_core::train::Trainer;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+/// The settings the page may change; everything else is the paper's.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunOptions {
+    method: String,
+    noise: String,
+    noise_rate: f64,
+    epochs: usize,
+    /// Default: the paper's tuned value for this noise.
+    k_ratio: Option<f64>,
+    /// Default: the paper's tuned value for this noise.
+    eta_ratio: Option<f64>,
+    /// Train on the first this-many digits only (default: all 8,000).
+    train_limit: Option<usize>,
+    #[serde(default)]
+    seed: u64,
+    /// How many of the first training digits the page shows (their pixels are kept).
+    #[serde(default)]
+    grid: usize,
+}
+
+fn js_error(message: impl std::fmt::Display) -> JsValue {
+    JsError::new(&message.to_string()).into()
+}
+
+/// The paper's `[k_ratio, eta_ratio]` for the bundled digits under this noise.
+#[wasm_bindgen]
+pub fn paper_ratios(noise: &str, noise_rate: f64) -> Result<Vec<f64>, JsError> {
+    let noise = NoiseKind::from_str(noise).map_err(|e| JsError::new(&e.to_string()))?;
+    let (k_ratio, eta_ratio) = tuned_ratios(DatasetKind::MnistDigits, noise, noise_rate);
+    Ok(vec![k_ratio, eta_ratio])
+}
+
+/// A run in progress. The trainer sits in an `Option` so that an epoch's future can own
+/// it while the promise is pending; a second call meanwhile is refused, not raced.
+#[wasm_bindgen]
+pub struct Run {
+    trainer: Rc<RefCell<Option<Trainer>>>,
+    config: TrainConfig,
+    grid_images: Vec<f32>,
+    true_labels: Vec<u32>,
+    noisy_labels: Vec<u32>,
+    clean: Vec<u8>,
+    k: usize,
+    eta: f64,
+}
+
+#[wasm_bindgen]
+impl Run {
+    /// Build a run from the page's JSON settings (see `RunOptions`). Needs a backend
+    /// (`init_webgpu` or `init_cpu`) first.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options_json: &str) -> Result<Run, JsError> {
+        crate::panic::install_hook();
+        let options: RunOptions = serde_json::from_str(options_json)
+            .map_err(|e| JsError::new(&format!("bad run settings: {e}")))?;
+        let error = |e: taks_core::Error| JsError::new(&e.to_string());
+        let method = Method::from_str(&options.method).map_err(error)?;
+        let noise = NoiseKind::from_str(&options.noise).map_err(error)?;
+        let mut config =
+            TrainConfig::paper(DatasetKind::MnistDigits, noise, options.noise_rate, method);
+        config.epochs = options.epochs;
+        config.seed = options.seed;
+        config.train_limit = options.train_limit;
+        config.k_ratio = options.k_ratio.unwrap_or(config.k_ratio);
+        config.eta_ratio = options.eta_ratio.unwrap_or(config.eta_ratio);
+        let device = crate::backend::device()?;
+
+        let split = DatasetKind::MnistDigits.load(None).map_err(error)?;
+        let n = split
+            .train
+            .len()
+            .min(options.train_limit.unwrap_or(usize::MAX));
+        let grid = options.grid.min(n);
+        let grid_images = split.train.images[..grid * split.train.sample_size()].to_vec();
+        let trainer = Trainer::new(config.clone(), split, &device).map_err(error)?;
+        let labels = trainer.labels();
+        let clean = (0..n).map(|i| labels.is_clean(i) as u8).collect();
+        Ok(Run {
+            true_labels: labels.true_labels.clone(),
+            noisy_labels: labels.noisy_labels.clone(),
+            clean,
+            k: trainer.k(),
+            eta: config.eta(n),
+            grid_images,
+            config,
+            trainer: Rc::new(RefCell::new(Some(trainer))),
+        })
+    }
+
+    /// The full configuration, as the CLI would save it in `config.json`.
+    pub fn config_json(&self) -> String {
+        serde_json::to_string(&self.config).unwrap_or_default()
+    }
+
+    pub fn train_len(&self) -> usize {
+        self.clean.len()
+    }
+
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    pub fn eta(&self) -> f64 {
+        self.eta
+    }
+
+    /// Pixels in [0, 1] of the first `grid` training digits, 784 per digit.
+    pub fn grid_images(&self) -> Vec<f32> {
+        self.grid_images.clone()
+    }
+
+    pub fn true_labels(&self) -> Vec<u32> {
+        self.true_labels.clone()
+    }
+
+    /// The labels training sees, after noise injection.
+    pub fn noisy_labels(&self) -> Vec<u32> {
+        self.noisy_labels.clone()
+    }
+
+    /// 1 where a training digit kept its true label.
+    pub fn clean_mask(&self) -> Vec<u8> {
+        self.clean.clone()
+    }
+
+    /// Train one epoch; resolves to the core's `EpochMetrics` as JSON.
+    pub fn step(&self) -> Promise {
+        let cell = self.trainer.clone();
+        future_to_promise(async move {
+            let mut trainer = take(&cell)?;
+            let result = trainer.step().await;
+            *cell.borrow_mut() = Some(trainer);
+            let metrics = result.map_err(js_error)?;
+            serde_json::to_string(&metrics)
+                .map(JsValue::from)
+                .map_err(js_error)
+        })
+    }
+
+    /// Resolves to `{ selected: Uint8Array(n), cumulative: Float32Array(n) }`: which
+    /// digits the next epoch trains on, and each digit's cumulative noise-risk L_t.
+    pub fn snapshot(&self) -> Promise {
+        let cell = self.trainer.clone();
+        let n = self.clean.len();
+        future_to_promise(async move {
+            let trainer = take(&cell)?;
+            let indices = trainer.selector().current_indices_host().await;
+            let cumulative = trainer.selector().cumulative_risk_host().await;
+            *cell.borrow_mut() = Some(trainer);
+            let (indices, cumulative) = (indices.map_err(js_error)?, cumulative.map_err(js_error)?);
+            let mut selected = vec![0u8; n];
+            indices.iter().for_each(|&i| selected[i as usize] = 1);
+            let out = Object::new();
+            Reflect::set(&out, &"selected".into(), &Uint8Array::from(&selected[..]))?;
+            Reflect::set(
+                &out,
+                &"cumulative".into(),
+                &Float32Array::from(&cumulative[..]),
+            )?;
+            Ok(out.into())
+        })
+    }
+}
+
+fn take(cell: &RefCell<Option<Trainer>>) -> Result<Trainer, JsValue> {
+    cell.borrow_mut()
+        .take()
+        .ok_or_else(|| js_error("this run is busy: wait for its previous call to finish"))
+}

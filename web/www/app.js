@@ -1,0 +1,274 @@
+// The page: settings, buttons, and drawing what the training worker reports.
+// URL parameters preset the form (for links and tests):
+//   ?noise=symmetric&rate=0.5&method=taks|standard|both&k=0.35&eta=0.005&epochs=20
+//    &train=8000&seed=0&backend=auto|webgpu|cpu&autostart=1
+// State a script can read: #status[data-state], #epoch[data-value], #accuracy-taks,
+// #precision-taks, #accuracy-standard, #precision-standard, #throughput, #elapsed
+// (data-value: raw numbers), #backend[data-kind], #error, #grid .cell[data-selected][data-clean].
+import { lineChart, histogram } from './charts.js';
+
+const $ = (id) => document.getElementById(id);
+const GRID = 96;
+const COLORS = { taks: '#1f78b4', standard: '#e66101' };
+const NAMES = { taks: 'TAkS', standard: 'Standard' };
+
+let worker = null;
+let backendChosen = null;   // the backend choice the current worker was started with
+let used = false;           // whether the current worker has already trained
+let history = {};           // method -> [EpochMetrics]
+let grid = null;            // { images, trueLabels, noisyLabels }
+let clean = null;           // Uint8Array(n)
+let totalEpochs = 0;
+let startedAt = 0;
+
+function setValue(id, value, text) {
+  $(id).dataset.value = value;
+  $(id).textContent = text;
+}
+const pct = (v) => `${(100 * v).toFixed(1)}%`;
+
+function setStatus(state) {
+  $('status').dataset.state = state;
+  $('status').textContent = state;
+  const running = state === 'running';
+  $('pause').disabled = !running;
+  $('resume').disabled = state !== 'paused';
+  $('start').disabled = running || state === 'paused' || state === 'starting';
+}
+
+function showError(message) {
+  $('error').textContent = message;
+  $('error').hidden = false;
+  setStatus('error');
+}
+
+function clearError() {
+  $('error').textContent = '';
+  $('error').hidden = true;
+}
+
+// One worker per backend choice and per run: burn's wgpu runtime starts once per wasm
+// instance, so changing the backend or starting over means a fresh worker.
+function newWorker() {
+  if (worker) worker.terminate();
+  backendChosen = $('backend-choice').value;
+  used = false;
+  $('backend').textContent = 'starting…';
+  $('backend').dataset.kind = '';
+  setStatus('starting'); // Start waits for the backend
+  worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+  worker.onmessage = ({ data }) => handle(data);
+  worker.onerror = (event) => {
+    event.preventDefault();
+    const loading = $('backend').dataset.kind === '';
+    showError(`The training worker ${loading ? 'failed to load' : 'stopped'}: ${event.message || 'unknown error'}`
+      + (loading ? ' (was the wasm package built with scripts/build-web.sh?)' : ''));
+  };
+  worker.postMessage({ type: 'init', backend: backendChosen });
+  return new Promise((resolve) => { worker.onbackend = resolve; });
+}
+
+function handle(msg) {
+  switch (msg.type) {
+    case 'backend': {
+      const text = msg.kind === 'webgpu'
+        ? `WebGPU (${msg.adapter})`
+        : `the CPU fallback (burn flex, one thread): ${msg.reason}`;
+      $('backend').textContent = text;
+      $('backend').dataset.kind = msg.kind;
+      if ($('status').dataset.state === 'starting') setStatus('idle');
+      if (worker.onbackend) worker.onbackend(msg);
+      worker.onbackend = null;
+      break;
+    }
+    case 'defaults':
+      $('k-ratio').value = msg.kRatio;
+      $('eta-ratio').value = msg.etaRatio;
+      break;
+    case 'started':
+      grid = msg.grid;
+      clean = msg.clean;
+      $('k-eta').textContent = msg.runs
+        .map((r) => `${NAMES[r.method]}: k = ${r.k} of ${r.n}` + (r.method === 'taks' ? `, eta = ${r.eta.toFixed(2)}` : ''))
+        .join('; ');
+      $('grid-method').textContent = NAMES[msg.runs[0].method];
+      buildGrid();
+      break;
+    case 'epoch':
+      onEpoch(msg.method, msg.metrics);
+      break;
+    case 'snapshot':
+      onSnapshot(msg);
+      break;
+    case 'paused':
+      setStatus('paused');
+      break;
+    case 'resumed':
+      setStatus('running');
+      break;
+    case 'done':
+      setStatus('done');
+      break;
+    case 'error':
+      showError(msg.message);
+      if (worker.onbackend) worker.onbackend(null); // a failed init ends the wait too
+      break;
+  }
+}
+
+function settings() {
+  const method = $('method').value;
+  const number = (id) => Number($(id).value);
+  const s = {
+    methods: method === 'both' ? ['taks', 'standard'] : [method],
+    noise: $('noise').value,
+    noise_rate: number('rate'),
+    epochs: Math.round(number('epochs')),
+    k_ratio: number('k-ratio'),
+    eta_ratio: number('eta-ratio'),
+    train_limit: Math.round(number('train')),
+    seed: Math.round(number('seed')),
+    grid: GRID,
+  };
+  for (const [k, v] of Object.entries(s)) {
+    if (typeof v === 'number' && !Number.isFinite(v)) throw new Error(`the setting ${k} is not a number`);
+  }
+  return s;
+}
+
+async function start() {
+  clearError();
+  let s;
+  try { s = settings(); } catch (err) { showError(err.message); return; }
+  setStatus('starting');
+  if (!worker || used || backendChosen !== $('backend-choice').value) {
+    if (!(await newWorker())) return;
+  }
+  used = true;
+  resetView(s.epochs);
+  startedAt = performance.now();
+  setStatus('running');
+  worker.postMessage({ type: 'start', settings: s });
+}
+
+function resetView(epochs) {
+  history = {};
+  totalEpochs = epochs;
+  $('epochs-total').textContent = epochs ?? '–';
+  setValue('epoch', 0, '0');
+  for (const id of ['accuracy-taks', 'precision-taks', 'accuracy-standard', 'precision-standard', 'throughput']) setValue(id, '', '–');
+  setValue('elapsed', 0, '–');
+  for (const id of ['chart-accuracy', 'chart-precision', 'chart-regret', 'chart-histogram']) $(id).replaceChildren();
+  $('grid').replaceChildren();
+}
+
+function onEpoch(method, m) {
+  (history[method] ||= []).push(m);
+  setValue(`accuracy-${method}`, m.test_accuracy, pct(m.test_accuracy));
+  setValue(`precision-${method}`, m.label_precision, pct(m.label_precision));
+  const perSecond = m.selected / m.epoch_seconds;
+  setValue('throughput', perSecond, `${Math.round(perSecond).toLocaleString('en')} samples/s (${NAMES[method]}, ${m.epoch_seconds.toFixed(2)} s/epoch)`);
+  const done = Math.min(...Object.values(history).map((h) => h.length));
+  setValue('epoch', done, String(done));
+  const seconds = (performance.now() - startedAt) / 1000;
+  setValue('elapsed', seconds, `${seconds.toFixed(1)} s`);
+  drawCharts();
+}
+
+function drawCharts() {
+  const series = (field) => Object.entries(history).map(([method, rows]) => ({
+    label: NAMES[method], color: COLORS[method], points: rows.map((r) => [r.epoch, r[field]]),
+  }));
+  lineChart($('chart-accuracy'), series('test_accuracy'), { xmax: totalEpochs, ymin: 0, ymax: 1 });
+  lineChart($('chart-precision'), series('label_precision'), { xmax: totalEpochs, ymin: 0, ymax: 1 });
+  const taks = history.taks || [];
+  lineChart($('chart-regret'), [
+    { label: 'regret', color: COLORS.taks, points: taks.map((r) => [r.epoch, r.regret]) },
+    { label: 'bound 2 sqrt(2kt ln C(n,k))', color: '#555', dash: '4 3', points: taks.map((r) => [r.epoch, r.regret_bound]) },
+  ], { xmax: totalEpochs, ymin: Math.min(0, ...taks.map((r) => r.regret)), format: (v) => v.toExponential(1) });
+}
+
+function buildGrid() {
+  const cells = [];
+  for (let i = 0; i < grid.trueLabels.length; i++) {
+    const cell = document.createElement('div');
+    cell.className = 'cell';
+    cell.dataset.index = i;
+    cell.dataset.clean = clean[i] ? '1' : '0';
+    cell.dataset.selected = '0';
+    const canvas = document.createElement('canvas');
+    canvas.width = canvas.height = 28;
+    const ctx = canvas.getContext('2d');
+    const img = ctx.createImageData(28, 28);
+    for (let p = 0; p < 784; p++) {
+      const v = 255 - Math.round(255 * grid.images[i * 784 + p]);
+      img.data.set([v, v, v, 255], p * 4);
+    }
+    ctx.putImageData(img, 0, 0);
+    cell.append(canvas);
+    if (!clean[i]) {
+      const given = document.createElement('span');
+      given.className = 'given';
+      given.textContent = grid.noisyLabels[i];
+      cell.append(given);
+    }
+    cells.push(cell);
+  }
+  $('grid').replaceChildren(...cells);
+}
+
+function onSnapshot({ selected, cumulative }) {
+  for (const cell of $('grid').children) {
+    const i = Number(cell.dataset.index);
+    cell.dataset.selected = selected[i] ? '1' : '0';
+    const label = clean[i] ? `label ${grid.trueLabels[i]}` : `true ${grid.trueLabels[i]}, given ${grid.noisyLabels[i]}`;
+    cell.title = `#${i}: ${label}; ${selected[i] ? 'selected' : 'rejected'}`;
+  }
+  const cleanRisk = [], noisyRisk = [];
+  cumulative.forEach((v, i) => (clean[i] ? cleanRisk : noisyRisk).push(v));
+  histogram($('chart-histogram'), [
+    { label: 'clean', color: '#1a9641', values: cleanRisk },
+    { label: 'mislabelled', color: '#e31a1c', values: noisyRisk },
+  ]);
+}
+
+function askDefaults() {
+  if (worker) worker.postMessage({ type: 'defaults', noise: $('noise').value, rate: Number($('rate').value) });
+}
+
+function applyQuery() {
+  const q = new URLSearchParams(location.search);
+  const map = { noise: 'noise', rate: 'rate', method: 'method', k: 'k-ratio', eta: 'eta-ratio', epochs: 'epochs', train: 'train', seed: 'seed', backend: 'backend-choice' };
+  for (const [param, id] of Object.entries(map)) if (q.has(param)) $(id).value = q.get(param);
+  return { explicitRatios: q.has('k') || q.has('eta'), autostart: q.get('autostart') === '1' };
+}
+
+async function main() {
+  const { explicitRatios, autostart } = applyQuery();
+  $('start').onclick = start;
+  $('pause').onclick = () => worker && worker.postMessage({ type: 'pause' });
+  $('resume').onclick = () => worker && worker.postMessage({ type: 'resume' });
+  $('reset').onclick = async () => { clearError(); resetView(undefined); setStatus('idle'); await newWorker(); askDefaults(); };
+  $('paper').onclick = askDefaults;
+  $('noise').onchange = askDefaults;
+  $('rate').onchange = askDefaults;
+  $('backend-choice').onchange = () => newWorker();
+  await newWorker();
+  if (!explicitRatios) askDefaults();
+  if (autostart) {
+    // The defaults reply arrives before the start: the worker answers in order.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    if (!$('k-ratio').value && !explicitRatios) await waitFor(() => $('k-ratio').value);
+    start();
+  }
+}
+
+function waitFor(test) {
+  return new Promise((resolve) => {
+    const t = setInterval(() => { if (test()) { clearInterval(t); resolve(); } }, 20);
+  });
+}
+
+window.addEventListener('error', (e) => showError(`page error: ${e.message}`));
+window.addEventListener('unhandledrejection', (e) => showError(`page error: ${e.reason && e.reason.message ? e.reason.message : e.reason}`));
+main().catch((err) => showError(err.message || String(err)));

@@ -1,0 +1,132 @@
+// The training worker: owns the wasm module, the backend and the runs, so that an
+// epoch of training never blocks the page. It only forwards: settings in, the core's
+// metrics and selections out, as typed messages (see `post` calls). Reset = the page
+// terminates this worker and starts a fresh one, which also frees burn's wgpu runtime
+// (it can be initialised only once per wasm instance).
+import init, * as taks from '../pkg/taks_web.js';
+
+let runs = [];          // [{ method, run }] stepped alternately, one epoch each
+let paused = false;
+let wake = null;        // resolves a pause
+
+const post = (message, transfer = []) => self.postMessage(message, transfer);
+
+function messageOf(err) {
+  if (err instanceof WebAssembly.RuntimeError) {
+    // A Rust panic traps as "unreachable"; the panic hook kept the real message.
+    try { return taks.last_panic() || `WebAssembly trap: ${err.message}`; } catch { return err.message; }
+  }
+  return (err && err.message) ? err.message : String(err);
+}
+
+// WebGPU if asked for and usable, otherwise flex on the CPU, with the reason.
+async function chooseBackend(want) {
+  if (want === 'cpu') {
+    taks.init_cpu();
+    return { kind: 'cpu', reason: 'CPU chosen in the settings' };
+  }
+  let reason;
+  if (!('gpu' in navigator) || !navigator.gpu) {
+    reason = 'this browser exposes no WebGPU (navigator.gpu is missing)';
+  } else {
+    const adapter = await navigator.gpu.requestAdapter();
+    if (!adapter) {
+      reason = 'WebGPU is present but offers no adapter (requestAdapter returned null)';
+    } else {
+      try {
+        const name = await taks.init_webgpu();
+        const info = adapter.info || {};
+        const described = [info.vendor, info.architecture, info.description].filter(Boolean).join(' ');
+        return { kind: 'webgpu', adapter: name || described || 'unnamed adapter' };
+      } catch (err) {
+        reason = `WebGPU failed to start: ${messageOf(err)}`;
+      }
+    }
+  }
+  if (want === 'webgpu') throw new Error(`WebGPU was requested but ${reason}`);
+  taks.init_cpu();
+  return { kind: 'cpu', reason };
+}
+
+function start(settings) {
+  const { methods, ...common } = settings;
+  runs = methods.map((method) => ({ method, run: new taks.Run(JSON.stringify({ ...common, method })) }));
+  const shown = runs[0].run; // the first method feeds the grid and the histogram
+  post({
+    type: 'started',
+    runs: runs.map(({ method, run }) => ({ method, n: run.train_len(), k: run.k(), eta: run.eta(), config: JSON.parse(run.config_json()) })),
+    grid: {
+      images: shown.grid_images(),
+      trueLabels: shown.true_labels().slice(0, settings.grid),
+      noisyLabels: shown.noisy_labels().slice(0, settings.grid),
+    },
+    clean: shown.clean_mask(),
+  });
+}
+
+async function snapshot(epoch) {
+  const { selected, cumulative } = await runs[0].run.snapshot();
+  post({ type: 'snapshot', method: runs[0].method, epoch, selected, cumulative }, [selected.buffer, cumulative.buffer]);
+}
+
+async function train(epochs) {
+  await snapshot(0);
+  for (let epoch = 1; epoch <= epochs; epoch++) {
+    for (const { method, run } of runs) {
+      const metrics = JSON.parse(await run.step());
+      post({ type: 'epoch', method, metrics });
+    }
+    await snapshot(epoch);
+    // Let pause/resume messages in between epochs (flex steps run synchronously).
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    if (paused) {
+      post({ type: 'paused', epoch });
+      await new Promise((resolve) => { wake = resolve; });
+      post({ type: 'resumed' });
+    }
+  }
+  post({ type: 'done' });
+}
+
+const ready = init();
+
+// A panic in a task nobody awaits (a wgpu callback) surfaces here, not in a catch.
+self.addEventListener('error', (event) => {
+  event.preventDefault();
+  post({ type: 'error', message: messageOf(event.error || event.message) });
+});
+self.addEventListener('unhandledrejection', (event) => {
+  event.preventDefault();
+  post({ type: 'error', message: messageOf(event.reason) });
+});
+
+self.onmessage = async ({ data }) => {
+  try {
+    await ready;
+    switch (data.type) {
+      case 'init':
+        post({ type: 'backend', ...(await chooseBackend(data.backend)) });
+        break;
+      case 'defaults': {
+        const [kRatio, etaRatio] = taks.paper_ratios(data.noise, data.rate);
+        post({ type: 'defaults', kRatio, etaRatio });
+        break;
+      }
+      case 'start':
+        start(data.settings);
+        await train(data.settings.epochs);
+        break;
+      case 'pause':
+        paused = true;
+        break;
+      case 'resume':
+        paused = false;
+        if (wake) { wake(); wake = null; }
+        break;
+      default:
+        throw new Error(`unknown message ${data.type}`);
+    }
+  } catch (err) {
+    post({ type: 'error', message: messageOf(err) });
+  }
+};
