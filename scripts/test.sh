@@ -24,3 +24,7 @@ export CUBECL_AUTOTUNE_LEVEL="${CUBECL_AUTOTUNE_LEVEL:-minimal}"
 
 # One optimised build serves the binary and every test (burn is unusably slow unoptimised).
 cargo test --release --workspace
+
+# The browser demo, end to end in headless chromium (installs chromium and the npm
+# test packages when missing, builds the wasm package).
+scripts/test-web.sh
