@@ -308,3 +308,50 @@ fn a_diverging_run_stops_with_one_line_and_keeps_its_folder() {
     assert!(csv.starts_with("epoch,train_loss"), "{csv}");
     std::fs::remove_dir_all(&out_dir).unwrap();
 }
+
+/// CIFAR-10's binary format through the paper's 6-layer CNN, end to end.
+#[test]
+fn cifar10_folder_trains_the_cnn() {
+    let dir = scratch("cifar");
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = |label: u8, shade: u8| {
+        let mut r = vec![label];
+        r.extend((0..3072).map(|i| shade.wrapping_add((i % 32) as u8)));
+        r
+    };
+    let batch: Vec<u8> = (0..20u8).flat_map(|i| record(i % 10, i * 12)).collect();
+    for b in 1..=5 {
+        std::fs::write(dir.join(format!("data_batch_{b}.bin")), &batch).unwrap();
+    }
+    std::fs::write(dir.join("test_batch.bin"), &batch).unwrap();
+    let out_dir = dir.join("run");
+    let out = taks(&[
+        "train",
+        "--dataset",
+        "cifar10",
+        "--data-dir",
+        dir.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--epochs",
+        "2",
+        "--quiet",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config = std::fs::read_to_string(out_dir.join("config.json")).unwrap();
+    assert!(config.contains("\"architecture\": \"cnn\""), "{config}");
+    assert_eq!(
+        config.matches("\"train_samples\": 100").count(),
+        1,
+        "{config}"
+    );
+    let csv = std::fs::read_to_string(out_dir.join("metrics.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,6 +1,6 @@
 //! The WGSL kernels of `taks_core::gpu` against a plain CPU computation, on a wgpu device
 //! (`DeviceKind::DefaultDevice`: a real GPU when there is one, Mesa lavapipe here; override
-//! with `CUBECL_WGPU_DEFAULT_DEVICE=Cpu`). Sizes 1, 1000 and 100_003 with ties, NaN, ±0 and
+//! with `CUBECL_WGPU_DEFAULT_DEVICE=Cpu`). Sizes 1, 1000, 100_003 and (selection) 1_048_583 with ties, NaN, ±0 and
 //! ±inf. Kept to one process and few shapes: the first shader compile on a software adapter
 //! takes tens of seconds.
 
@@ -205,7 +205,8 @@ fn noise_risk_matches_cpu() {
 #[test]
 fn select_matches_cpu() {
     let dev = device();
-    for n in [1usize, 1000, 100_003] {
+    // 1,048,583: over a million, and prime, so no block or digit boundary lines up.
+    for n in [1usize, 1000, 100_003, 1_048_583] {
         let values = tricky_objective(n, n as u64);
         let t = Tensor::<1>::from_data(TensorData::new(values.clone(), [n]), &dev);
         let mut ks = vec![0, 1, n / 2, n.saturating_sub(1), n];
