@@ -126,3 +126,31 @@ test('CPU fallback: the full 20-epoch demo at symmetric 50% noise', { timeout: 3
   assert.match(r.backendText, /requestAdapter|navigator\.gpu|WebGPU/);
   assertTrained(r, { epochs: 20, accuracy: 0.85, precision: 0.95 });
 });
+
+// The controls: pause stops the epochs, resume continues to the end, reset clears.
+test('Pause, resume and reset', { timeout: 200_000 }, async () => {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+  try {
+    const page = await browser.newPage();
+    await page.goto(`${origin}/index.html?backend=cpu&method=taks&epochs=30&train=1000&autostart=1`);
+    const epoch = () => page.evaluate(() => Number(document.getElementById('epoch').dataset.value));
+    const state = () => page.evaluate(() => document.getElementById('status').dataset.state);
+    await page.waitForFunction(() => Number(document.getElementById('epoch').dataset.value) >= 2, null, { timeout: 120_000 });
+    await page.click('#pause');
+    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'paused', null, { timeout: 30_000 });
+    const held = await epoch();
+    await page.waitForTimeout(1500);
+    assert.equal(await epoch(), held, 'no epoch may finish while paused');
+    assert.ok(held < 30, `paused before the end (epoch ${held})`);
+    await page.click('#resume');
+    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'done', null, { timeout: 150_000 });
+    assert.equal(await epoch(), 30);
+    assert.equal(await page.textContent('#error'), '');
+    await page.click('#reset');
+    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'idle', null, { timeout: 30_000 });
+    assert.equal(await epoch(), 0);
+    assert.equal(await state(), 'idle');
+  } finally {
+    await browser.close();
+  }
+});
