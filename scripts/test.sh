@@ -16,9 +16,16 @@ if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-# Build artifacts live outside the checkout so repeated runs (and CI on this machine)
-# reuse them; override with CARGO_TARGET_DIR.
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/taks/target}"
+# One target directory for everything: the checkout's own when a build already made
+# it (the README's first command), else one outside the checkout that later runs and
+# fresh checkouts on this machine (CI) reuse. CARGO_TARGET_DIR overrides both.
+if [ -z "${CARGO_TARGET_DIR:-}" ]; then
+    if [ -d target/release ]; then
+        export CARGO_TARGET_DIR="$PWD/target"
+    else
+        export CARGO_TARGET_DIR="$HOME/.cache/taks/target"
+    fi
+fi
 # Fewer autotuning trials: the wgpu tests run on a software adapter, where each costs seconds.
 export CUBECL_AUTOTUNE_LEVEL="${CUBECL_AUTOTUNE_LEVEL:-minimal}"
 
