@@ -67,6 +67,7 @@ async function runDemo({ webgpu, query, timeoutMs }) {
         error: document.getElementById('error').textContent,
         backend: document.getElementById('backend').dataset.kind,
         backendText: document.getElementById('backend').textContent,
+        engine: document.getElementById('engine').dataset.value,
         epoch: value('epoch'),
         accuracy: value('accuracy-taks'),
         precision: value('precision-taks'),
@@ -110,6 +111,7 @@ test('WebGPU (SwiftShader): TAkS trains and selects clean digits', { timeout: 30
   });
   await report('webgpu', r);
   assert.equal(r.backend, 'webgpu', `backend: ${r.backendText}`);
+  assert.equal(r.engine, 'wgsl', 'on WebGPU the WGSL kernels must score and select');
   // 700 digits a epoch for 4 epochs (flex measured 0.51 accuracy and 0.69 precision here).
   assertTrained(r, { epochs: 4, accuracy: 0.3, precision: 0.6 });
 });
@@ -123,6 +125,7 @@ test('CPU fallback: the full 20-epoch demo at symmetric 50% noise', { timeout: 3
   });
   await report('cpu', r);
   assert.equal(r.backend, 'cpu', `backend: ${r.backendText}`);
+  assert.equal(r.engine, 'reference');
   assert.match(r.backendText, /requestAdapter|navigator\.gpu|WebGPU/);
   assertTrained(r, { epochs: 20, accuracy: 0.85, precision: 0.95 });
 });

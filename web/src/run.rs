@@ -15,7 +15,7 @@ use serde::Deserialize;
 use taks_core::config::{TrainConfig, tuned_ratios};
 use taks_core::data::DatasetKind;
 use taks_core::noise::NoiseKind;
-use taks_core::selection::Method;
+use taks_core::selection::{Engine, Method};
 use taks_core::train::Trainer;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
@@ -65,6 +65,7 @@ pub struct Run {
     clean: Vec<u8>,
     k: usize,
     eta: f64,
+    engine: &'static str,
 }
 
 #[wasm_bindgen]
@@ -98,7 +99,12 @@ impl Run {
         let trainer = Trainer::new(config.clone(), split, &device).map_err(error)?;
         let labels = trainer.labels();
         let clean = (0..n).map(|i| labels.is_clean(i) as u8).collect();
+        let engine = match trainer.selector().engine() {
+            Engine::Wgsl => "wgsl",
+            Engine::Reference => "reference",
+        };
         Ok(Run {
+            engine,
             true_labels: labels.true_labels.clone(),
             noisy_labels: labels.noisy_labels.clone(),
             clean,
@@ -125,6 +131,12 @@ impl Run {
 
     pub fn eta(&self) -> f64 {
         self.eta
+    }
+
+    /// Which selection engine scores and selects: "wgsl" (the WGSL kernels, on WebGPU)
+    /// or "reference" (the CPU reference).
+    pub fn engine(&self) -> String {
+        self.engine.into()
     }
 
     /// Pixels in [0, 1] of the first `grid` training digits, 784 per digit.

@@ -91,6 +91,9 @@ function handle(msg) {
       $('k-eta').textContent = msg.runs
         .map((r) => `${NAMES[r.method]}: k = ${r.k} of ${r.n}` + (r.method === 'taks' ? `, eta = ${r.eta.toFixed(2)}` : ''))
         .join('; ');
+      // Which code scores and selects: the WGSL kernels or the CPU reference.
+      $('engine').textContent = msg.runs[0].engine === 'wgsl' ? 'WGSL kernels on the GPU' : 'CPU reference';
+      $('engine').dataset.value = msg.runs[0].engine;
       $('grid-method').textContent = NAMES[msg.runs[0].method];
       buildGrid();
       break;

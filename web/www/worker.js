@@ -54,7 +54,7 @@ function start(settings) {
   const shown = runs[0].run; // the first method feeds the grid and the histogram
   post({
     type: 'started',
-    runs: runs.map(({ method, run }) => ({ method, n: run.train_len(), k: run.k(), eta: run.eta(), config: JSON.parse(run.config_json()) })),
+    runs: runs.map(({ method, run }) => ({ method, n: run.train_len(), k: run.k(), eta: run.eta(), engine: run.engine(), config: JSON.parse(run.config_json()) })),
     grid: {
       images: shown.grid_images(),
       trueLabels: shown.true_labels().slice(0, settings.grid),
