@@ -34,11 +34,14 @@ struct DeviceSet {
 }
 
 impl DeviceSet {
-    fn upload(images: &[f32], labels: &[u32], sample_size: usize, device: &Device) -> Self {
+    /// Takes the images by value: the host copy is handed to the device, not duplicated.
+    fn upload(data: Dataset, labels: &[u32], device: &Device) -> Self {
+        let sample_size = data.sample_size();
+        let images = data.images;
         let n = labels.len();
         let labels: Vec<i32> = labels.iter().map(|&l| l as i32).collect();
         DeviceSet {
-            images: Tensor::from_data(TensorData::new(images.to_vec(), [n, sample_size]), device),
+            images: Tensor::from_data(TensorData::new(images, [n, sample_size]), device),
             labels: Tensor::from_data(TensorData::new(labels, [n]), device),
             len: n,
         }
@@ -108,12 +111,10 @@ impl Trainer {
             &device.clone().autodiff(),
         );
         let (optim, beta_1) = ScheduledAdam::init();
-        let upload = |d: &Dataset, labels: &[u32]| {
-            DeviceSet::upload(&d.images, labels, d.sample_size(), device)
-        };
+        let test_labels = test.labels.clone();
         Ok(Trainer {
-            train: upload(&train, &labels.noisy_labels),
-            test: upload(&test, &test.labels),
+            train: DeviceSet::upload(train, &labels.noisy_labels, device),
+            test: DeviceSet::upload(test, &test_labels, device),
             shuffle: SplitMix64::for_stream(config.seed, "batch-order"),
             config,
             device: device.clone(),
