@@ -10,7 +10,7 @@ use crate::device::DeviceChoice;
 /// cumulative noise-risk (plus a random perturbation) is smallest, so mislabelled
 /// samples are left out while the network learns from the clean ones.
 #[derive(Parser, Debug)]
-#[command(name = "taks", version, about, long_about = None)]
+#[command(name = "taks", version)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
