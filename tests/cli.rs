@@ -249,15 +249,13 @@ fn corrupt_data_files_are_one_line_errors() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn full_mnist_format_folder_trains() {
-    let labels: Vec<u8> = (0..20).map(|i| i % 10).collect();
-    let dir = mnist_folder("ok", idx(&[20], &labels));
+/// Train `dataset` for 2 epochs from the files in `dir`; the run folder is `dir/run`.
+fn train_from_folder(dataset: &str, dir: &Path) -> PathBuf {
     let out_dir = dir.join("run");
     let out = taks(&[
         "train",
         "--dataset",
-        "mnist",
+        dataset,
         "--data-dir",
         dir.to_str().unwrap(),
         "--device",
@@ -273,6 +271,14 @@ fn full_mnist_format_folder_trains() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out_dir
+}
+
+#[test]
+fn full_mnist_format_folder_trains() {
+    let labels: Vec<u8> = (0..20).map(|i| i % 10).collect();
+    let dir = mnist_folder("ok", idx(&[20], &labels));
+    let out_dir = train_from_folder("mnist", &dir);
     assert_eq!(
         std::fs::read_to_string(out_dir.join("metrics.csv"))
             .unwrap()
@@ -324,26 +330,7 @@ fn cifar10_folder_trains_the_cnn() {
         std::fs::write(dir.join(format!("data_batch_{b}.bin")), &batch).unwrap();
     }
     std::fs::write(dir.join("test_batch.bin"), &batch).unwrap();
-    let out_dir = dir.join("run");
-    let out = taks(&[
-        "train",
-        "--dataset",
-        "cifar10",
-        "--data-dir",
-        dir.to_str().unwrap(),
-        "--device",
-        "cpu",
-        "--epochs",
-        "2",
-        "--quiet",
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out_dir = train_from_folder("cifar10", &dir);
     let config = std::fs::read_to_string(out_dir.join("config.json")).unwrap();
     assert!(config.contains("\"architecture\": \"cnn\""), "{config}");
     assert_eq!(
