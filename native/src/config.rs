@@ -1,7 +1,7 @@
 //! Turning parsed arguments into one validated [`TrainConfig`].
 
 use anyhow::Result;
-use taks_core::config::{TrainConfig, tuned_ratios};
+use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::noise::NoiseKind;
 use taks_core::selection::Method;
@@ -13,9 +13,9 @@ pub fn build(args: &RunArgs, method: &str, default_epochs: usize) -> Result<Trai
     let noise: NoiseKind = args.noise.parse()?;
     let method: Method = method.parse()?;
     let mut config = TrainConfig::paper(dataset, noise, args.noise_rate, method);
-    let (k_ratio, eta_ratio) = tuned_ratios(dataset, noise, args.noise_rate);
-    config.k_ratio = args.k_ratio.unwrap_or(k_ratio);
-    config.eta_ratio = args.eta_ratio.unwrap_or(eta_ratio);
+    // `paper` already holds the tuned ratios; the flags override them.
+    config.k_ratio = args.k_ratio.unwrap_or(config.k_ratio);
+    config.eta_ratio = args.eta_ratio.unwrap_or(config.eta_ratio);
     config.epochs = args.epochs.unwrap_or(default_epochs);
     config.seed = args.seed;
     config.batch_size = args.batch_size;
