@@ -11,6 +11,8 @@ pub mod config;
 pub mod data;
 pub mod error;
 pub mod gpu;
+pub mod holdout;
+pub mod methods;
 pub mod metrics;
 pub mod model;
 pub mod noise;

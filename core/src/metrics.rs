@@ -11,21 +11,28 @@ pub struct EpochMetrics {
     pub epoch: usize,
     /// Mean cross-entropy over the samples trained on this epoch (noisy labels).
     pub train_loss: f64,
-    /// Fraction of the test set classified correctly.
+    /// Fraction of the test set classified correctly; for a two-network method the mean
+    /// of both networks', as the paper's tables report it.
     pub test_accuracy: f64,
-    /// |selected and clean| / |selected| of the set trained on this epoch.
+    /// Each network's test accuracy (one entry for single-network methods).
+    pub network_accuracies: Vec<f64>,
+    /// |selected and clean| / |selected| of the samples that updated the network this
+    /// epoch (mean over both networks of a two-network method).
     pub label_precision: f64,
     /// |selected and clean| / |clean|.
     pub label_recall: f64,
     /// d_t . theta_t: the noise-risk of this epoch's selection, measured after training.
-    pub selection_risk: f64,
+    /// This and the next three exist for the methods with an FPL selector (TAkS, greedy,
+    /// naive) and are `None` (empty in the CSV) for the others.
+    pub selection_risk: Option<f64>,
     /// sum over epochs 1..t of selection_risk.
-    pub total_selection_risk: f64,
+    pub total_selection_risk: Option<f64>,
     /// total_selection_risk minus the risk of the best fixed k-set in hindsight.
-    pub regret: f64,
+    pub regret: Option<f64>,
     /// Theorem 1 with eta = sqrt(k t): 2 sqrt(2 k t ln C(n, k)).
-    pub regret_bound: f64,
-    /// Training on the selected set plus scoring all n samples and selecting the next set.
+    pub regret_bound: Option<f64>,
+    /// Exactly the work the method needs for the epoch: choosing its samples (with the
+    /// scoring pass that takes, if any) and training; never test evaluation.
     pub epoch_seconds: f64,
     /// Samples trained on this epoch.
     pub selected: usize,
@@ -33,24 +40,43 @@ pub struct EpochMetrics {
 }
 
 impl EpochMetrics {
-    pub const CSV_HEADER: &'static str = "epoch,train_loss,test_accuracy,label_precision,label_recall,selection_risk,total_selection_risk,regret,regret_bound,epoch_seconds,selected,learning_rate";
+    /// The CSV header for a run of `networks` networks: two-network runs add each
+    /// network's accuracy as `test_accuracy_net1`, `test_accuracy_net2`.
+    pub fn csv_header(networks: usize) -> String {
+        let mut header = String::from(
+            "epoch,train_loss,test_accuracy,label_precision,label_recall,selection_risk,total_selection_risk,regret,regret_bound,epoch_seconds,selected,learning_rate",
+        );
+        if networks > 1 {
+            for i in 1..=networks {
+                header += &format!(",test_accuracy_net{i}");
+            }
+        }
+        header
+    }
 
     pub fn csv_row(&self) -> String {
-        format!(
-            "{},{:.6},{:.6},{:.6},{:.6},{:.4},{:.4},{:.4},{:.4},{:.4},{},{:.3e}",
+        let optional = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
+        let mut row = format!(
+            "{},{:.6},{:.6},{:.6},{:.6},{},{},{},{},{:.4},{},{:.3e}",
             self.epoch,
             self.train_loss,
             self.test_accuracy,
             self.label_precision,
             self.label_recall,
-            self.selection_risk,
-            self.total_selection_risk,
-            self.regret,
-            self.regret_bound,
+            optional(self.selection_risk),
+            optional(self.total_selection_risk),
+            optional(self.regret),
+            optional(self.regret_bound),
             self.epoch_seconds,
             self.selected,
             self.learning_rate
-        )
+        );
+        if self.network_accuracies.len() > 1 {
+            for a in &self.network_accuracies {
+                row += &format!(",{a:.6}");
+            }
+        }
+        row
     }
 }
 
@@ -75,8 +101,8 @@ pub struct Summary {
     pub label_recall: f64,
     pub epoch_seconds: f64,
     pub best_test_accuracy: f64,
-    pub final_regret: f64,
-    pub final_regret_bound: f64,
+    pub final_regret: Option<f64>,
+    pub final_regret_bound: Option<f64>,
 }
 
 /// Means over the last `min(10, epochs)` epochs, like the paper's tables.
@@ -123,12 +149,13 @@ mod tests {
             epoch,
             train_loss: 0.0,
             test_accuracy: acc,
+            network_accuracies: vec![acc],
             label_precision: 1.0,
             label_recall: 0.5,
-            selection_risk: 0.0,
-            total_selection_risk: 0.0,
-            regret: epoch as f64,
-            regret_bound: 100.0,
+            selection_risk: Some(0.0),
+            total_selection_risk: Some(0.0),
+            regret: Some(epoch as f64),
+            regret_bound: Some(100.0),
             epoch_seconds: 1.0,
             selected: 1,
             learning_rate: 1e-3,
@@ -142,13 +169,22 @@ mod tests {
         assert_eq!(s.last_epochs, 10);
         assert!((s.test_accuracy - 10.5).abs() < 1e-12);
         assert_eq!(s.best_test_accuracy, 15.0);
-        assert_eq!(s.final_regret, 15.0);
+        assert_eq!(s.final_regret, Some(15.0));
         let short = summarize(&history[..3]).unwrap();
         assert_eq!(short.last_epochs, 3);
         assert!(summarize(&[]).is_none());
         assert_eq!(
             row(1, 0.5).csv_row().split(',').count(),
-            EpochMetrics::CSV_HEADER.split(',').count()
+            EpochMetrics::csv_header(1).split(',').count()
         );
+        let mut pair = row(1, 0.5);
+        pair.network_accuracies = vec![0.4, 0.6];
+        pair.regret = None;
+        let cells: Vec<String> = pair.csv_row().split(',').map(String::from).collect();
+        let header = EpochMetrics::csv_header(2);
+        assert_eq!(cells.len(), header.split(',').count());
+        assert!(header.ends_with("test_accuracy_net1,test_accuracy_net2"));
+        assert_eq!(cells[7], "", "no regret for a method without a selector");
+        assert_eq!(cells[13], "0.600000");
     }
 }

@@ -131,3 +131,51 @@ impl Classifier {
         }
     }
 }
+
+/// The networks a method trains side by side: one, or two for the co-training methods.
+///
+/// One module, so one optimiser steps them all: Adam's state is per parameter, so that
+/// is the same as one Adam per network (Co-teaching) or one over both (JoCoR).
+#[derive(Module, Debug)]
+pub struct Networks {
+    nets: Vec<Classifier>,
+}
+
+impl Networks {
+    /// `count` networks of `arch`, each initialised with fresh random weights.
+    pub fn new(
+        count: usize,
+        arch: Architecture,
+        shape: [usize; 3],
+        classes: usize,
+        device: &Device,
+    ) -> Self {
+        Self {
+            nets: (0..count)
+                .map(|_| Classifier::new(arch, shape, classes, device))
+                .collect(),
+        }
+    }
+
+    /// `[B, C*H*W]` -> each network's logits `[B, classes]`.
+    pub fn forward(&self, x: Tensor<2>) -> Vec<Tensor<2>> {
+        self.nets.iter().map(|n| n.forward(x.clone())).collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.nets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nets.is_empty()
+    }
+
+    /// The first network: the one a single-network method trains.
+    pub fn first(&self) -> &Classifier {
+        &self.nets[0]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Classifier> {
+        self.nets.iter()
+    }
+}

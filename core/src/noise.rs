@@ -59,6 +59,18 @@ impl FromStr for NoiseKind {
     }
 }
 
+/// The fraction of labels a recipe is expected to flip: the rate itself, except for
+/// asymmetric noise on 10-class data, where only half the classes can flip (about
+/// rate / 2). Used where the authors' code sets a rate from the noise: TAkS's k for
+/// untuned settings and the co-training methods' forget rate (0.2 at asymmetric-40%).
+pub fn expected_flip_fraction(dataset: DatasetKind, kind: NoiseKind, rate: f64) -> f64 {
+    match kind {
+        NoiseKind::Clean => 0.0,
+        NoiseKind::Asymmetric if dataset != DatasetKind::Cifar100 => rate / 2.0,
+        _ => rate,
+    }
+}
+
 /// The class an asymmetric flip sends `class` to, or None when the class stays clean.
 ///
 /// MNIST: 7->1, 2->7, 3->8, 5<->6. CIFAR-10: truck->automobile, bird->airplane,

@@ -1,29 +1,33 @@
-//! The training loop of Algorithm 1, one epoch per call.
+//! The training loop of Algorithm 1, one epoch per call, for every method.
 //!
-//! Each epoch: train one pass over the selected k samples (shuffled, batches of 128, the
-//! last partial batch kept); score all n training samples in eval mode without
-//! gradients; let the [`Selector`] measure noise-risk and choose the next k-set; then
-//! apply the schedule. The training set is uploaded to the device once and batches are
-//! gathered there by index, so an epoch moves only indices and a few scalars between
-//! host and device.
+//! Each epoch: choose the samples to train on (the method's [`EpochSet`]: all of them,
+//! TAkS's k-set, or ITLM's smallest-loss set scored now); train one pass over them
+//! (shuffled, batches of 128, the last partial batch kept) with the method's batch
+//! [`Rule`]; for TAkS and its ablations, score all n samples in eval mode and let the
+//! [`Selector`] choose the next k-set; then apply the schedule. The training set is
+//! uploaded to the device once and batches are gathered there by index, so an epoch
+//! moves only indices and a few scalars between host and device; the label-precision
+//! counts of the samples each network trained on are summed on the device too.
 //!
 //! [`Trainer::step`] is `async` and reads only through `*_async` calls, because the
 //! browser's WebGPU cannot block; natively it is driven by a trivial `block_on`.
 
 use burn::module::Module;
-use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::{GradientsParams, ModuleOptimizer};
+use burn::tensor::activation::softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use web_time::Instant;
 
 use crate::config::TrainConfig;
 use crate::data::{Dataset, Split};
+use crate::holdout::noisy_holdout;
+use crate::methods::{self, BatchAt, EpochSet, Method, Rule, f_correction};
 use crate::metrics::{EpochMetrics, regret_bound};
-use crate::model::Classifier;
+use crate::model::{Classifier, Networks};
 use crate::noise::{NoisyLabels, inject};
 use crate::optim::{Beta1, ScheduledAdam, schedule};
 use crate::rng::SplitMix64;
-use crate::selection::{Selector, Update, indices_tensor};
+use crate::selection::{self, Selector, indices_tensor, read_floats};
 use crate::{Error, Result};
 
 /// A dataset part resident on the device: `[n, C*H*W]` images and Int labels.
@@ -48,17 +52,39 @@ impl DeviceSet {
     }
 }
 
-/// One TAkS (or baseline) run in progress.
+/// What F-correction's first stage found (see [`f_correction`]).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Preparation {
+    /// The estimated transition matrix, row-major `[classes * classes]`.
+    pub transition: Vec<f32>,
+    /// The 1-based stage-1 epoch whose network was kept.
+    pub best_epoch: usize,
+    /// Its accuracy on the held-out noisy labels.
+    pub best_validation_accuracy: f64,
+    /// Wall time of the whole stage (training, validation and estimation).
+    pub seconds: f64,
+}
+
+/// One run in progress, of any method.
 pub struct Trainer {
     config: TrainConfig,
     device: Device,
-    model: Option<Classifier>,
+    networks: Option<Networks>,
     optim: ModuleOptimizer,
-    beta_1: Beta1,
+    adam: Beta1,
+    /// `None` only while F-correction's first stage has not run.
+    rule: Option<Box<dyn Rule>>,
+    /// F-correction's first stage, until [`Trainer::prepare`] runs it.
+    stage_one: Option<(Split, NoisyLabels)>,
+    preparation: Option<Preparation>,
     train: DeviceSet,
     test: DeviceSet,
+    classes: usize,
+    /// f32 `[n]`: 1.0 where the noisy label is the true one.
+    clean: Tensor<1>,
     labels: NoisyLabels,
-    selector: Selector,
+    /// For TAkS and its ablations only.
+    selector: Option<Selector>,
     shuffle: SplitMix64,
     epoch: usize,
     total_selection_risk: f64,
@@ -67,17 +93,12 @@ pub struct Trainer {
 
 impl Trainer {
     /// Inject the configured noise into `split.train`, upload both parts to `device` and
-    /// build the network and the selector.
+    /// build the networks, the rule and (for TAkS and its ablations) the selector.
     pub fn new(config: TrainConfig, split: Split, device: &Device) -> Result<Self> {
         config.validate()?;
         let Split { train, test } = split;
         let train = train.truncated(config.train_limit.unwrap_or(usize::MAX));
         let test = test.truncated(config.test_limit.unwrap_or(usize::MAX));
-        if train.is_empty() || test.is_empty() {
-            return Err(Error::Config(
-                "the training and test sets must not be empty".into(),
-            ));
-        }
         let labels = inject(
             &train.labels,
             train.classes,
@@ -86,6 +107,31 @@ impl Trainer {
             config.dataset,
             config.seed,
         )?;
+        Self::with_labels(config, Split { train, test }, labels, device)
+    }
+
+    /// Like [`Trainer::new`] with the noisy labels already drawn (`labels` describes
+    /// `split.train`; `split.test` is evaluated against its own labels as given, which
+    /// is how a noisy validation set is used). No truncation.
+    pub fn with_labels(
+        config: TrainConfig,
+        split: Split,
+        labels: NoisyLabels,
+        device: &Device,
+    ) -> Result<Self> {
+        config.validate()?;
+        let Split { train, test } = split;
+        if train.is_empty() || test.is_empty() {
+            return Err(Error::Config(
+                "the training and test sets must not be empty".into(),
+            ));
+        }
+        if train.shape != test.shape {
+            return Err(Error::Config(format!(
+                "training samples are {:?} but test samples are {:?}",
+                train.shape, test.shape
+            )));
+        }
         let n = train.len();
         let k = config.k(n);
         if k == 0 {
@@ -95,32 +141,58 @@ impl Trainer {
             )));
         }
         device.seed(config.seed);
-        let selector = Selector::new(
-            config.method,
-            k,
-            config.eta(n),
-            config.seed,
-            &labels,
-            device,
-            config.selection_engine,
-        )?;
-        let model = Classifier::new(
+        let selector = if config.method.uses_selector() {
+            Some(Selector::new(
+                config.method,
+                k,
+                config.eta(n),
+                config.seed,
+                &labels,
+                device,
+                config.selection_engine,
+            )?)
+        } else {
+            None
+        };
+        let (shape, classes) = (train.shape, train.classes);
+        let stage_one = (config.method == Method::FCorrection).then(|| {
+            let held = noisy_holdout(
+                &train,
+                &labels,
+                f_correction::VALIDATION_FRACTION,
+                config.seed,
+            );
+            held.into_split()
+        });
+        let rule = if stage_one.is_some() {
+            None
+        } else {
+            Some(methods::rule(&config, n, classes, None, device)?)
+        };
+        let networks = Networks::new(
+            config.method.networks(),
             config.architecture,
-            train.shape,
-            train.classes,
+            shape,
+            classes,
             &device.clone().autodiff(),
         );
-        let (optim, beta_1) = ScheduledAdam::init();
+        let (optim, adam) = ScheduledAdam::init();
+        let clean: Vec<f32> = (0..n).map(|i| labels.is_clean(i) as u8 as f32).collect();
         let test_labels = test.labels.clone();
         Ok(Trainer {
             train: DeviceSet::upload(train, &labels.noisy_labels, device),
             test: DeviceSet::upload(test, &test_labels, device),
+            clean: Tensor::from_data(TensorData::new(clean, [n]), device),
+            classes,
             shuffle: SplitMix64::for_stream(config.seed, "batch-order"),
             config,
             device: device.clone(),
-            model: Some(model),
+            networks: Some(networks),
             optim,
-            beta_1,
+            adam,
+            rule,
+            stage_one,
+            preparation: None,
             labels,
             selector,
             epoch: 0,
@@ -142,7 +214,7 @@ impl Trainer {
         self.epoch >= self.config.epochs
     }
 
-    /// k, the size of the selected set (n for `standard`).
+    /// How many samples an epoch trains on (k for TAkS, n for the per-batch methods).
     pub fn k(&self) -> usize {
         self.k
     }
@@ -155,12 +227,75 @@ impl Trainer {
         &self.labels
     }
 
-    pub fn selector(&self) -> &Selector {
-        &self.selector
+    /// The FPL selector, for TAkS and its ablations.
+    pub fn selector(&self) -> Option<&Selector> {
+        self.selector.as_ref()
+    }
+
+    /// The networks as they are now (inference copies, no autodiff).
+    pub fn networks(&self) -> Networks {
+        self.networks.as_ref().expect("networks present").valid()
+    }
+
+    /// Whether [`Trainer::prepare`] still has work to do (F-correction's first stage).
+    pub fn needs_preparation(&self) -> bool {
+        self.stage_one.is_some()
+    }
+
+    /// What F-correction's first stage found, once it ran.
+    pub fn preparation(&self) -> Option<&Preparation> {
+        self.preparation.as_ref()
+    }
+
+    /// Run what must happen before the first epoch: F-correction's first stage (train
+    /// Standard on 80% of the noisy training set, keep the epoch with the best noisy
+    /// validation accuracy, estimate T). Nothing for other methods. [`Trainer::step`]
+    /// calls it when needed; call it first to report it separately.
+    pub async fn prepare(&mut self) -> Result<()> {
+        let Some((split, labels)) = self.stage_one.take() else {
+            return Ok(());
+        };
+        let started = Instant::now();
+        let mut config = self.config.clone();
+        config.method = Method::Standard;
+        let mut stage = Trainer::with_labels(config, split, labels, &self.device)?;
+        let (mut best_accuracy, mut best_epoch, mut best) = (-1.0, 0, stage.networks());
+        while !stage.is_done() {
+            // Boxed: a Trainer's step awaiting another Trainer's step is a recursive future.
+            let m = Box::pin(stage.step()).await?;
+            // `<=` as the authors' code: a later epoch wins a tie.
+            if best_accuracy <= m.test_accuracy {
+                (best_accuracy, best_epoch, best) = (m.test_accuracy, m.epoch, stage.networks());
+            }
+        }
+        let logits = score(
+            best.first(),
+            &self.train.images,
+            self.config.eval_batch_size,
+        );
+        let probabilities = read_floats(softmax(logits, 1), "stage-1 probabilities").await?;
+        let filter_outlier = self.config.dataset != crate::data::DatasetKind::Cifar100;
+        let transition =
+            f_correction::estimate_transition(&probabilities, self.classes, filter_outlier);
+        self.rule = Some(methods::rule(
+            &self.config,
+            self.train.len,
+            self.classes,
+            Some(&transition),
+            &self.device,
+        )?);
+        self.preparation = Some(Preparation {
+            transition,
+            best_epoch,
+            best_validation_accuracy: best_accuracy,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+        Ok(())
     }
 
     /// Run one epoch and return its measurements.
     pub async fn step(&mut self) -> Result<EpochMetrics> {
+        self.prepare().await?;
         let e = self.epoch; // 0-based inside, 1-based in every output
         let (lr, beta_1) = schedule(
             self.config.learning_rate,
@@ -168,120 +303,205 @@ impl Trainer {
             self.config.epochs,
             self.config.decay_start,
         );
-        self.beta_1.set(beta_1);
+        self.adam.set(beta_1);
 
         let started = Instant::now();
-        let (loss_sum, trained) = self.train_selected(lr);
-        let logits = self.score_all();
-        let update = self.selector.update(logits, e + 1).await?;
-        let loss_sum: f32 = loss_sum
-            .into_scalar_async()
-            .await
-            .map_err(|err| Error::Device(format!("reading the loss: {err:?}")))?;
+        let set = self.epoch_set().await?;
+        let trained = self.train_epoch(set, lr, e + 1);
+        let update = match self.selector.as_mut() {
+            Some(selector) => {
+                let logits = score(
+                    self.networks
+                        .as_ref()
+                        .expect("networks present")
+                        .valid()
+                        .first(),
+                    &self.train.images,
+                    self.config.eval_batch_size,
+                );
+                Some(selector.update(logits, e + 1).await?)
+            }
+            None => None,
+        };
+        let counts = read_floats(trained.scalars, "the epoch's loss and counts").await?;
         let epoch_seconds = started.elapsed().as_secs_f64();
-        let train_loss = loss_sum as f64 / trained as f64;
+
+        let train_loss = counts[0] as f64 / trained.samples as f64;
         if !train_loss.is_finite() {
             return Err(Error::Diverged {
                 epoch: e + 1,
                 what: "the training loss".into(),
             });
         }
-        let test_accuracy = self.test_accuracy().await?;
+        let nets = (counts.len() - 1) / 2;
+        let clean_total = self.labels.clean_count().max(1) as f64;
+        let (mut precision, mut recall) = (0.0, 0.0);
+        for i in 0..nets {
+            let (clean, picked) = (counts[1 + i] as f64, counts[1 + nets + i] as f64);
+            precision += clean / picked.max(1.0) / nets as f64;
+            recall += clean / clean_total / nets as f64;
+        }
+        let network_accuracies = self.test_accuracies().await?;
         self.epoch += 1;
-        Ok(self.metrics(update, train_loss, test_accuracy, epoch_seconds, lr))
+        let t = self.epoch;
+        let (selection_risk, total, regret, bound) = match update {
+            Some(update) => {
+                self.total_selection_risk += update.selection_risk;
+                (
+                    Some(update.selection_risk),
+                    Some(self.total_selection_risk),
+                    Some(self.total_selection_risk - update.hindsight_risk),
+                    Some(regret_bound(self.train.len, self.k, t)),
+                )
+            }
+            None => (None, None, None, None),
+        };
+        Ok(EpochMetrics {
+            epoch: t,
+            train_loss,
+            test_accuracy: network_accuracies.iter().sum::<f64>() / network_accuracies.len() as f64,
+            network_accuracies,
+            label_precision: precision,
+            label_recall: recall,
+            selection_risk,
+            total_selection_risk: total,
+            regret,
+            regret_bound: bound,
+            epoch_seconds,
+            selected: trained.samples,
+            learning_rate: lr,
+        })
     }
 
-    /// One pass over the current k-set. Returns the summed loss (on the device, so no
-    /// batch waits for a read) and the number of samples trained on.
-    fn train_selected(&mut self, lr: f64) -> (Tensor<1>, usize) {
-        let selected = self.selector.selected_len();
+    /// The indices this epoch trains on, as the method's [`EpochSet`] says.
+    async fn epoch_set(&self) -> Result<Tensor<1, Int>> {
+        let rule = self.rule.as_ref().expect("prepared before the first epoch");
+        Ok(match rule.epoch_set() {
+            EpochSet::All => Tensor::<1, Int>::arange(0..self.train.len as i64, &self.device),
+            EpochSet::Selector => self
+                .selector
+                .as_ref()
+                .expect("selector methods have a selector")
+                .current_indices(),
+            EpochSet::SmallestLoss { keep } => {
+                let networks = self.networks();
+                let logits = score(
+                    networks.first(),
+                    &self.train.images,
+                    self.config.eval_batch_size,
+                );
+                let loss = methods::small_loss::cross_entropy(logits, &self.train.labels);
+                selection::k_smallest_indices(loss, keep).await?
+            }
+        })
+    }
+
+    /// One pass over `set`, shuffled, with the method's batch rule.
+    fn train_epoch(&mut self, set: Tensor<1, Int>, lr: f64, epoch: usize) -> Trained {
+        let selected = set.dims()[0];
         let mut order: Vec<u32> = (0..selected as u32).collect();
         self.shuffle.shuffle(&mut order);
-        let order = self
-            .selector
-            .current_indices()
-            .select(0, indices_tensor(&order, &self.device));
-        let loss_fn = CrossEntropyLossConfig::new().init(&self.device);
-        let mut model = self
-            .model
-            .take()
-            .expect("model is always present between steps");
-        let mut loss_sum = Tensor::<1>::zeros([1], &self.device);
+        let order = set.select(0, indices_tensor(&order, &self.device));
+        let rule = self.rule.take().expect("prepared before the first epoch");
+        let mut networks = self.networks.take().expect("networks present");
+        let nets = networks.len();
+        let forget_rate = methods::forget_rate(self.config.forget_rate, epoch);
+        let zero = || Tensor::<1>::zeros([1], &self.device);
+        let mut loss_sum = zero();
+        // Per network: clean samples picked, samples picked (None until a rule picks).
+        let mut picks: Option<(Vec<Tensor<1>>, Vec<Tensor<1>>)> = None;
         let batch = self.config.batch_size;
-        for start in (0..selected).step_by(batch) {
+        for (b, start) in (0..selected).step_by(batch).enumerate() {
             let len = batch.min(selected - start);
             let idx = order.clone().narrow(0, start, len);
             let x = self.train.images.clone().select(0, idx.clone());
-            let y = self.train.labels.clone().select(0, idx);
-            let loss = loss_fn.forward(model.forward(x), y);
+            let y = self.train.labels.clone().select(0, idx.clone());
+            let at = BatchAt {
+                epoch,
+                batch: b,
+                forget_rate,
+            };
+            let step = rule.batch(&networks.forward(x), &y, at);
             loss_sum = loss_sum
-                + loss
+                + step
+                    .loss
                     .clone()
                     .detach()
                     .without_autodiff()
                     .mul_scalar(len as f32);
-            let grads = GradientsParams::from_grads(loss.backward(), &model);
-            model = self.optim.step(lr, model, grads);
+            if let Some(masks) = step.picked {
+                let clean = self.clean.clone().select(0, idx);
+                let (clean_sums, counts) =
+                    picks.get_or_insert_with(|| (vec![zero(); nets], vec![zero(); nets]));
+                for (i, mask) in masks.into_iter().enumerate() {
+                    let mask = mask.detach().without_autodiff();
+                    clean_sums[i] = clean_sums[i].clone() + (mask.clone() * clean.clone()).sum();
+                    counts[i] = counts[i].clone() + mask.sum();
+                }
+            }
+            self.adam
+                .set_gate(step.apply.map(|g| g.detach().without_autodiff()));
+            let grads = GradientsParams::from_grads(step.loss.backward(), &networks);
+            networks = self.optim.step(lr, networks, grads);
         }
-        self.model = Some(model);
-        (loss_sum, selected)
+        self.adam.set_gate(None);
+        self.rule = Some(rule);
+        self.networks = Some(networks);
+        // Methods that train on every sample of their set: the set itself was picked.
+        let (clean_sums, counts) = picks.unwrap_or_else(|| {
+            let clean = self.clean.clone().select(0, order).sum();
+            let count = zero().add_scalar(selected as f32);
+            (vec![clean; nets], vec![count; nets])
+        });
+        let mut scalars = vec![loss_sum];
+        scalars.extend(clean_sums);
+        scalars.extend(counts);
+        Trained {
+            scalars: Tensor::cat(scalars, 0),
+            samples: selected,
+        }
     }
 
-    /// Logits `[n, C]` of every training sample, in order, in eval mode.
-    fn score_all(&self) -> Tensor<2> {
-        let model = self.model.as_ref().expect("model present").valid();
+    /// Each network's accuracy on the test set (not part of the timed epoch).
+    async fn test_accuracies(&self) -> Result<Vec<f64>> {
+        let networks = self.networks();
         let chunk = self.config.eval_batch_size;
-        let parts: Vec<Tensor<2>> = (0..self.train.len)
-            .step_by(chunk)
-            .map(|start| {
-                let len = chunk.min(self.train.len - start);
-                model.forward(self.train.images.clone().narrow(0, start, len))
-            })
-            .collect();
-        Tensor::cat(parts, 0)
-    }
-
-    async fn test_accuracy(&self) -> Result<f64> {
-        let model = self.model.as_ref().expect("model present").valid();
-        let chunk = self.config.eval_batch_size;
-        let mut correct = Tensor::<1, Int>::zeros([1], &self.device);
-        for start in (0..self.test.len).step_by(chunk) {
-            let len = chunk.min(self.test.len - start);
-            let logits = model.forward(self.test.images.clone().narrow(0, start, len));
-            let predicted = logits.argmax(1).reshape([len]);
-            let truth = self.test.labels.clone().narrow(0, start, len);
-            correct = correct + predicted.equal(truth).int().sum();
+        let mut correct = Vec::new();
+        for net in networks.iter() {
+            let mut c = Tensor::<1, Int>::zeros([1], &self.device);
+            for start in (0..self.test.len).step_by(chunk) {
+                let len = chunk.min(self.test.len - start);
+                let logits = net.forward(self.test.images.clone().narrow(0, start, len));
+                let predicted = logits.argmax(1).reshape([len]);
+                let truth = self.test.labels.clone().narrow(0, start, len);
+                c = c + predicted.equal(truth).int().sum();
+            }
+            correct.push(c);
         }
-        let correct: i64 = correct
-            .into_scalar_async()
+        let correct = Tensor::cat(correct, 0)
+            .into_data_async()
             .await
             .map_err(|err| Error::Device(format!("reading test accuracy: {err:?}")))?;
-        Ok(correct as f64 / self.test.len as f64)
+        Ok(correct
+            .iter::<i64>()
+            .map(|c| c as f64 / self.test.len as f64)
+            .collect())
     }
+}
 
-    fn metrics(
-        &mut self,
-        update: Update,
-        train_loss: f64,
-        test_accuracy: f64,
-        epoch_seconds: f64,
-        learning_rate: f64,
-    ) -> EpochMetrics {
-        self.total_selection_risk += update.selection_risk;
-        let clean_total = self.labels.clean_count().max(1);
-        EpochMetrics {
-            epoch: self.epoch,
-            train_loss,
-            test_accuracy,
-            label_precision: update.selected_clean as f64 / update.selected.max(1) as f64,
-            label_recall: update.selected_clean as f64 / clean_total as f64,
-            selection_risk: update.selection_risk,
-            total_selection_risk: self.total_selection_risk,
-            regret: self.total_selection_risk - update.hindsight_risk,
-            regret_bound: regret_bound(self.train.len, self.k, self.epoch),
-            epoch_seconds,
-            selected: update.selected,
-            learning_rate,
-        }
-    }
+/// What one epoch's training leaves to read: `[loss sum, clean picked per network...,
+/// picked per network...]` on the device, and how many samples it trained on.
+struct Trained {
+    scalars: Tensor<1>,
+    samples: usize,
+}
+
+/// Logits `[n, C]` of every sample of `images`, in order, in eval mode, in chunks.
+fn score(net: &Classifier, images: &Tensor<2>, chunk: usize) -> Tensor<2> {
+    let n = images.dims()[0];
+    let parts: Vec<Tensor<2>> = (0..n)
+        .step_by(chunk)
+        .map(|start| net.forward(images.clone().narrow(0, start, chunk.min(n - start))))
+        .collect();
+    Tensor::cat(parts, 0)
 }

@@ -9,9 +9,10 @@
 use burn::tensor::{Device, DeviceKind};
 use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
+use taks_core::methods::Method;
 use taks_core::metrics::EpochMetrics;
 use taks_core::noise::NoiseKind;
-use taks_core::selection::{Engine, Method};
+use taks_core::selection::Engine;
 use taks_core::train::Trainer;
 
 /// Per epoch: the metrics and the set that epoch trained on.
@@ -27,10 +28,11 @@ fn run(device: &Device) -> (Engine, Vec<(EpochMetrics, Vec<u32>)>) {
     config.train_limit = Some(2000);
     config.test_limit = Some(500);
     let mut trainer = Trainer::new(config, split, device).unwrap();
-    let engine = trainer.selector().engine();
+    let engine = trainer.selector().unwrap().engine();
     let mut epochs = Vec::new();
     while !trainer.is_done() {
-        let selected = pollster::block_on(trainer.selector().current_indices_host()).unwrap();
+        let selected =
+            pollster::block_on(trainer.selector().unwrap().current_indices_host()).unwrap();
         let metrics = pollster::block_on(trainer.step()).unwrap();
         epochs.push((metrics, selected));
     }

@@ -1,8 +1,10 @@
 //! `taks bench`: epoch time per method and device, and the time ratio against
 //! `standard` (the paper's "x T" column).
 //!
-//! An epoch is timed as the training loop reports it: training on the selected set plus
-//! scoring all n samples and selecting the next set; test evaluation is excluded.
+//! An epoch is timed as the training loop reports it: exactly the work the method
+//! needs (its selection and the scoring pass it takes, if any, and the training), never
+//! test evaluation; F-correction's first stage runs before the timed epochs. All methods
+//! are timed in one process, one after the other, so the ratios compare like with like.
 //! The first `--warmup` epochs of each run are not counted (shader compilation and
 //! autotuning on wgpu, allocator growth everywhere).
 
@@ -15,6 +17,10 @@ use crate::device::{self, DeviceChoice};
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let timed = args.run.epochs.unwrap_or(3);
+    if timed == 0 {
+        bail!("--epochs must be at least 1 (the timed epochs)");
+    }
+    let methods = config::methods(&args.methods)?;
     let split = args
         .run
         .dataset
@@ -34,11 +40,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
         };
         eprintln!("device: {}", chosen.description);
         let mut results = Vec::new();
-        for method in &args.methods {
+        for method in &methods {
             let mut run_args = args.run.clone();
             run_args.epochs = Some(args.warmup + timed);
-            let config = config::build(&run_args, method, args.warmup + timed)?;
+            let config = config::build(&run_args, method.name(), args.warmup + timed)?;
             let mut trainer = Trainer::new(config.clone(), split.clone(), &chosen.device)?;
+            pollster::block_on(trainer.prepare())?;
             let mut seconds = Vec::new();
             while !trainer.is_done() {
                 let m = pollster::block_on(trainer.step())?;
@@ -52,7 +59,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
         let standard = results
             .iter()
-            .find(|r| r.0 == taks_core::selection::Method::Standard)
+            .find(|r| r.0 == taks_core::methods::Method::Standard)
             .map(|r| r.3);
         for (method, n, k, mean, min) in &results {
             let ratio = standard

@@ -3,10 +3,26 @@
 use anyhow::Result;
 use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
+use taks_core::methods::Method;
 use taks_core::noise::NoiseKind;
-use taks_core::selection::Method;
 
 use crate::cli::RunArgs;
+
+/// A method list as the user wrote it: names, or `all` for every method.
+pub fn methods(names: &[String]) -> Result<Vec<Method>> {
+    if names.iter().any(|n| n == "all") {
+        return Ok(Method::ALL.to_vec());
+    }
+    let mut out: Vec<Method> = Vec::new();
+    for name in names {
+        let method: Method = name.trim().parse()?;
+        if !out.contains(&method) {
+            out.push(method);
+        }
+    }
+    anyhow::ensure!(!out.is_empty(), "no method given");
+    Ok(out)
+}
 
 pub fn build(args: &RunArgs, method: &str, default_epochs: usize) -> Result<TrainConfig> {
     let dataset: DatasetKind = args.dataset.parse()?;
@@ -23,6 +39,10 @@ pub fn build(args: &RunArgs, method: &str, default_epochs: usize) -> Result<Trai
     config.decay_start = args.decay_start;
     config.train_limit = args.train_limit;
     config.test_limit = args.test_limit;
+    let settings = &args.method_settings;
+    config.forget_rate = settings.forget_rate.unwrap_or(config.forget_rate);
+    config.co_lambda = settings.co_lambda.unwrap_or(config.co_lambda);
+    config.init_epoch = settings.init_epoch.unwrap_or(config.init_epoch);
     config.validate()?;
     Ok(config)
 }

@@ -6,9 +6,11 @@ mod bench_select;
 mod cli;
 mod config;
 mod device;
+mod experiment;
 mod plot;
 mod table;
 mod train;
+mod tune;
 
 use std::process::ExitCode;
 
@@ -31,6 +33,8 @@ fn main() -> ExitCode {
         cli::Command::Train(args) => train::run(args),
         cli::Command::Bench(args) => bench::run(args),
         cli::Command::BenchSelect(args) => bench_select::run(args),
+        cli::Command::Experiment(args) => experiment::run(args),
+        cli::Command::Tune(args) => tune::run(args),
         cli::Command::Table { runs } => table::run(&runs),
     };
     match result {

@@ -1,5 +1,7 @@
 //! plot.svg: the run at a glance, with no plotting dependency. Left: test accuracy and
-//! label precision per epoch. Right: regret against Theorem 1's bound.
+//! label precision per epoch. Right: regret against Theorem 1's bound for the methods
+//! with an FPL selector, the training loss for the others. [`curves`] draws many runs'
+//! accuracy in one panel, for `taks experiment`.
 
 use std::fmt::Write;
 
@@ -10,14 +12,14 @@ const W: f64 = 420.0;
 const H: f64 = 260.0;
 const PAD: f64 = 40.0;
 
-struct Series<'a> {
-    label: &'a str,
-    color: &'a str,
-    values: Vec<f64>,
+pub struct Series<'a> {
+    pub label: &'a str,
+    pub color: &'a str,
+    pub values: Vec<f64>,
 }
 
 /// One panel at horizontal offset `x0`, y from 0 to `y_max`.
-fn panel(svg: &mut String, x0: f64, title: &str, series: &[Series], y_max: f64, percent: bool) {
+pub fn panel(svg: &mut String, x0: f64, title: &str, series: &[Series], y_max: f64, percent: bool) {
     let n = series
         .iter()
         .map(|s| s.values.len())
@@ -125,8 +127,29 @@ pub fn svg(history: &[EpochMetrics], config: &TrainConfig) -> String {
         1.0,
         true,
     );
-    let regret = col(|m| m.regret);
-    let bound = col(|m| m.regret_bound);
+    if !config.method.uses_selector() {
+        let loss = col(|m| m.train_loss);
+        let y_max = loss
+            .iter()
+            .cloned()
+            .filter(|v| v.is_finite())
+            .fold(0.1, f64::max);
+        panel(
+            &mut svg,
+            W,
+            "Training loss (the method's objective)",
+            &[Series {
+                label: "train loss",
+                color: "#d62728",
+                values: loss,
+            }],
+            y_max,
+            false,
+        );
+        return svg + "</svg>\n";
+    }
+    let regret = col(|m| m.regret.unwrap_or(f64::NAN));
+    let bound = col(|m| m.regret_bound.unwrap_or(f64::NAN));
     let y_max = regret.iter().chain(&bound).cloned().fold(1.0, f64::max);
     panel(
         &mut svg,
@@ -147,5 +170,30 @@ pub fn svg(history: &[EpochMetrics], config: &TrainConfig) -> String {
         y_max,
         false,
     );
+    svg + "</svg>\n"
+}
+
+/// A palette that tells ten methods apart.
+pub const COLORS: [&str; 10] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf",
+];
+
+/// One panel of test accuracy per epoch, one line per labelled series.
+pub fn curves(title: &str, series: &[(String, Vec<f64>)]) -> String {
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{}" font-family="sans-serif">"#,
+        H + 14.0 * series.len().saturating_sub(8) as f64
+    );
+    let lines: Vec<Series> = series
+        .iter()
+        .enumerate()
+        .map(|(i, (label, values))| Series {
+            label,
+            color: COLORS[i % COLORS.len()],
+            values: values.clone(),
+        })
+        .collect();
+    panel(&mut svg, 0.0, title, &lines, 1.0, true);
     svg + "</svg>\n"
 }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use taks_core::config::TrainConfig;
+use taks_core::methods::Method;
 use taks_core::metrics::{EpochMetrics, Summary, summarize};
-use taks_core::selection::Method;
 
 pub struct Row {
     pub name: String,
@@ -66,7 +66,7 @@ pub fn run(dirs: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-fn read_run(dir: &PathBuf) -> Result<Row> {
+pub fn read_run(dir: &PathBuf) -> Result<Row> {
     let config_path = dir.join("config.json");
     let text = std::fs::read_to_string(&config_path)
         .with_context(|| format!("reading {}", config_path.display()))?;
@@ -107,25 +107,46 @@ pub fn read_metrics(dir: &PathBuf) -> Result<Vec<EpochMetrics>> {
         .enumerate()
         .map(|(i, line)| {
             let cells: Vec<&str> = line.split(',').collect();
-            let get = |name: &str| -> Result<f64> {
-                let cell = col(name).and_then(|c| cells.get(c)).copied().unwrap_or("0");
-                cell.parse().with_context(|| {
-                    format!("{} line {}: bad {name} '{cell}'", path.display(), i + 2)
-                })
+            // An absent or empty cell is a value the method does not have (regret
+            // without a selector).
+            let optional = |name: &str| -> Result<Option<f64>> {
+                match col(name).and_then(|c| cells.get(c)).copied().unwrap_or("") {
+                    "" => Ok(None),
+                    cell => cell.parse().map(Some).with_context(|| {
+                        format!("{} line {}: bad {name} '{cell}'", path.display(), i + 2)
+                    }),
+                }
             };
+            let get = |name: &str| -> Result<f64> {
+                optional(name)?
+                    .with_context(|| format!("{} line {}: no {name}", path.display(), i + 2))
+            };
+            let mut network_accuracies: Vec<f64> = (1..)
+                .map_while(|i| col(&format!("test_accuracy_net{i}")))
+                .map(|c| {
+                    cells
+                        .get(c)
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(f64::NAN)
+                })
+                .collect();
+            if network_accuracies.is_empty() {
+                network_accuracies.push(get("test_accuracy")?);
+            }
             Ok(EpochMetrics {
                 epoch: get("epoch")? as usize,
                 train_loss: get("train_loss")?,
                 test_accuracy: get("test_accuracy")?,
+                network_accuracies,
                 label_precision: get("label_precision")?,
                 label_recall: get("label_recall")?,
-                selection_risk: get("selection_risk")?,
-                total_selection_risk: get("total_selection_risk")?,
-                regret: get("regret")?,
-                regret_bound: get("regret_bound")?,
+                selection_risk: optional("selection_risk")?,
+                total_selection_risk: optional("total_selection_risk")?,
+                regret: optional("regret")?,
+                regret_bound: optional("regret_bound")?,
                 epoch_seconds: get("epoch_seconds")?,
-                selected: get("selected")? as usize,
-                learning_rate: get("learning_rate")?,
+                selected: optional("selected")?.unwrap_or(0.0) as usize,
+                learning_rate: optional("learning_rate")?.unwrap_or(f64::NAN),
             })
         })
         .collect()

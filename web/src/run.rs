@@ -14,8 +14,9 @@ use js_sys::{Float32Array, Object, Promise, Reflect, Uint8Array};
 use serde::Deserialize;
 use taks_core::config::{TrainConfig, tuned_ratios};
 use taks_core::data::DatasetKind;
+use taks_core::methods::Method;
 use taks_core::noise::NoiseKind;
-use taks_core::selection::{Engine, Method};
+use taks_core::selection::Engine;
 use taks_core::train::Trainer;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
@@ -99,9 +100,10 @@ impl Run {
         let trainer = Trainer::new(config.clone(), split, &device).map_err(error)?;
         let labels = trainer.labels();
         let clean = (0..n).map(|i| labels.is_clean(i) as u8).collect();
-        let engine = match trainer.selector().engine() {
-            Engine::Wgsl => "wgsl",
-            Engine::Reference => "reference",
+        let engine = match trainer.selector().map(|s| s.engine()) {
+            Some(Engine::Wgsl) => "wgsl",
+            Some(Engine::Reference) => "reference",
+            None => "none",
         };
         Ok(Run {
             engine,
@@ -133,8 +135,8 @@ impl Run {
         self.eta
     }
 
-    /// Which selection engine scores and selects: "wgsl" (the WGSL kernels, on WebGPU)
-    /// or "reference" (the CPU reference).
+    /// Which selection engine scores and selects: "wgsl" (the WGSL kernels, on WebGPU),
+    /// "reference" (the CPU reference), or "none" for a method without an FPL selector.
     pub fn engine(&self) -> String {
         self.engine.into()
     }
@@ -173,14 +175,21 @@ impl Run {
     }
 
     /// Resolves to `{ selected: Uint8Array(n), cumulative: Float32Array(n) }`: which
-    /// digits the next epoch trains on, and each digit's cumulative noise-risk L_t.
+    /// digits the next epoch trains on, and each digit's cumulative noise-risk L_t. A
+    /// method without an FPL selector trains on every digit and has no L_t: all
+    /// selected, and an empty `cumulative`.
     pub fn snapshot(&self) -> Promise {
         let cell = self.trainer.clone();
         let n = self.clean.len();
         future_to_promise(async move {
             let trainer = take(&cell)?;
-            let indices = trainer.selector().current_indices_host().await;
-            let cumulative = trainer.selector().cumulative_risk_host().await;
+            let (indices, cumulative) = match trainer.selector() {
+                Some(selector) => (
+                    selector.current_indices_host().await,
+                    selector.cumulative_risk_host().await,
+                ),
+                None => (Ok((0..n as u32).collect()), Ok(Vec::new())),
+            };
             *cell.borrow_mut() = Some(trainer);
             let (indices, cumulative) = (indices.map_err(js_error)?, cumulative.map_err(js_error)?);
             let mut selected = vec![0u8; n];

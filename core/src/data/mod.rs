@@ -60,7 +60,7 @@ pub struct Split {
 }
 
 /// The datasets taks can read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DatasetKind {
     /// The 10,000 real MNIST digits bundled in the repository (8,000 train, 2,000 test).

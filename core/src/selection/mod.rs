@@ -6,8 +6,7 @@
 //! method's objective:
 //! - `taks`: Follow-the-Perturbed-Leader, the k smallest of L_t + eta r_t;
 //! - `naive`: Follow-the-Leader, the k smallest of L_t (eta = 0);
-//! - `greedy`: the k smallest of the latest theta_t alone;
-//! - `standard`: every sample, every epoch (the usual training baseline).
+//! - `greedy`: the k smallest of the latest theta_t alone.
 //!
 //! The [`Selector`] owns that state. Its arithmetic runs on one of two engines with the
 //! same semantics: the plain CPU [`reference`], or the WGSL kernels of [`crate::gpu`]
@@ -17,57 +16,13 @@ mod host;
 pub mod reference;
 mod wgsl;
 
-use std::str::FromStr;
-
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
+pub use crate::methods::Method;
 use crate::noise::NoisyLabels;
 use crate::rng::SplitMix64;
 use crate::{Error, Result};
-
-/// A selection rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Method {
-    Taks,
-    Greedy,
-    Naive,
-    Standard,
-}
-
-impl Method {
-    pub const ALL: [Method; 4] = [
-        Method::Taks,
-        Method::Greedy,
-        Method::Naive,
-        Method::Standard,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Taks => "taks",
-            Method::Greedy => "greedy",
-            Method::Naive => "naive",
-            Method::Standard => "standard",
-        }
-    }
-}
-
-impl FromStr for Method {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        Method::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| {
-                Error::Config(format!(
-                    "unknown method '{s}' (choose taks, greedy, naive or standard)"
-                ))
-            })
-    }
-}
 
 /// What the selector reports after scoring an epoch.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,13 +68,13 @@ pub(crate) struct Rule {
 }
 
 impl Rule {
-    /// None for `standard`, which never changes its (full) set.
+    /// None for a method without an FPL selector, whose set never changes.
     pub fn objective(&self) -> Option<Objective> {
         match self.method {
-            Method::Standard => None,
             Method::Greedy => Some(Objective::LatestRisk),
             Method::Naive => Some(Objective::Perturbed { eta: 0.0 }),
             Method::Taks => Some(Objective::Perturbed { eta: self.eta }),
+            _ => None,
         }
     }
 }
@@ -161,7 +116,7 @@ impl Selector {
                 "eta = {eta} must be a finite number >= 0"
             )));
         }
-        let first: Vec<u32> = if method == Method::Standard {
+        let first: Vec<u32> = if !method.uses_selector() {
             (0..n as u32).collect()
         } else {
             let mut first = SplitMix64::for_stream(seed, "initial-k-set").sample_indices(n, k);
@@ -275,6 +230,17 @@ pub(crate) async fn read_floats<const D: usize>(t: Tensor<D>, what: &str) -> Res
         .map_err(|e| Error::Device(format!("reading {what}: {e:?}")))?
         .try_into_vec()
         .map_err(|e| Error::Device(format!("{what} are not f32: {e:?}")))
+}
+
+/// The indices of the `k` smallest `values` `[n]`, ascending (ties by index, NaN
+/// largest): by the WGSL radix select where `values` live on wgpu, else on the host.
+pub async fn k_smallest_indices(values: Tensor<1>, k: usize) -> Result<Tensor<1, Int>> {
+    if let Some(selection) = crate::gpu::select_k_smallest(&values, k) {
+        return Ok(selection.indices);
+    }
+    let device = values.device();
+    let host = read_floats(values, "losses").await?;
+    Ok(indices_tensor(&reference::k_smallest(&host, k), &device))
 }
 
 /// Upload indices as a device Int tensor.

@@ -1,0 +1,32 @@
+//! ITLM, iterative trimmed loss (Shen & Sanghavi, 2019), as the authors' code runs it:
+//! at the start of every epoch (the first included, from random weights, with no
+//! warm-up) score all n samples in eval mode and train one plain epoch on the
+//! `int(n (1 - tau))` samples of smallest cross-entropy. The scoring and the choice are
+//! the training loop's [`EpochSet::SmallestLoss`]; a batch is plain cross-entropy.
+
+use burn::tensor::{Int, Tensor};
+
+use super::{Batch, BatchAt, EpochSet, Rule, small_loss};
+
+pub(super) struct Itlm {
+    pub keep: usize,
+}
+
+/// `int(n (1 - tau))`, at least one sample.
+pub(super) fn keep(n: usize, tau: f64) -> usize {
+    (((1.0 - tau) * n as f64) as usize).clamp(1, n.max(1))
+}
+
+impl Rule for Itlm {
+    fn epoch_set(&self) -> EpochSet {
+        EpochSet::SmallestLoss { keep: self.keep }
+    }
+
+    fn batch(&self, logits: &[Tensor<2>], labels: &Tensor<1, Int>, _: BatchAt) -> Batch {
+        Batch {
+            loss: small_loss::cross_entropy(logits[0].clone(), labels).mean(),
+            picked: None,
+            apply: None,
+        }
+    }
+}

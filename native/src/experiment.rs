@@ -1,0 +1,474 @@
+//! `taks experiment`: the paper's comparison from one command.
+//!
+//! Runs every (dataset, noise, method, seed) cell of a grid into its own run folder
+//! (`OUT/runs/<dataset>/<noise>/<method>/seed<s>/`, the same files `taks train` writes),
+//! then writes the paper's tables and curves:
+//! - `table.md`: one row per method, one column per (dataset, noise), in three parts:
+//!   test accuracy and label precision (mean +- std over seeds of each run's last-10
+//!   mean; std is the population std, numpy's default) and the time ratio x T (mean
+//!   epoch time over Standard's, in the same grid, on the same device);
+//! - `table.csv`: the same numbers, one line per (dataset, noise, method);
+//! - `curves/<dataset>-<noise>.svg`: test accuracy per epoch, one line per method
+//!   (mean over seeds).
+//!
+//! A run folder with a summary.json is finished and is reused, so running the same
+//! command again continues an interrupted grid; a folder without one was interrupted
+//! and its run starts over. A finished run whose settings differ from the grid's is an
+//! error, never silently mixed into a table.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use taks_core::config::TrainConfig;
+use taks_core::data::{DatasetKind, Split};
+use taks_core::methods::Method;
+use taks_core::metrics::EpochMetrics;
+use taks_core::noise::NoiseKind;
+use web_time::Instant;
+
+use crate::device::{self, DeviceChoice};
+use crate::{config, plot, table, train};
+
+#[derive(clap::Args, Debug)]
+pub struct ExperimentArgs {
+    /// Datasets, comma-separated: mnist-digits, mnist, fashion-mnist, cifar10, cifar100.
+    #[arg(long, required = true, value_delimiter = ',')]
+    pub datasets: Vec<String>,
+    /// Noises, comma-separated, each KIND-RATE: symmetric-0.5, pairflip-0.45,
+    /// asymmetric-0.4 (or clean).
+    #[arg(long, required = true, value_delimiter = ',')]
+    pub noises: Vec<String>,
+    /// Methods, comma-separated, or `all`.
+    #[arg(long, default_value = "all", value_delimiter = ',')]
+    pub methods: Vec<String>,
+    /// Seeds, comma-separated.
+    #[arg(long, default_value = "0", value_delimiter = ',')]
+    pub seeds: Vec<u64>,
+    /// Epochs per run.
+    #[arg(long, default_value_t = 200)]
+    pub epochs: usize,
+    /// Compute device: auto, gpu or cpu (as for train).
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
+    pub device: DeviceChoice,
+    /// Where a dataset's files are, as DATASET=DIR (comma-separated or repeated).
+    /// fashion-mnist defaults to /usr/share/datasets/fashion-mnist.
+    #[arg(long, value_delimiter = ',', value_name = "DATASET=DIR")]
+    pub data_dir: Vec<String>,
+    /// Use only the first N training samples of each dataset (quick grids).
+    #[arg(long, value_name = "N")]
+    pub train_limit: Option<usize>,
+    /// Use only the first N test samples.
+    #[arg(long, value_name = "N")]
+    pub test_limit: Option<usize>,
+    /// The experiment folder (runs/, table.md, table.csv, curves/).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// One cell of the grid.
+struct Cell {
+    config: TrainConfig,
+    dir: PathBuf,
+}
+
+/// A noise item as written on the command line: `symmetric-0.5`, `clean`.
+fn parse_noise(item: &str) -> Result<(NoiseKind, f64)> {
+    if item == "clean" {
+        return Ok((NoiseKind::Clean, 0.0));
+    }
+    let (kind, rate) = item.rsplit_once('-').with_context(|| {
+        format!("noise '{item}' is not KIND-RATE (e.g. symmetric-0.5, pairflip-0.45)")
+    })?;
+    let kind: NoiseKind = kind.parse()?;
+    let rate: f64 = rate
+        .parse()
+        .with_context(|| format!("noise '{item}': rate '{rate}' is not a number"))?;
+    if !(0.0..=1.0).contains(&rate) {
+        bail!("noise '{item}': rate {rate} must be in [0, 1]");
+    }
+    Ok((kind, rate))
+}
+
+fn noise_label(kind: NoiseKind, rate: f64) -> String {
+    match kind {
+        NoiseKind::Clean => "clean".into(),
+        _ => format!("{}-{}", kind.name(), rate),
+    }
+}
+
+pub fn run(args: ExperimentArgs) -> Result<()> {
+    if args.epochs == 0 {
+        bail!("--epochs must be at least 1");
+    }
+    if args.seeds.is_empty() {
+        bail!("--seeds: give at least one seed");
+    }
+    let datasets: Vec<DatasetKind> = args
+        .datasets
+        .iter()
+        .map(|d| d.trim().parse())
+        .collect::<taks_core::Result<_>>()?;
+    let noises: Vec<(NoiseKind, f64)> = args
+        .noises
+        .iter()
+        .map(|n| parse_noise(n.trim()))
+        .collect::<Result<_>>()?;
+    let methods = config::methods(&args.methods)?;
+    let mut dirs: HashMap<DatasetKind, PathBuf> = HashMap::new();
+    for item in &args.data_dir {
+        let (name, dir) = item
+            .split_once('=')
+            .with_context(|| format!("--data-dir '{item}' is not DATASET=DIR"))?;
+        dirs.insert(name.parse()?, PathBuf::from(dir));
+    }
+
+    // Every cell's settings, validated before anything runs.
+    let mut cells = Vec::new();
+    for &dataset in &datasets {
+        for &(noise, rate) in &noises {
+            for &method in &methods {
+                for &seed in &args.seeds {
+                    let mut config = TrainConfig::paper(dataset, noise, rate, method);
+                    config.epochs = args.epochs;
+                    config.seed = seed;
+                    config.train_limit = args.train_limit;
+                    config.test_limit = args.test_limit;
+                    config.validate()?;
+                    let dir = args
+                        .out
+                        .join("runs")
+                        .join(dataset.name())
+                        .join(noise_label(noise, rate))
+                        .join(method.name())
+                        .join(format!("seed{seed}"));
+                    cells.push(Cell { config, dir });
+                }
+            }
+        }
+    }
+    let todo: Vec<&Cell> = cells
+        .iter()
+        .map(|c| finished(c).map(|done| (c, done)))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .filter(|(_, done)| !done)
+        .map(|(c, _)| c)
+        .collect();
+
+    let total = cells.len();
+    let reused = total - todo.len();
+    let say = |line: String| {
+        if !args.quiet {
+            eprintln!("{line}");
+        }
+    };
+    say(format!(
+        "{total} runs ({reused} already finished in {}), {} epochs each",
+        args.out.display(),
+        args.epochs
+    ));
+    if !todo.is_empty() {
+        let chosen = device::choose(args.device)?;
+        say(format!("device: {}", chosen.description));
+        let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new((todo.len() * args.epochs) as u64);
+            bar.set_style(
+                ProgressStyle::with_template("{bar:30} {msg}  [{elapsed} elapsed, {eta} left]")
+                    .expect("valid template"),
+            );
+            bar
+        });
+        let mut loaded: HashMap<DatasetKind, Split> = HashMap::new();
+        for (i, cell) in todo.iter().enumerate() {
+            let c = &cell.config;
+            let name = format!(
+                "{} {} {} seed{}",
+                c.dataset.name(),
+                noise_label(c.noise, c.noise_rate),
+                c.method.name(),
+                c.seed
+            );
+            let run_no = reused + i + 1;
+            if let Some(bar) = &bar {
+                bar.set_message(format!("run {run_no}/{total}: {name}"));
+            }
+            let split = match loaded.get(&c.dataset) {
+                Some(split) => split.clone(),
+                None => {
+                    let split = c.dataset.load(dirs.get(&c.dataset).map(PathBuf::as_path))?;
+                    loaded.insert(c.dataset, split.clone());
+                    split
+                }
+            };
+            // An unfinished folder is a run that was cut off: start it over.
+            if cell.dir.exists() {
+                std::fs::remove_dir_all(&cell.dir)
+                    .with_context(|| format!("clearing unfinished run {}", cell.dir.display()))?;
+            }
+            std::fs::create_dir_all(&cell.dir)
+                .with_context(|| format!("creating {}", cell.dir.display()))?;
+            let started = Instant::now();
+            let (_, summary) =
+                train::train_into(c, split, &chosen, &cell.dir, false, &mut |event| {
+                    if let (train::Event::Epoch(_), Some(bar)) = (event, &bar) {
+                        bar.inc(1);
+                    }
+                })
+                .with_context(|| format!("run {name}"))?;
+            let line = format!(
+                "[{run_no}/{total}] {name}: test acc {:.2}%, label precision {:.2}% ({:.1} s)",
+                summary.test_accuracy * 100.0,
+                summary.label_precision * 100.0,
+                started.elapsed().as_secs_f64()
+            );
+            match &bar {
+                Some(bar) => bar.println(line),
+                None => say(line),
+            }
+        }
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+    }
+
+    let results = collect(&cells)?;
+    std::fs::create_dir_all(args.out.join("curves"))?;
+    let markdown = markdown_table(&results, &datasets, &noises, &methods, &args);
+    write(&args.out.join("table.md"), &markdown)?;
+    write(&args.out.join("table.csv"), &csv_table(&results))?;
+    for &dataset in &datasets {
+        for &(noise, rate) in &noises {
+            let key = (dataset, noise_label(noise, rate));
+            let series: Vec<(String, Vec<f64>)> = methods
+                .iter()
+                .filter_map(|m| {
+                    let r = results.get(&(key.0, key.1.clone(), *m))?;
+                    Some((m.title().to_string(), r.mean_curve.clone()))
+                })
+                .collect();
+            let title = format!(
+                "Test accuracy, {} {} (mean of {} seeds)",
+                dataset.name(),
+                key.1,
+                args.seeds.len()
+            );
+            write(
+                &args
+                    .out
+                    .join("curves")
+                    .join(format!("{}-{}.svg", dataset.name(), key.1)),
+                &plot::curves(&title, &series),
+            )?;
+        }
+    }
+    print!("{markdown}");
+    println!(
+        "wrote {0}/table.md, {0}/table.csv and {0}/curves/",
+        args.out.display()
+    );
+    Ok(())
+}
+
+/// Whether `cell` already holds a finished run with the same settings.
+fn finished(cell: &Cell) -> Result<bool> {
+    if !cell.dir.join("summary.json").exists() {
+        return Ok(false);
+    }
+    let row = table::read_run(&cell.dir)?;
+    if row.config != cell.config {
+        bail!(
+            "{} holds a finished run with other settings than this grid's (epochs, limits or method settings); use another --out",
+            cell.dir.display()
+        );
+    }
+    Ok(true)
+}
+
+/// One (dataset, noise, method) over its seeds.
+struct Aggregate {
+    seeds: usize,
+    accuracy: (f64, f64),
+    precision: (f64, f64),
+    recall: f64,
+    epoch_seconds: f64,
+    mean_curve: Vec<f64>,
+}
+
+type Key = (DatasetKind, String, Method);
+
+fn mean_std(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+    (mean, var.sqrt())
+}
+
+fn collect(cells: &[Cell]) -> Result<HashMap<Key, Aggregate>> {
+    let mut groups: HashMap<Key, Vec<(table::Row, Vec<EpochMetrics>)>> = HashMap::new();
+    for cell in cells {
+        let row = table::read_run(&cell.dir)?;
+        let history = table::read_metrics(&cell.dir)?;
+        let c = &cell.config;
+        groups
+            .entry((c.dataset, noise_label(c.noise, c.noise_rate), c.method))
+            .or_default()
+            .push((row, history));
+    }
+    Ok(groups
+        .into_iter()
+        .map(|(key, runs)| {
+            let col =
+                |f: fn(&table::Row) -> f64| runs.iter().map(|(r, _)| f(r)).collect::<Vec<_>>();
+            let epochs = runs.iter().map(|(_, h)| h.len()).min().unwrap_or(0);
+            let mean_curve = (0..epochs)
+                .map(|e| {
+                    runs.iter().map(|(_, h)| h[e].test_accuracy).sum::<f64>() / runs.len() as f64
+                })
+                .collect();
+            let aggregate = Aggregate {
+                seeds: runs.len(),
+                accuracy: mean_std(&col(|r| r.summary.test_accuracy)),
+                precision: mean_std(&col(|r| r.summary.label_precision)),
+                recall: mean_std(&col(|r| r.summary.label_recall)).0,
+                epoch_seconds: mean_std(&col(|r| r.summary.epoch_seconds)).0,
+                mean_curve,
+            };
+            (key, aggregate)
+        })
+        .collect())
+}
+
+fn time_ratio(results: &HashMap<Key, Aggregate>, key: &Key) -> Option<f64> {
+    let standard = results.get(&(key.0, key.1.clone(), Method::Standard))?;
+    Some(results.get(key)?.epoch_seconds / standard.epoch_seconds)
+}
+
+fn markdown_table(
+    results: &HashMap<Key, Aggregate>,
+    datasets: &[DatasetKind],
+    noises: &[(NoiseKind, f64)],
+    methods: &[Method],
+    args: &ExperimentArgs,
+) -> String {
+    let columns: Vec<(DatasetKind, String)> = datasets
+        .iter()
+        .flat_map(|&d| noises.iter().map(move |&(k, r)| (d, noise_label(k, r))))
+        .collect();
+    let header = format!(
+        "| method | {} |\n|---|{}\n",
+        columns
+            .iter()
+            .map(|(d, n)| format!("{} {n}", d.name()))
+            .collect::<Vec<_>>()
+            .join(" | "),
+        "---|".repeat(columns.len())
+    );
+    let section = |title: &str, cell: &dyn Fn(&Key) -> Option<String>| {
+        let mut s = format!("### {title}\n\n{header}");
+        for &m in methods {
+            let cells: Vec<String> = columns
+                .iter()
+                .map(|(d, n)| cell(&(*d, n.clone(), m)).unwrap_or_else(|| "-".into()))
+                .collect();
+            s += &format!("| {} | {} |\n", m.title(), cells.join(" | "));
+        }
+        s + "\n"
+    };
+    let pm = |(mean, std): (f64, f64)| format!("{:.2} ± {:.2}", mean * 100.0, std * 100.0);
+    let mut out = format!(
+        "## taks experiment: {} epochs, seeds {}{}\n\n",
+        args.epochs,
+        args.seeds
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        match (args.train_limit, args.test_limit) {
+            (None, None) => String::new(),
+            (train, test) => format!(
+                " (train limit {}, test limit {})",
+                train.map_or("none".into(), |v| v.to_string()),
+                test.map_or("none".into(), |v| v.to_string())
+            ),
+        }
+    );
+    out += "Each figure is the mean ± std over seeds of a run's mean over its last 10 epochs.\n\n";
+    out += &section("Test accuracy (%)", &|k| {
+        results.get(k).map(|r| pm(r.accuracy))
+    });
+    out += &section("Label precision (%)", &|k| {
+        results.get(k).map(|r| pm(r.precision))
+    });
+    out += &section("Time ratio x T (mean epoch time / Standard's)", &|k| {
+        time_ratio(results, k).map(|t| format!("{t:.2}"))
+    });
+    out
+}
+
+fn csv_table(results: &HashMap<Key, Aggregate>) -> String {
+    let mut keys: Vec<&Key> = results.keys().collect();
+    keys.sort_by_key(|(d, n, m)| (d.name(), n.clone(), Method::ALL.iter().position(|x| x == m)));
+    let mut out = String::from(
+        "dataset,noise,method,seeds,epochs,test_accuracy_mean,test_accuracy_std,label_precision_mean,label_precision_std,label_recall_mean,epoch_seconds_mean,time_ratio\n",
+    );
+    for key in keys {
+        let r = &results[key];
+        out += &format!(
+            "{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.4},{}\n",
+            key.0.name(),
+            key.1,
+            key.2.name(),
+            r.seeds,
+            r.mean_curve.len(),
+            r.accuracy.0,
+            r.accuracy.1,
+            r.precision.0,
+            r.precision.1,
+            r.recall,
+            r.epoch_seconds,
+            time_ratio(results, key)
+                .map(|t| format!("{t:.4}"))
+                .unwrap_or_default()
+        );
+    }
+    out
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn noise_items_parse() {
+        assert_eq!(
+            parse_noise("symmetric-0.5").unwrap(),
+            (NoiseKind::Symmetric, 0.5)
+        );
+        assert_eq!(
+            parse_noise("pairflip-0.45").unwrap(),
+            (NoiseKind::Pairflip, 0.45)
+        );
+        assert_eq!(parse_noise("clean").unwrap(), (NoiseKind::Clean, 0.0));
+        assert!(parse_noise("symmetric").is_err());
+        assert!(parse_noise("symmetric-1.5").is_err());
+        assert!(parse_noise("gaussian-0.2").is_err());
+        assert_eq!(noise_label(NoiseKind::Asymmetric, 0.4), "asymmetric-0.4");
+    }
+
+    #[test]
+    fn std_is_the_population_std() {
+        let (m, s) = mean_std(&[0.8, 0.9, 1.0]);
+        assert!((m - 0.9).abs() < 1e-12);
+        assert!((s - (0.02f64 / 3.0).sqrt()).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,281 @@
+//! `taks tune`: choose TAkS's (k_ratio, eta_ratio) without clean labels, as the paper
+//! does: hold out 20% of the NOISY training set, train TAkS on the rest for every point
+//! of the grid, and pick the point with the best accuracy on the held-out noisy labels
+//! (the mean over the last 10 epochs, the figure the tables report).
+//!
+//! The grid is the authors': eta_ratio in {1e-4, 5e-4, 1e-3, 5e-3} and k_ratio in
+//! 1 - gamma + {-0.15, -0.10, ..., +0.15}, gamma a rough estimate of the flipped
+//! fraction (by default the one the noise setting implies: the rate, half of it for
+//! asymmetric noise). `tune.csv` gets a row per finished point (flushed), so a second
+//! invocation with the same settings continues; `choice.json` holds the pick.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+use taks_core::holdout::noisy_holdout;
+use taks_core::metrics::summarize;
+use taks_core::noise::{expected_flip_fraction, inject};
+use taks_core::train::Trainer;
+
+use crate::cli::RunArgs;
+use crate::{config, device, train};
+
+#[derive(clap::Args, Debug)]
+pub struct TuneArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// The rough noise estimate gamma that centres the k-ratio grid. Default: the
+    /// flipped fraction the noise setting implies.
+    #[arg(long)]
+    pub gamma: Option<f64>,
+    /// k-ratios to try instead of 1 - gamma + {-0.15, ..., +0.15} (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub k_ratios: Vec<f64>,
+    /// eta-ratios to try instead of 1e-4, 5e-4, 1e-3, 5e-3 (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub eta_ratios: Vec<f64>,
+    /// Folder for tune.csv, choice.json and config.json.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+const HEADER: &str =
+    "k_ratio,eta_ratio,validation_accuracy,best_validation_accuracy,label_precision,label_recall";
+
+fn parse_row(line: &str) -> Option<[f64; 6]> {
+    let values: Vec<f64> = line
+        .split(',')
+        .map(|c| c.parse().ok())
+        .collect::<Option<_>>()?;
+    values.try_into().ok()
+}
+
+/// The k-ratio grid around 1 - gamma, inside (0, 1].
+fn k_grid(gamma: f64) -> Vec<f64> {
+    (-3..=3)
+        .map(|i| ((1.0 - gamma + 0.05 * i as f64) * 1000.0).round() / 1000.0)
+        .filter(|&k| k > 0.0 && k <= 1.0)
+        .collect()
+}
+
+pub fn run(args: TuneArgs) -> Result<()> {
+    let base = config::build(&args.run, "taks", 200)?;
+    let gamma = args
+        .gamma
+        .unwrap_or_else(|| expected_flip_fraction(base.dataset, base.noise, base.noise_rate));
+    if !(0.0..1.0).contains(&gamma) {
+        bail!("--gamma {gamma} must be in [0, 1)");
+    }
+    let ks = if args.k_ratios.is_empty() {
+        k_grid(gamma)
+    } else {
+        args.k_ratios.clone()
+    };
+    let etas = if args.eta_ratios.is_empty() {
+        vec![1e-4, 5e-4, 1e-3, 5e-3]
+    } else {
+        args.eta_ratios.clone()
+    };
+    let mut grid = Vec::new();
+    for &k in &ks {
+        for &eta in &etas {
+            let mut c = base.clone();
+            (c.k_ratio, c.eta_ratio) = (k, eta);
+            c.validate()?;
+            grid.push(c);
+        }
+    }
+
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let config_path = args.out.join("config.json");
+    let identity = json!({ "config": base, "gamma": gamma });
+    if config_path.exists() {
+        let text = std::fs::read_to_string(&config_path)
+            .with_context(|| format!("reading {}", config_path.display()))?;
+        let old: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not valid JSON", config_path.display()))?;
+        if old != identity {
+            bail!(
+                "{} holds a tuning run with other settings; use another --out",
+                args.out.display()
+            );
+        }
+    } else {
+        std::fs::write(&config_path, serde_json::to_string_pretty(&identity)?)?;
+    }
+    let csv_path = args.out.join("tune.csv");
+    let mut rows: Vec<[f64; 6]> = match std::fs::read_to_string(&csv_path) {
+        Ok(text) => text
+            .lines()
+            .skip(1)
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                parse_row(l).with_context(|| format!("{}: malformed row '{l}'", csv_path.display()))
+            })
+            .collect::<Result<_>>()?,
+        Err(_) => {
+            std::fs::write(&csv_path, format!("{HEADER}\n"))?;
+            Vec::new()
+        }
+    };
+    let mut csv = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&csv_path)
+        .with_context(|| format!("opening {}", csv_path.display()))?;
+
+    let split = base.dataset.load(args.run.data_dir.as_deref())?;
+    let train_set = split
+        .train
+        .truncated(base.train_limit.unwrap_or(usize::MAX));
+    let labels = inject(
+        &train_set.labels,
+        train_set.classes,
+        base.noise,
+        base.noise_rate,
+        base.dataset,
+        base.seed,
+    )?;
+    let (holdout, holdout_labels) = noisy_holdout(&train_set, &labels, 0.2, base.seed).into_split();
+    let say = |line: String| {
+        if !args.quiet {
+            eprintln!("{line}");
+        }
+    };
+    let done = |c: &taks_core::config::TrainConfig, rows: &[[f64; 6]]| {
+        rows.iter()
+            .any(|r| (r[0] - c.k_ratio).abs() < 1e-9 && (r[1] - c.eta_ratio).abs() < 1e-12)
+    };
+    let todo: Vec<_> = grid.iter().filter(|c| !done(c, &rows)).collect();
+    say(format!(
+        "tuning TAkS on {} (noise {} {}): {} of {} grid points to run, {} training / {} noisy validation samples",
+        base.dataset.name(),
+        base.noise.name(),
+        base.noise_rate,
+        todo.len(),
+        grid.len(),
+        holdout.train.len(),
+        holdout.test.len()
+    ));
+    if !todo.is_empty() {
+        let chosen = device::choose(args.run.device)?;
+        say(format!("device: {}", chosen.description));
+        let bar = train::progress_bar(todo.len() * base.epochs, args.quiet);
+        for (i, c) in todo.iter().enumerate() {
+            if let Some(bar) = &bar {
+                bar.set_message(format!(
+                    "point {}/{}: k-ratio {} eta-ratio {}",
+                    i + 1,
+                    todo.len(),
+                    c.k_ratio,
+                    c.eta_ratio
+                ));
+            }
+            let mut trainer = Trainer::with_labels(
+                (*c).clone(),
+                holdout.clone(),
+                holdout_labels.clone(),
+                &chosen.device,
+            )?;
+            let mut history = Vec::new();
+            while !trainer.is_done() {
+                history.push(pollster::block_on(trainer.step())?);
+                if let Some(bar) = &bar {
+                    bar.inc(1);
+                }
+            }
+            let s = summarize(&history).context("no epoch finished")?;
+            let row = [
+                c.k_ratio,
+                c.eta_ratio,
+                s.test_accuracy,
+                s.best_test_accuracy,
+                s.label_precision,
+                s.label_recall,
+            ];
+            let line = format!(
+                "{},{},{:.6},{:.6},{:.6},{:.6}",
+                row[0], row[1], row[2], row[3], row[4], row[5]
+            );
+            writeln!(csv, "{line}")?;
+            csv.flush()?;
+            // Keep what the file says, so a resumed tuning chooses exactly as this one.
+            let row = parse_row(&line).expect("a row just formatted parses");
+            let line = format!(
+                "k-ratio {} eta-ratio {}: noisy-validation accuracy {:.2}%",
+                c.k_ratio,
+                c.eta_ratio,
+                s.test_accuracy * 100.0
+            );
+            match &bar {
+                Some(bar) => bar.println(line),
+                None => say(line),
+            }
+            rows.push(row);
+        }
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+    }
+
+    let in_grid: Vec<&[f64; 6]> = rows
+        .iter()
+        .filter(|r| grid.iter().any(|c| done(c, &[**r])))
+        .collect();
+    let best = in_grid
+        .iter()
+        .max_by(|a, b| a[2].total_cmp(&b[2]))
+        .context("no grid point finished")?;
+    let choice = json!({
+        "k_ratio": best[0],
+        "eta_ratio": best[1],
+        "validation_accuracy": best[2],
+        "gamma": gamma,
+        "grid_points": in_grid.len(),
+        "validation": "20% of the noisy training set, noisy labels; accuracy = mean of the last 10 epochs",
+    });
+    std::fs::write(
+        args.out.join("choice.json"),
+        serde_json::to_string_pretty(&choice)?,
+    )?;
+    println!("| k-ratio | eta-ratio | noisy-validation acc (last 10) | label precision |");
+    println!("|---|---|---|---|");
+    for r in &in_grid {
+        let mark = if std::ptr::eq(*r, *best) {
+            " **chosen**"
+        } else {
+            ""
+        };
+        println!(
+            "| {} | {} | {:.2}%{mark} | {:.2}% |",
+            r[0],
+            r[1],
+            r[2] * 100.0,
+            r[4] * 100.0
+        );
+    }
+    println!(
+        "chosen: --k-ratio {} --eta-ratio {} (wrote {}/tune.csv and choice.json)",
+        best[0],
+        best[1],
+        args.out.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn k_grid_is_centred_on_one_minus_gamma() {
+        assert_eq!(k_grid(0.5), vec![0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65]);
+        // Points outside (0, 1] are dropped.
+        assert_eq!(k_grid(0.0), vec![0.85, 0.9, 0.95, 1.0]);
+    }
+}
