@@ -2,7 +2,8 @@
 # The browser demo's end-to-end tests, from a fresh Debian machine: installs chromium
 # (apt) if missing, the test's npm packages (npm ci), builds the
 # wasm package (scripts/build-web.sh) and runs tests/web/demo.test.mjs in headless
-# chromium: WebGPU on SwiftShader, then the CPU fallback with the full 20-epoch demo.
+# chromium: WebGPU on SwiftShader, then the CPU fallback with the full 20-epoch demo,
+# and TAkS, Standard, Co-teaching and JoCoR side by side on a small subset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

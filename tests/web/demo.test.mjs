@@ -1,8 +1,9 @@
 // End-to-end tests of the browser demo (index.html) in Debian's headless chromium,
 // driven by playwright-core: WebGPU on SwiftShader, and the flex CPU fallback where
 // the browser offers no WebGPU adapter. Each test serves the repository itself on
-// 127.0.0.1 (a free port), lets the page train TAkS at symmetric 50% noise, and reads
-// the state the page exposes under stable ids. Needs web/pkg (scripts/build-web.sh).
+// 127.0.0.1 (a free port), lets the page train TAkS (and the Co-teaching and JoCoR
+// baselines) at symmetric 50% noise, and reads the state the page exposes under stable
+// ids. Needs web/pkg (scripts/build-web.sh).
 //
 // Environment: CHROMIUM (default /usr/bin/chromium); TAKS_WEB_REPORT=<file> appends
 // the measured numbers as JSON lines.
@@ -62,6 +63,20 @@ async function runDemo({ webgpu, query, timeoutMs }) {
     const state = await page.evaluate(() => {
       const value = (id) => Number(document.getElementById(id).dataset.value);
       const cells = [...document.querySelectorAll('#grid .cell')];
+      const methods = {};
+      for (const row of document.querySelectorAll('#methods tbody tr')) {
+        const m = row.dataset.method;
+        const raw = (what) => document.getElementById(`${what}-${m}`).dataset.value;
+        if (row.hidden || raw('accuracy') === '') continue;
+        methods[m] = {
+          accuracy: Number(raw('accuracy')),
+          precision: Number(raw('precision')),
+          seconds: Number(raw('seconds')),
+          samplesPerSecond: Number(raw('samples')),
+          networks: (document.getElementById(`accuracy-${m}`).dataset.networks || '').split(',').filter(Boolean).map(Number),
+        };
+      }
+      const note = document.getElementById('histogram-note');
       return {
         status: document.getElementById('status').dataset.state,
         error: document.getElementById('error').textContent,
@@ -76,6 +91,10 @@ async function runDemo({ webgpu, query, timeoutMs }) {
         selected: cells.filter((c) => c.dataset.selected === '1').length,
         rejected: cells.filter((c) => c.dataset.selected === '0').length,
         noisy: cells.filter((c) => c.dataset.clean === '0').length,
+        methods,
+        histogramNote: note.hidden ? '' : note.textContent,
+        histogramBars: document.querySelectorAll('#chart-histogram rect').length,
+        regretPaths: document.querySelectorAll('#chart-regret path').length,
       };
     });
     if (state.status === 'error') state.logs = logs;
@@ -156,4 +175,72 @@ test('Pause, resume and reset', { timeout: 200_000 }, async () => {
   } finally {
     await browser.close();
   }
+});
+
+/** Each method's numbers: finite, in range, and trained past chance (10 classes). */
+function assertSane(r, method, { accuracy, networks }) {
+  const m = r.methods[method];
+  assert.ok(m, `the page shows no numbers for ${method}: ${JSON.stringify(r.methods)}`);
+  assert.ok(m.accuracy > accuracy && m.accuracy <= 1, `${method} test accuracy ${m.accuracy} should be in (${accuracy}, 1]`);
+  // A label precision of the digits trained on; at symmetric 50% noise about half are clean.
+  assert.ok(m.precision > 0.3 && m.precision <= 1, `${method} label precision ${m.precision} should be in (0.3, 1]`);
+  assert.ok(Number.isFinite(m.seconds) && m.seconds > 0 && m.seconds < 60, `${method} seconds per epoch ${m.seconds}`);
+  assert.ok(Number.isFinite(m.samplesPerSecond) && m.samplesPerSecond > 0, `${method} samples/s ${m.samplesPerSecond}`);
+  assert.equal(m.networks.length, networks === 2 ? 2 : 0, `${method}: per-network accuracies ${m.networks}`);
+  if (networks === 2) {
+    const mean = (m.networks[0] + m.networks[1]) / 2;
+    assert.ok(Math.abs(mean - m.accuracy) < 1e-9, `${method}: the accuracy shown is the networks' mean`);
+  }
+}
+
+// The four methods side by side on the CPU fallback: every one shows its accuracy,
+// precision and cost, and the two-network Co-teaching and JoCoR cost clearly more per
+// epoch than TAkS (k = 0.35 n digits trained plus a forward pass over n, against two
+// networks trained on all n; measured ~2.4x on flex after the warm-up epoch, which the
+// page leaves out of its seconds per epoch).
+test('CPU fallback: TAkS, Standard, Co-teaching and JoCoR side by side', { timeout: 240_000 }, async () => {
+  const r = await runDemo({
+    webgpu: false,
+    query: 'backend=cpu&method=all&noise=symmetric&rate=0.5&epochs=3&train=1000',
+    timeoutMs: 220_000,
+  });
+  await report('cpu-all', r);
+  assert.equal(r.error, '', `the page showed an error: ${r.error}`);
+  assert.equal(r.status, 'done');
+  assert.equal(r.epoch, 3);
+  assert.deepEqual(Object.keys(r.methods).sort(), ['co-teaching', 'jocor', 'standard', 'taks']);
+  // Above chance (10 classes); TAkS learns slowest here: 350 digits, 3 batches an epoch.
+  for (const m of ['taks', 'standard']) assertSane(r, m, { accuracy: 0.15, networks: 1 });
+  for (const m of ['co-teaching', 'jocor']) assertSane(r, m, { accuracy: 0.15, networks: 2 });
+  const { taks, 'co-teaching': co, jocor } = r.methods;
+  assert.ok(co.seconds > 1.5 * taks.seconds, `Co-teaching (${co.seconds} s/epoch) should cost clearly more than TAkS (${taks.seconds})`);
+  assert.ok(jocor.seconds > 1.5 * taks.seconds, `JoCoR (${jocor.seconds} s/epoch) should cost clearly more than TAkS (${taks.seconds})`);
+  // TAkS runs first: its selector feeds the grid, the histogram and the regret chart.
+  assert.equal(r.engine, 'reference');
+  assert.equal(r.histogramNote, '');
+  assert.ok(r.histogramBars > 0, 'TAkS draws the histogram of its cumulative noise-risk');
+  assert.ok(r.regretPaths >= 2, 'the regret chart draws TAkS regret and its bound');
+  assert.ok(r.selected > 0 && r.rejected > 0, `TAkS's grid shows selected and rejected digits (${r.selected}/${r.rejected})`);
+});
+
+// A method without TAkS's selector first: no cumulative noise-risk to draw, so the page
+// says why instead of a histogram, the grid shows every digit selected, and the regret
+// chart stays empty.
+test('CPU fallback: JoCoR alone has no noise-risk histogram', { timeout: 120_000 }, async () => {
+  const r = await runDemo({
+    webgpu: false,
+    query: 'backend=cpu&method=jocor&noise=symmetric&rate=0.5&epochs=2&train=500',
+    timeoutMs: 100_000,
+  });
+  await report('cpu-jocor', r);
+  assert.equal(r.error, '', `the page showed an error: ${r.error}`);
+  assert.equal(r.status, 'done');
+  assert.equal(r.epoch, 2);
+  assert.deepEqual(Object.keys(r.methods), ['jocor']);
+  assertSane(r, 'jocor', { accuracy: 0.15, networks: 2 });
+  assert.equal(r.engine, 'none');
+  assert.match(r.histogramNote, /JoCoR chooses inside each batch.*no cumulative noise-risk/);
+  assert.equal(r.histogramBars, 0);
+  assert.equal(r.regretPaths, 0);
+  assert.ok(r.selected > 0 && r.rejected === 0, `every digit shows as selected (${r.selected}/${r.rejected})`);
 });

@@ -1,21 +1,39 @@
 // The page: settings, buttons, and drawing what the training worker reports.
 // URL parameters preset the form (for links and tests):
-//   ?noise=symmetric&rate=0.5&method=taks|standard|both&k=0.35&eta=0.005&epochs=20
-//    &train=8000&seed=0&backend=auto|webgpu|cpu&autostart=1
-// State a script can read: #status[data-state], #epoch[data-value], #accuracy-taks,
-// #precision-taks, #accuracy-standard, #precision-standard, #throughput, #elapsed
-// (data-value: raw numbers), #backend[data-kind], #error, #grid .cell[data-selected][data-clean].
+//   ?noise=symmetric&rate=0.5&method=taks|standard|co-teaching|jocor|both|all&k=0.35
+//    &eta=0.005&epochs=20&train=8000&seed=0&backend=auto|webgpu|cpu&autostart=1
+// (both = TAkS and Standard side by side; all = TAkS, Standard, Co-teaching and JoCoR.)
+// State a script can read, per method M in taks, standard, co-teaching, jocor:
+// #accuracy-M, #precision-M, #seconds-M (mean seconds per epoch so far, after the first
+// once there are more), #samples-M
+// (samples trained on per second); and #status[data-state], #epoch, #throughput,
+// #elapsed (data-value: raw numbers), #engine[data-value], #backend[data-kind], #error,
+// #histogram-note (shown when the first method has no cumulative noise-risk),
+// #grid .cell[data-selected][data-clean].
 import { lineChart, histogram } from './charts.js';
 
 const $ = (id) => document.getElementById(id);
 const GRID = 96;
-const COLORS = { taks: '#1f78b4', standard: '#e66101' };
-const NAMES = { taks: 'TAkS', standard: 'Standard' };
+const COLORS = { taks: '#1f78b4', standard: '#e66101', 'co-teaching': '#6a3d9a', jocor: '#d01c8b' };
+const NAMES = { taks: 'TAkS', standard: 'Standard', 'co-teaching': 'Co-teaching', jocor: 'JoCoR' };
+const METHODS = Object.keys(NAMES);
+// The method picker's choices; the first method of a run feeds the grid and histogram.
+const CHOICES = {
+  taks: ['taks'], standard: ['standard'], 'co-teaching': ['co-teaching'], jocor: ['jocor'],
+  both: ['taks', 'standard'], all: ['taks', 'standard', 'co-teaching', 'jocor'],
+};
+// Why a method without TAkS's selector has no cumulative noise-risk to draw.
+const NO_RISK = {
+  standard: 'Standard trains on every digit every epoch; it keeps no cumulative noise-risk.',
+  'co-teaching': "Co-teaching chooses inside each batch (each network's small-loss digits train the other network); it has no cumulative noise-risk.",
+  jocor: 'JoCoR chooses inside each batch (the small-loss digits of one joint loss of both networks); it has no cumulative noise-risk.',
+};
 
 let worker = null;
 let backendChosen = null;   // the backend choice the current worker was started with
 let used = false;           // whether the current worker has already trained
 let history = {};           // method -> [EpochMetrics]
+let runMethods = [];        // the methods of the current run, in the worker's order
 let grid = null;            // { images, trueLabels, noisyLabels }
 let clean = null;           // Uint8Array(n)
 let totalEpochs = 0;
@@ -87,14 +105,27 @@ function handle(msg) {
       break;
     case 'started':
       grid = msg.grid;
+      runMethods = msg.runs.map((r) => r.method);
       clean = msg.clean;
-      $('k-eta').textContent = msg.runs
-        .map((r) => `${NAMES[r.method]}: k = ${r.k} of ${r.n}` + (r.method === 'taks' ? `, eta = ${r.eta.toFixed(2)}` : ''))
-        .join('; ');
-      // Which code scores and selects: the WGSL kernels or the CPU reference.
-      $('engine').textContent = msg.runs[0].engine === 'wgsl' ? 'WGSL kernels on the GPU' : 'CPU reference';
-      $('engine').dataset.value = msg.runs[0].engine;
-      $('grid-method').textContent = NAMES[msg.runs[0].method];
+      $('k-eta').textContent = msg.runs.map(describeRun).join('; ');
+      {
+        // Which code scores and selects for the run with TAkS's selector, if any: the
+        // WGSL kernels or the CPU reference.
+        const engine = (msg.runs.find((r) => r.engine !== 'none') || msg.runs[0]).engine;
+        $('engine').textContent = { wgsl: 'WGSL kernels on the GPU', reference: 'CPU reference' }[engine]
+          || 'none (no FPL selector in this run)';
+        $('engine').dataset.value = engine;
+        const first = msg.runs[0];
+        $('grid-method').textContent = NAMES[first.method];
+        $('histogram-method').textContent = NAMES[first.method];
+        $('grid-note').hidden = first.engine !== 'none';
+        $('grid-note').textContent = first.engine !== 'none' ? '' : (first.method === 'standard'
+          ? 'Standard trains on every digit, so every digit shows as selected.'
+          : `${NAMES[first.method]} passes every digit through both networks and chooses inside each batch, so every digit shows as selected.`);
+        const regret = msg.runs.some((r) => r.method === 'taks');
+        $('regret-note').hidden = regret;
+        $('chart-regret').style.display = regret ? '' : 'none';
+      }
       buildGrid();
       break;
     case 'epoch':
@@ -119,11 +150,22 @@ function handle(msg) {
   }
 }
 
+function chosenMethods() {
+  const choice = $('method').value;
+  if (!CHOICES[choice]) throw new Error(`unknown method choice (choose ${Object.keys(CHOICES).join(', ')})`);
+  return CHOICES[choice];
+}
+
+// The table shows a row per method of the chosen run.
+function showRows() {
+  const methods = CHOICES[$('method').value] || [];
+  for (const m of METHODS) $(`row-${m}`).hidden = !methods.includes(m);
+}
+
 function settings() {
-  const method = $('method').value;
   const number = (id) => Number($(id).value);
   const s = {
-    methods: method === 'both' ? ['taks', 'standard'] : [method],
+    methods: chosenMethods(),
     noise: $('noise').value,
     noise_rate: number('rate'),
     epochs: Math.round(number('epochs')),
@@ -154,24 +196,56 @@ async function start() {
   worker.postMessage({ type: 'start', settings: s });
 }
 
+function describeRun(r) {
+  const name = NAMES[r.method];
+  if (r.method === 'taks') return `${name}: k = ${r.k} of ${r.n}, eta = ${r.eta.toFixed(2)}`;
+  if (r.method === 'standard') return `${name}: all ${r.n}`;
+  const tau = r.config && r.config.forget_rate;
+  return `${name}: all ${r.n} through 2 networks` + (Number.isFinite(tau) ? `, forget rate ${tau.toFixed(2)}` : '');
+}
+
 function resetView(epochs) {
   history = {};
   totalEpochs = epochs;
   $('epochs-total').textContent = epochs ?? '–';
   setValue('epoch', 0, '0');
-  for (const id of ['accuracy-taks', 'precision-taks', 'accuracy-standard', 'precision-standard', 'throughput']) setValue(id, '', '–');
+  for (const m of METHODS) {
+    for (const what of ['accuracy', 'precision', 'seconds', 'samples']) setValue(`${what}-${m}`, '', '–');
+    $(`accuracy-${m}`).removeAttribute('title');
+    delete $(`accuracy-${m}`).dataset.networks;
+    $(`seconds-${m}`).removeAttribute('title');
+  }
+  setValue('throughput', '', '–');
   setValue('elapsed', 0, '–');
-  for (const id of ['chart-accuracy', 'chart-precision', 'chart-regret', 'chart-histogram']) $(id).replaceChildren();
+  for (const id of ['chart-accuracy', 'chart-precision', 'chart-seconds', 'chart-regret', 'chart-histogram']) $(id).replaceChildren();
+  for (const id of ['regret-note', 'histogram-note', 'grid-note']) $(id).hidden = true;
+  $('chart-histogram').style.display = '';
+  $('chart-regret').style.display = '';
   $('grid').replaceChildren();
+  showRows();
 }
 
 function onEpoch(method, m) {
-  (history[method] ||= []).push(m);
+  const rows = (history[method] ||= []);
+  rows.push(m);
   setValue(`accuracy-${method}`, m.test_accuracy, pct(m.test_accuracy));
+  const nets = m.network_accuracies || [];
+  if (nets.length > 1) {
+    $(`accuracy-${method}`).title = `${nets.map((a, i) => `network ${i + 1}: ${pct(a)}`).join(', ')} (shown: their mean)`;
+    $(`accuracy-${method}`).dataset.networks = nets.join(',');
+  }
   setValue(`precision-${method}`, m.label_precision, pct(m.label_precision));
+  // The cost: the mean epoch so far, leaving the first out once there are more (it
+  // also pays the wasm module's warm-up: memory growth, first allocations).
+  const timed = rows.length > 1 ? rows.slice(1) : rows;
+  const meanSeconds = timed.reduce((sum, r) => sum + r.epoch_seconds, 0) / timed.length;
+  setValue(`seconds-${method}`, meanSeconds, `${meanSeconds.toFixed(2)} s`);
+  $(`seconds-${method}`).title = `last epoch: ${m.epoch_seconds.toFixed(3)} s; first epoch (warm-up): ${rows[0].epoch_seconds.toFixed(3)} s`;
+  const trained = timed.reduce((sum, r) => sum + r.selected, 0) / timed.length;
+  setValue(`samples-${method}`, trained / meanSeconds, Math.round(trained / meanSeconds).toLocaleString('en'));
   const perSecond = m.selected / m.epoch_seconds;
   setValue('throughput', perSecond, `${Math.round(perSecond).toLocaleString('en')} samples/s (${NAMES[method]}, ${m.epoch_seconds.toFixed(2)} s/epoch)`);
-  const done = Math.min(...Object.values(history).map((h) => h.length));
+  const done = Math.min(...runMethods.map((r) => (history[r] || []).length));
   setValue('epoch', done, String(done));
   const seconds = (performance.now() - startedAt) / 1000;
   setValue('elapsed', seconds, `${seconds.toFixed(1)} s`);
@@ -184,7 +258,9 @@ function drawCharts() {
   }));
   lineChart($('chart-accuracy'), series('test_accuracy'), { xmax: totalEpochs, ymin: 0, ymax: 1 });
   lineChart($('chart-precision'), series('label_precision'), { xmax: totalEpochs, ymin: 0, ymax: 1 });
-  const taks = history.taks || [];
+  lineChart($('chart-seconds'), series('epoch_seconds'), { xmax: totalEpochs, ymin: 0 });
+  // Only TAkS has a regret (the other methods report null).
+  const taks = (history.taks || []).filter((r) => r.regret != null && r.regret_bound != null);
   lineChart($('chart-regret'), [
     { label: 'regret', color: COLORS.taks, points: taks.map((r) => [r.epoch, r.regret]) },
     { label: 'bound 2 sqrt(2kt ln C(n,k))', color: '#555', dash: '4 3', points: taks.map((r) => [r.epoch, r.regret_bound]) },
@@ -220,12 +296,22 @@ function buildGrid() {
   $('grid').replaceChildren(...cells);
 }
 
-function onSnapshot({ selected, cumulative }) {
+function onSnapshot({ method, selected, cumulative }) {
   for (const cell of $('grid').children) {
     const i = Number(cell.dataset.index);
     cell.dataset.selected = selected[i] ? '1' : '0';
     const label = clean[i] ? `label ${grid.trueLabels[i]}` : `true ${grid.trueLabels[i]}, given ${grid.noisyLabels[i]}`;
     cell.title = `#${i}: ${label}; ${selected[i] ? 'selected' : 'rejected'}`;
+  }
+  // A method without TAkS's selector sends an empty cumulative noise-risk: say why.
+  const none = cumulative.length === 0;
+  $('histogram-note').hidden = !none;
+  $('chart-histogram').style.display = none ? 'none' : ''; // SVG has no `hidden`
+  if (none) {
+    $('histogram-note').textContent = (NO_RISK[method] || `${NAMES[method] || method} has no cumulative noise-risk.`)
+      + ' Pick TAkS first (TAkS alone or side by side) to see its histogram.';
+    $('chart-histogram').replaceChildren();
+    return;
   }
   const cleanRisk = [], noisyRisk = [];
   cumulative.forEach((v, i) => (clean[i] ? cleanRisk : noisyRisk).push(v));
@@ -256,6 +342,9 @@ async function main() {
   $('noise').onchange = askDefaults;
   $('rate').onchange = askDefaults;
   $('backend-choice').onchange = () => newWorker();
+  $('method').onchange = showRows;
+  for (const m of METHODS) $(`row-${m}`).querySelector('.method-name').style.color = COLORS[m];
+  showRows();
   await newWorker();
   if (!explicitRatios) askDefaults();
   if (autostart) {

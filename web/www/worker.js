@@ -5,7 +5,8 @@
 // (it can be initialised only once per wasm instance).
 import init, * as taks from '../pkg/taks_web.js';
 
-let runs = [];          // [{ method, run }] stepped alternately, one epoch each
+let runs = [];          // [{ method, run }] stepped in turn, one epoch each, so side-by-side
+                        // runs share the device fairly and each times only its own epoch
 let paused = false;
 let wake = null;        // resolves a pause
 
@@ -51,7 +52,9 @@ async function chooseBackend(want) {
 function start(settings) {
   const { methods, ...common } = settings;
   runs = methods.map((method) => ({ method, run: new taks.Run(JSON.stringify({ ...common, method })) }));
-  const shown = runs[0].run; // the first method feeds the grid and the histogram
+  // The first method feeds the grid and the histogram. One without TAkS's selector
+  // (Standard, Co-teaching, JoCoR) snapshots as all selected with an empty cumulative.
+  const shown = runs[0].run;
   post({
     type: 'started',
     runs: runs.map(({ method, run }) => ({ method, n: run.train_len(), k: run.k(), eta: run.eta(), engine: run.engine(), config: JSON.parse(run.config_json()) })),
