@@ -17,7 +17,7 @@ pub struct EpochMetrics {
     /// Each network's test accuracy (one entry for single-network methods).
     pub network_accuracies: Vec<f64>,
     /// |selected and clean| / |selected| of the samples that updated the network this
-    /// epoch (mean over both networks of a two-network method).
+    /// epoch (mean over both networks of a two-network method); NaN when no sample did.
     pub label_precision: f64,
     /// |selected and clean| / |clean|.
     pub label_recall: f64,
@@ -111,10 +111,17 @@ pub fn summarize(history: &[EpochMetrics]) -> Option<Summary> {
     let tail = &history[history.len().checked_sub(last)?..];
     let final_row = tail.last()?;
     let mean = |f: fn(&EpochMetrics) -> f64| tail.iter().map(f).sum::<f64>() / last as f64;
+    // Precision is undefined (NaN) in an epoch that trained on nothing; like the
+    // authors' logs, average the epochs where it is defined (NaN if there are none).
+    let defined: Vec<f64> = tail
+        .iter()
+        .map(|m| m.label_precision)
+        .filter(|p| p.is_finite())
+        .collect();
     Some(Summary {
         last_epochs: last,
         test_accuracy: mean(|m| m.test_accuracy),
-        label_precision: mean(|m| m.label_precision),
+        label_precision: defined.iter().sum::<f64>() / defined.len() as f64,
         label_recall: mean(|m| m.label_recall),
         // Mean over all epochs: the paper's time ratio compares whole runs.
         epoch_seconds: history.iter().map(|m| m.epoch_seconds).sum::<f64>() / history.len() as f64,
@@ -170,6 +177,14 @@ mod tests {
         assert!((s.test_accuracy - 10.5).abs() < 1e-12);
         assert_eq!(s.best_test_accuracy, 15.0);
         assert_eq!(s.final_regret, Some(15.0));
+        let mut idle = history.clone();
+        idle[14].label_precision = f64::NAN;
+        idle[13].label_precision = 0.5;
+        let s = summarize(&idle).unwrap();
+        assert!(
+            (s.label_precision - (8.0 + 0.5) / 9.0).abs() < 1e-12,
+            "NaN epochs are left out"
+        );
         let short = summarize(&history[..3]).unwrap();
         assert_eq!(short.last_epochs, 3);
         assert!(summarize(&[]).is_none());

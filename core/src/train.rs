@@ -335,12 +335,21 @@ impl Trainer {
         }
         let nets = (counts.len() - 1) / 2;
         let clean_total = self.labels.clean_count().max(1) as f64;
-        let (mut precision, mut recall) = (0.0, 0.0);
+        let mut recall = 0.0;
+        // A network that trained on nothing this epoch (Decouple once the two agree
+        // everywhere) has no precision: it is left out, and with none left it is NaN.
+        let mut precisions = Vec::new();
         for i in 0..nets {
             let (clean, picked) = (counts[1 + i] as f64, counts[1 + nets + i] as f64);
-            precision += clean / picked.max(1.0) / nets as f64;
+            if picked > 0.0 {
+                precisions.push(clean / picked);
+            }
             recall += clean / clean_total / nets as f64;
         }
+        let precision = match precisions.len() {
+            0 => f64::NAN,
+            defined => precisions.iter().sum::<f64>() / defined as f64,
+        };
         let network_accuracies = self.test_accuracies().await?;
         self.epoch += 1;
         let t = self.epoch;

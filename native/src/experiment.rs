@@ -302,7 +302,9 @@ struct Aggregate {
 
 type Key = (DatasetKind, String, Method);
 
+/// Over the finite values (a run whose precision is undefined is left out); NaN if none.
 fn mean_std(values: &[f64]) -> (f64, f64) {
+    let values: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
     let n = values.len() as f64;
     let mean = values.iter().sum::<f64>() / n;
     let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
@@ -380,7 +382,10 @@ fn markdown_table(
         }
         s + "\n"
     };
-    let pm = |(mean, std): (f64, f64)| format!("{:.2} ± {:.2}", mean * 100.0, std * 100.0);
+    let pm = |(mean, std): (f64, f64)| match mean.is_finite() {
+        true => format!("{:.2} ± {:.2}", mean * 100.0, std * 100.0),
+        false => "n/a".into(),
+    };
     let mut out = format!(
         "## taks experiment: {} epochs, seeds {}{}\n\n",
         args.epochs,
@@ -398,7 +403,10 @@ fn markdown_table(
             ),
         }
     );
-    out += "Each figure is the mean ± std over seeds of a run's mean over its last 10 epochs.\n\n";
+    out += "Each figure is the mean ± std over seeds of a run's mean over its last 10 epochs. \
+        Label precision leaves out epochs in which a method trained on no sample (n/a: none \
+        in the last 10). x T divides mean epoch times measured in this grid's runs, so it is \
+        only as steady as the machine was while they ran.\n\n";
     out += &section("Test accuracy (%)", &|k| {
         results.get(k).map(|r| pm(r.accuracy))
     });
@@ -470,5 +478,7 @@ mod tests {
         let (m, s) = mean_std(&[0.8, 0.9, 1.0]);
         assert!((m - 0.9).abs() < 1e-12);
         assert!((s - (0.02f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert_eq!(mean_std(&[0.5, f64::NAN]), (0.5, 0.0));
+        assert!(mean_std(&[f64::NAN]).0.is_nan());
     }
 }
