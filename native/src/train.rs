@@ -40,7 +40,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
     };
     say(format!("device: {}", chosen.description));
     let bar = progress_bar(config.epochs, args.quiet);
-    let (history, summary) = train_into(
+    let (_, summary) = train_into(
         &config,
         split,
         &chosen,
@@ -64,7 +64,6 @@ pub fn run(args: TrainArgs) -> Result<()> {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    drop(history);
     println!(
         "{}",
         table::render(&[table::Row::new(out.display().to_string(), config, summary)])
