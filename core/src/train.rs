@@ -308,20 +308,16 @@ impl Trainer {
         let started = Instant::now();
         let set = self.epoch_set().await?;
         let trained = self.train_epoch(set, lr, e + 1);
-        let update = match self.selector.as_mut() {
-            Some(selector) => {
-                let logits = score(
-                    self.networks
-                        .as_ref()
-                        .expect("networks present")
-                        .valid()
-                        .first(),
-                    &self.train.images,
-                    self.config.eval_batch_size,
-                );
-                Some(selector.update(logits, e + 1).await?)
-            }
-            None => None,
+        let logits = self.selector.is_some().then(|| {
+            score(
+                self.networks().first(),
+                &self.train.images,
+                self.config.eval_batch_size,
+            )
+        });
+        let update = match (self.selector.as_mut(), logits) {
+            (Some(selector), Some(logits)) => Some(selector.update(logits, e + 1).await?),
+            _ => None,
         };
         let counts = read_floats(trained.scalars, "the epoch's loss and counts").await?;
         let epoch_seconds = started.elapsed().as_secs_f64();

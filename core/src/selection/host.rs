@@ -8,7 +8,6 @@ use crate::noise::NoisyLabels;
 
 pub(super) struct HostEngine {
     noisy_labels: Vec<u32>,
-    clean: Vec<bool>,
     /// L_t.
     pub(super) cumulative: Vec<f32>,
     /// The current k-set, ascending.
@@ -20,7 +19,6 @@ impl HostEngine {
         let n = labels.noisy_labels.len();
         HostEngine {
             noisy_labels: labels.noisy_labels.clone(),
-            clean: (0..n).map(|i| labels.is_clean(i)).collect(),
             cumulative: vec![0.0; n],
             current: first,
         }
@@ -39,12 +37,6 @@ impl HostEngine {
         let update = Update {
             selection_risk: self.current.iter().map(|&i| theta[i as usize] as f64).sum(),
             hindsight_risk: 0.0,
-            selected_clean: self
-                .current
-                .iter()
-                .filter(|&&i| self.clean[i as usize])
-                .count(),
-            selected: self.current.len(),
             risk_sum: theta.iter().map(|&t| t as f64).sum(),
         };
         self.cumulative

@@ -19,7 +19,7 @@ mod wgsl;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-pub use crate::methods::Method;
+use crate::methods::Method;
 use crate::noise::NoisyLabels;
 use crate::rng::SplitMix64;
 use crate::{Error, Result};
@@ -31,10 +31,6 @@ pub struct Update {
     pub selection_risk: f64,
     /// The risk of the best fixed k-set in hindsight: the k smallest entries of L_t.
     pub hindsight_risk: f64,
-    /// How many of the trained-on samples carry their true label.
-    pub selected_clean: usize,
-    /// How many samples were trained on.
-    pub selected: usize,
     /// sum_i theta_i over all n samples (NaN or infinite when any risk is).
     pub risk_sum: f64,
 }
@@ -94,7 +90,7 @@ pub struct Selector {
 }
 
 impl Selector {
-    /// Start with k indices drawn uniformly at random (all n for `standard`). On a wgpu
+    /// Start with k indices drawn uniformly at random (for taks, greedy and naive). On a wgpu
     /// device the WGSL engine is used unless `engine` asks for the reference.
     pub fn new(
         method: Method,
@@ -116,13 +112,8 @@ impl Selector {
                 "eta = {eta} must be a finite number >= 0"
             )));
         }
-        let first: Vec<u32> = if !method.uses_selector() {
-            (0..n as u32).collect()
-        } else {
-            let mut first = SplitMix64::for_stream(seed, "initial-k-set").sample_indices(n, k);
-            first.sort_unstable();
-            first
-        };
+        let mut first = SplitMix64::for_stream(seed, "initial-k-set").sample_indices(n, k);
+        first.sort_unstable();
         let current_device = indices_tensor(&first, device);
         let wgsl = match engine {
             Engine::Wgsl => {

@@ -1,8 +1,9 @@
 //! The selection engine on a wgpu device: the WGSL kernels of [`crate::gpu`] compute
 //! noise-risk, the objective and the next k-set where the logits already are, and the
-//! per-sample risks never leave the GPU. Only five scalars come back per epoch (one
-//! read): the selection's risk, its clean count and size, the best fixed set's risk and
-//! the sum of all risks (to catch NaN anywhere).
+//! per-sample risks never leave the GPU. Only three scalars come back per epoch (one
+//! read): the selection's risk, the best fixed set's risk and the sum of all risks (to
+//! catch NaN anywhere). Label precision is the training loop's, counted on the samples
+//! each batch actually trained on.
 
 use burn::tensor::{Int, Tensor, TensorData};
 
@@ -13,8 +14,6 @@ use crate::{Error, Result};
 
 pub(super) struct WgslEngine {
     labels: Tensor<1, Int>,
-    /// 1.0 where the noisy label is the true one.
-    clean: Tensor<1>,
     /// L_t.
     pub(super) cumulative: Tensor<1>,
     /// k-hot mask of the current set.
@@ -31,12 +30,8 @@ impl WgslEngine {
             return None;
         }
         let as_i32: Vec<i32> = labels.noisy_labels.iter().map(|&l| l as i32).collect();
-        let clean: Vec<f32> = (0..n)
-            .map(|i| if labels.is_clean(i) { 1.0 } else { 0.0 })
-            .collect();
         Some(WgslEngine {
             labels: Tensor::from_data(TensorData::new(as_i32, [n]), &device),
-            clean: Tensor::from_data(TensorData::new(clean, [n]), &device),
             cumulative,
             mask: first_mask,
         })
@@ -67,10 +62,8 @@ impl WgslEngine {
         let scalars = Tensor::cat(
             vec![
                 (risk.theta.clone() * self.mask.clone()).sum(),
-                (self.clean.clone() * self.mask.clone()).sum(),
                 (hindsight.mask * risk.cumulative.clone()).sum(),
                 risk.theta.clone().sum(),
-                self.mask.clone().sum(),
             ],
             0,
         );
@@ -81,10 +74,8 @@ impl WgslEngine {
         let values = read_floats(scalars, "selection results").await?;
         let update = Update {
             selection_risk: values[0] as f64,
-            selected_clean: values[1].round() as usize,
-            hindsight_risk: values[2] as f64,
-            risk_sum: values[3] as f64,
-            selected: values[4].round() as usize,
+            hindsight_risk: values[1] as f64,
+            risk_sum: values[2] as f64,
         };
         Ok((
             update,
