@@ -7,23 +7,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A file could not be opened or read.
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    /// A dataset file exists but its contents are not what its format requires.
-    #[error("{path}: {reason}")]
-    Malformed { path: PathBuf, reason: String },
-    /// A label is not a valid class index.
-    #[error("{path}: label {label} at sample {index} is out of range for {classes} classes")]
-    LabelOutOfRange {
-        path: PathBuf,
-        index: usize,
-        label: u32,
-        classes: usize,
-    },
+    /// A file is missing, unreadable or not in its format.
+    #[error(transparent)]
+    Format(#[from] taks_formats::FormatError),
     /// A setting is outside what the method allows (k > n, a rate above 1, ...).
     #[error("invalid setting: {0}")]
     Config(String),
@@ -37,16 +23,10 @@ pub enum Error {
 
 impl Error {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+        Error::Format(taks_formats::FormatError::io(path, source))
     }
 
     pub fn malformed(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
-        Error::Malformed {
-            path: path.into(),
-            reason: reason.into(),
-        }
+        Error::Format(taks_formats::FormatError::malformed(path, reason))
     }
 }

@@ -17,8 +17,11 @@ pub mod metrics;
 pub mod model;
 pub mod noise;
 pub mod optim;
+pub mod params;
 pub mod rng;
 pub mod selection;
 pub mod train;
 
 pub use error::{Error, Result};
+/// The file formats (datasets, checkpoints), re-exported for the front ends.
+pub use taks_formats as formats;

@@ -2,10 +2,10 @@
 //! regret next to Theorem 1's bound, test accuracy and epoch time, and the summary
 //! its tables report (the mean of the last ten epochs).
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// One row of `metrics.csv`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct EpochMetrics {
     /// 1-based.
     pub epoch: usize,
@@ -17,7 +17,9 @@ pub struct EpochMetrics {
     /// Each network's test accuracy (one entry for single-network methods).
     pub network_accuracies: Vec<f64>,
     /// |selected and clean| / |selected| of the samples that updated the network this
-    /// epoch (mean over both networks of a two-network method); NaN when no sample did.
+    /// epoch (mean over both networks of a two-network method); NaN when no sample did
+    /// (JSON has no NaN: it is written as null, and read back from it).
+    #[serde(deserialize_with = "null_as_nan")]
     pub label_precision: f64,
     /// |selected and clean| / |clean|.
     pub label_recall: f64,
@@ -78,6 +80,11 @@ impl EpochMetrics {
         }
         row
     }
+}
+
+/// An f64 that JSON wrote as null because it was NaN.
+fn null_as_nan<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
 }
 
 /// ln C(n, k), summed term by term (exact enough and never overflows).

@@ -1,96 +1,125 @@
-//! Adam with the paper's schedule.
+//! Adam with the paper's schedule, owning its state so a run can be checkpointed.
 //!
 //! The authors' code (inherited from Co-teaching) keeps the learning rate constant
 //! until `decay_start`, then lowers it linearly, epoch e getting
 //! `lr * (T - e) / (T - decay_start)`, and at the same epoch switches Adam's beta1 from
-//! 0.9 to 0.1. burn's Adam fixes beta1 when it is built, so this optimiser reads beta1
-//! from a shared cell that the training loop sets each epoch; bias correction uses the
-//! current beta1, as PyTorch does after a param-group change.
+//! 0.9 to 0.1; bias correction uses the current beta1, as PyTorch does after a
+//! param-group change. burn's Adam fixes beta1 when it is built, and its
+//! `ModuleOptimizer` keys the moments by random parameter ids behind a record that
+//! silently re-initialises what it cannot match. This Adam keeps the moments by the
+//! parameter's position in the module (the order burn's visitors walk it, fixed by
+//! the module's structure), so a checkpoint can save them and a resumed run put them
+//! back exactly, with every mismatch an error.
 //!
-//! The same handle can also hold a gate for the next step: an f32 `[1]` on the device,
-//! 0.0 to leave weights and moments as they are. It lets a method skip a batch on a
-//! condition only the device knows (Decouple with no disagreement) without reading it
-//! back; the step counter still advances, so only bias correction sees the skip.
+//! A step can be gated: an f32 `[1]` on the device, 0.0 to leave weights and moments
+//! as they are. It lets a method skip a batch on a condition only the device knows
+//! (Decouple with no disagreement) without reading it back; the step counter still
+//! advances, so only bias correction sees the skip.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use burn::module::{Module, ModuleMapper, Param};
+use burn::optim::GradientsParams;
+use burn::tensor::Tensor;
 
-use burn::optim::{AdaptiveMomentumState, ModuleOptimizer, Optimizer};
-use burn::tensor::{Device, Tensor};
+use crate::{Error, Result};
 
-/// Adam (Kingma & Ba) whose beta1 can change between steps.
+/// One parameter's Adam state, flattened to `[numel]`.
 #[derive(Clone)]
-pub struct ScheduledAdam {
-    beta_1: Arc<AtomicU32>,
-    gate: Arc<Mutex<Option<Tensor<1>>>>,
+pub struct Moments {
+    pub first: Tensor<1>,
+    pub second: Tensor<1>,
+    /// Steps taken, for bias correction.
+    pub time: usize,
+}
+
+/// Adam (Kingma & Ba, beta2 0.999, eps 1e-8) whose beta1 can change between steps.
+#[derive(Clone)]
+pub struct Adam {
     beta_2: f32,
     epsilon: f32,
+    /// Per float parameter of the module, in visiting order; `None` until it is first
+    /// stepped (and for buffers such as batch-norm statistics, which never are).
+    moments: Vec<Option<Moments>>,
 }
 
-/// The handle the training loop uses to change beta1 and to gate a step.
-#[derive(Clone)]
-pub struct Beta1 {
-    beta_1: Arc<AtomicU32>,
-    gate: Arc<Mutex<Option<Tensor<1>>>>,
-}
-
-impl Beta1 {
-    pub fn set(&self, beta_1: f32) {
-        self.beta_1.store(beta_1.to_bits(), Ordering::Relaxed);
-    }
-
-    pub fn get(&self) -> f32 {
-        f32::from_bits(self.beta_1.load(Ordering::Relaxed))
-    }
-
-    /// Gate the following steps by `gate` (f32 `[1]`, 1.0 = step, 0.0 = leave as is;
-    /// not tracked by autodiff), or `None` to step always.
-    pub fn set_gate(&self, gate: Option<Tensor<1>>) {
-        *self.gate.lock().unwrap_or_else(|e| e.into_inner()) = gate;
-    }
-}
-
-impl ScheduledAdam {
-    /// Adam(beta1 0.9, beta2 0.999, eps 1e-8) wrapped for a whole module, and its beta1 handle.
-    pub fn init() -> (ModuleOptimizer, Beta1) {
-        let handle = Beta1 {
-            beta_1: Arc::new(AtomicU32::new(0.9f32.to_bits())),
-            gate: Arc::new(Mutex::new(None)),
-        };
-        let adam = ScheduledAdam {
-            beta_1: handle.beta_1.clone(),
-            gate: handle.gate.clone(),
+impl Default for Adam {
+    fn default() -> Self {
+        Adam {
             beta_2: 0.999,
             epsilon: 1e-8,
-        };
-        (ModuleOptimizer::from(adam), handle)
+            moments: Vec::new(),
+        }
     }
 }
 
-impl Optimizer for ScheduledAdam {
-    /// burn's own Adam state (moments and step count), so records stay compatible.
-    type State<const D: usize> = AdaptiveMomentumState<D>;
-
-    fn step<const D: usize>(
-        &self,
+impl Adam {
+    /// One step of every parameter of `module` that has a gradient in `grads`, with
+    /// learning rate `lr` and first-moment decay `beta_1`, gated by `gate` if given.
+    pub fn step<M: Module>(
+        &mut self,
         lr: f64,
-        tensor: Tensor<D>,
-        grad: Tensor<D>,
-        state: Option<Self::State<D>>,
-    ) -> (Tensor<D>, Option<Self::State<D>>) {
-        let beta_1 = f32::from_bits(self.beta_1.load(Ordering::Relaxed));
-        let gate = self.gate.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let previous = gate.as_ref().map(|_| {
-            state
-                .as_ref()
-                .map(|s| (s.moment_1.clone(), s.moment_2.clone()))
-        });
+        beta_1: f32,
+        module: M,
+        grads: GradientsParams,
+        gate: Option<Tensor<1>>,
+    ) -> M {
+        let mut stepper = Stepper {
+            adam: self,
+            grads,
+            lr: lr as f32,
+            beta_1,
+            gate,
+            position: 0,
+        };
+        module.map(&mut stepper)
+    }
+
+    /// The state of every float parameter, in the module's visiting order.
+    pub fn moments(&self) -> &[Option<Moments>] {
+        &self.moments
+    }
+
+    /// Put saved state back; `numels` is each float parameter's element count, in
+    /// visiting order, which the saved state must match.
+    pub fn restore(&mut self, moments: Vec<Option<Moments>>, numels: &[usize]) -> Result<()> {
+        if moments.len() > numels.len() {
+            return Err(Error::Config(format!(
+                "optimiser state for {} parameters, but the networks have {}",
+                moments.len(),
+                numels.len()
+            )));
+        }
+        for (i, (m, &numel)) in moments.iter().zip(numels).enumerate() {
+            if let Some(m) = m
+                && (m.first.dims()[0] != numel || m.second.dims()[0] != numel || m.time == 0)
+            {
+                return Err(Error::Config(format!(
+                    "optimiser state of parameter {i} does not fit it ({} values for {numel}, step {})",
+                    m.first.dims()[0],
+                    m.time
+                )));
+            }
+        }
+        self.moments = moments;
+        Ok(())
+    }
+
+    /// Adam's update of one flattened parameter.
+    fn update(
+        &self,
+        lr: f32,
+        beta_1: f32,
+        x: Tensor<1>,
+        grad: Tensor<1>,
+        state: Option<Moments>,
+        gate: Option<&Tensor<1>>,
+    ) -> (Tensor<1>, Moments) {
+        let previous = gate.and(state.as_ref().map(|s| (s.first.clone(), s.second.clone())));
         let (m, v, time) = match state {
             Some(s) => (
-                s.moment_1
+                s.first
                     .mul_scalar(beta_1)
                     .add(grad.clone().mul_scalar(1.0 - beta_1)),
-                s.moment_2
+                s.second
                     .mul_scalar(self.beta_2)
                     .add(grad.square().mul_scalar(1.0 - self.beta_2)),
                 s.time + 1,
@@ -103,21 +132,22 @@ impl Optimizer for ScheduledAdam {
         };
         let correction_1 = 1.0 - beta_1.powi(time as i32);
         let correction_2 = 1.0 - self.beta_2.powi(time as i32);
-        let step_size = lr as f32 / correction_1;
+        let step_size = lr / correction_1;
         let denom = v
             .clone()
             .div_scalar(correction_2)
             .sqrt()
             .add_scalar(self.epsilon);
         let update = m.clone().div(denom).mul_scalar(step_size);
-        let (Some(gate), Some(previous)) = (gate, previous) else {
-            return (
-                tensor - update,
-                Some(AdaptiveMomentumState::new(time, m, v)),
-            );
+        let Some(gate) = gate else {
+            let moments = Moments {
+                first: m,
+                second: v,
+                time,
+            };
+            return (x - update, moments);
         };
         // x + gate (x_new - x): x_new when the gate is 1, x untouched when it is 0.
-        let gate = gate.reshape([1; D]);
         let (m, v) = match previous {
             Some((m0, v0)) => (
                 m0.clone() + (m - m0) * gate.clone(),
@@ -125,16 +155,54 @@ impl Optimizer for ScheduledAdam {
             ),
             None => (m * gate.clone(), v * gate.clone()),
         };
-        (
-            tensor - update * gate,
-            Some(AdaptiveMomentumState::new(time, m, v)),
-        )
+        let moments = Moments {
+            first: m,
+            second: v,
+            time,
+        };
+        (x - update * gate.clone(), moments)
     }
+}
 
-    fn to_device<const D: usize>(mut state: Self::State<D>, device: &Device) -> Self::State<D> {
-        state.moment_1 = state.moment_1.to_device(device);
-        state.moment_2 = state.moment_2.to_device(device);
-        state
+/// Walks a module's float parameters in order and steps each one that has a gradient.
+struct Stepper<'a> {
+    adam: &'a mut Adam,
+    grads: GradientsParams,
+    lr: f32,
+    beta_1: f32,
+    gate: Option<Tensor<1>>,
+    position: usize,
+}
+
+impl ModuleMapper for Stepper<'_> {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let position = self.position;
+        self.position += 1;
+        let (id, tensor, mapper) = param.consume();
+        let Some(grad) = self.grads.remove::<D>(id) else {
+            return Param::from_mapped_value(id, tensor, mapper);
+        };
+        if self.adam.moments.len() <= position {
+            self.adam.moments.resize(position + 1, None);
+        }
+        let require_grad = tensor.is_require_grad();
+        let shape = tensor.shape();
+        let numel = shape.num_elements();
+        let state = self.adam.moments[position].take();
+        let (x, moments) = self.adam.update(
+            self.lr,
+            self.beta_1,
+            tensor.inner().reshape([numel]),
+            grad.reshape([numel]),
+            state,
+            self.gate.as_ref(),
+        );
+        self.adam.moments[position] = Some(moments);
+        let mut x = Tensor::from_inner(x.reshape(shape));
+        if require_grad {
+            x = x.require_grad();
+        }
+        Param::from_mapped_value(id, x, mapper)
     }
 }
 
@@ -169,30 +237,43 @@ mod tests {
 
     #[test]
     fn a_closed_gate_leaves_weights_and_moments_untouched() {
-        use burn::tensor::TensorData;
+        use burn::tensor::{Device, TensorData};
         let device = Device::flex();
         let t = |v: Vec<f32>| Tensor::<1>::from_data(TensorData::new(v, [2]), &device);
-        let (_, handle) = ScheduledAdam::init();
-        let adam = ScheduledAdam {
-            beta_1: handle.beta_1.clone(),
-            gate: handle.gate.clone(),
-            beta_2: 0.999,
-            epsilon: 1e-8,
-        };
         let host = |x: Tensor<1>| x.into_data().try_to_vec::<f32>().unwrap();
-        let (w1, s1) = adam.step(0.1, t(vec![1.0, 2.0]), t(vec![0.5, -0.5]), None);
-        handle.set_gate(Some(Tensor::<1>::zeros([1], &device)));
-        let (w2, s2) = adam.step(0.1, w1.clone(), t(vec![3.0, 3.0]), s1.clone());
+        let adam = Adam::default();
+        let (w1, s1) = adam.update(0.1, 0.9, t(vec![1.0, 2.0]), t(vec![0.5, -0.5]), None, None);
+        let closed = Tensor::<1>::zeros([1], &device);
+        let (w2, s2) = adam.update(0.1, 0.9, w1.clone(), t(vec![3.0, 3.0]), Some(s1.clone()), Some(&closed));
         assert_eq!(host(w2.clone()), host(w1.clone()));
-        let (s1, s2) = (s1.unwrap(), s2.unwrap());
-        assert_eq!(host(s2.moment_1.clone()), host(s1.moment_1.clone()));
-        assert_eq!(host(s2.moment_2.clone()), host(s1.moment_2.clone()));
-        // Open again: the step moves the weights as an ungated one would.
-        handle.set_gate(Some(Tensor::<1>::ones([1], &device)));
-        let (w3, _) = adam.step(0.1, w2.clone(), t(vec![3.0, 3.0]), Some(s2.clone()));
-        handle.set_gate(None);
-        let (w4, _) = adam.step(0.1, w2, t(vec![3.0, 3.0]), Some(s2));
+        assert_eq!(host(s2.first.clone()), host(s1.first.clone()));
+        assert_eq!(host(s2.second.clone()), host(s1.second.clone()));
+        assert_eq!(s2.time, 2, "a skipped step still counts for bias correction");
+        // Open: the step moves the weights as an ungated one would.
+        let open = Tensor::<1>::ones([1], &device);
+        let (w3, _) = adam.update(0.1, 0.9, w2.clone(), t(vec![3.0, 3.0]), Some(s2.clone()), Some(&open));
+        let (w4, _) = adam.update(0.1, 0.9, w2, t(vec![3.0, 3.0]), Some(s2), None);
         assert_eq!(host(w3.clone()), host(w4));
         assert!(host(w3).iter().zip(host(w1)).all(|(a, b)| *a < b));
+    }
+
+    #[test]
+    fn restore_rejects_state_that_does_not_fit() {
+        use burn::tensor::Device;
+        let device = Device::flex();
+        let moments = |n: usize, time: usize| {
+            Some(Moments {
+                first: Tensor::<1>::zeros([n], &device),
+                second: Tensor::<1>::zeros([n], &device),
+                time,
+            })
+        };
+        let mut adam = Adam::default();
+        assert!(adam.restore(vec![moments(3, 1), None], &[3, 4]).is_ok());
+        let err = adam.restore(vec![moments(2, 1)], &[3]).unwrap_err().to_string();
+        assert!(err.contains("2 values for 3"), "{err}");
+        let err = adam.restore(vec![None, None], &[3]).unwrap_err().to_string();
+        assert!(err.contains("2 parameters, but the networks have 1"), "{err}");
+        assert!(adam.restore(vec![moments(3, 0)], &[3]).is_err());
     }
 }

@@ -29,6 +29,11 @@ impl SplitMix64 {
         Self::new(seed ^ salt)
     }
 
+    /// The whole state, for a checkpoint; [`SplitMix64::new`] of it continues the stream.
+    pub fn state(&self) -> u64 {
+        self.state
+    }
+
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.state;

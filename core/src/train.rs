@@ -13,7 +13,7 @@
 //! browser's WebGPU cannot block; natively it is driven by a trivial `block_on`.
 
 use burn::module::Module;
-use burn::optim::{GradientsParams, ModuleOptimizer};
+use burn::optim::GradientsParams;
 use burn::tensor::activation::softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use web_time::Instant;
@@ -25,10 +25,12 @@ use crate::methods::{self, BatchAt, EpochSet, Method, Rule, f_correction};
 use crate::metrics::{EpochMetrics, regret_bound};
 use crate::model::{Classifier, Networks};
 use crate::noise::{NoisyLabels, inject};
-use crate::optim::{Beta1, ScheduledAdam, schedule};
+use crate::optim::{Adam, schedule};
 use crate::rng::SplitMix64;
 use crate::selection::{self, Selector, indices_tensor, read_floats};
 use crate::{Error, Result};
+
+mod checkpoint;
 
 /// A dataset part resident on the device: `[n, C*H*W]` images and Int labels.
 struct DeviceSet {
@@ -53,7 +55,7 @@ impl DeviceSet {
 }
 
 /// What F-correction's first stage found (see [`f_correction`]).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Preparation {
     /// The estimated transition matrix, row-major `[classes * classes]`.
     pub transition: Vec<f32>,
@@ -70,8 +72,7 @@ pub struct Trainer {
     config: TrainConfig,
     device: Device,
     networks: Option<Networks>,
-    optim: ModuleOptimizer,
-    adam: Beta1,
+    adam: Adam,
     /// `None` only while F-correction's first stage has not run.
     rule: Option<Box<dyn Rule>>,
     /// F-correction's first stage, until [`Trainer::prepare`] runs it.
@@ -86,6 +87,8 @@ pub struct Trainer {
     /// For TAkS and its ablations only.
     selector: Option<Selector>,
     shuffle: SplitMix64,
+    /// Adam's beta1 in the current epoch (the schedule's).
+    beta_1: f32,
     epoch: usize,
     total_selection_risk: f64,
     k: usize,
@@ -176,7 +179,6 @@ impl Trainer {
             classes,
             &device.clone().autodiff(),
         );
-        let (optim, adam) = ScheduledAdam::init();
         let clean: Vec<f32> = (0..n).map(|i| labels.is_clean(i) as u8 as f32).collect();
         let test_labels = test.labels.clone();
         Ok(Trainer {
@@ -188,8 +190,8 @@ impl Trainer {
             config,
             device: device.clone(),
             networks: Some(networks),
-            optim,
-            adam,
+            adam: Adam::default(),
+            beta_1: 0.9,
             rule,
             stage_one,
             preparation: None,
@@ -303,7 +305,7 @@ impl Trainer {
             self.config.epochs,
             self.config.decay_start,
         );
-        self.adam.set(beta_1);
+        self.beta_1 = beta_1;
 
         let started = Instant::now();
         let set = self.epoch_set().await?;
@@ -444,12 +446,10 @@ impl Trainer {
                     counts[i] = counts[i].clone() + mask.sum();
                 }
             }
-            self.adam
-                .set_gate(step.apply.map(|g| g.detach().without_autodiff()));
+            let gate = step.apply.map(|g| g.detach().without_autodiff());
             let grads = GradientsParams::from_grads(step.loss.backward(), &networks);
-            networks = self.optim.step(lr, networks, grads);
+            networks = self.adam.step(lr, self.beta_1, networks, grads, gate);
         }
-        self.adam.set_gate(None);
         self.rule = Some(rule);
         self.networks = Some(networks);
         // Methods that train on every sample of their set: the set itself was picked.

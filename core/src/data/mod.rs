@@ -5,8 +5,7 @@
 //! training loop then uploads the whole training part to the compute device and gathers
 //! batches there.
 
-pub mod cifar;
-pub mod idx;
+pub use taks_formats::{cifar, idx};
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -165,29 +164,6 @@ impl FromStr for DatasetKind {
                 ))
             })
     }
-}
-
-/// Check every label against the class count.
-pub(crate) fn checked_labels(
-    labels: impl Iterator<Item = u32>,
-    classes: usize,
-    path: &Path,
-) -> Result<Vec<u32>> {
-    labels
-        .enumerate()
-        .map(|(index, label)| {
-            if (label as usize) < classes {
-                Ok(label)
-            } else {
-                Err(Error::LabelOutOfRange {
-                    path: path.into(),
-                    index,
-                    label,
-                    classes,
-                })
-            }
-        })
-        .collect()
 }
 
 /// The four standard IDX files of MNIST and Fashion-MNIST, gzip'd or not.

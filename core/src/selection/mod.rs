@@ -178,6 +178,24 @@ impl Selector {
         }
     }
 
+    /// Put saved state back: L_t for every sample and the current k-set, ascending.
+    /// The caller has checked both against this run (n values, k distinct indices < n).
+    pub fn restore(&mut self, cumulative: Vec<f32>, current: Vec<u32>) {
+        let n = cumulative.len();
+        self.current_device = indices_tensor(&current, &self.device);
+        match &mut self.state {
+            State::Host(h) => {
+                h.cumulative = cumulative;
+                h.current = current;
+            }
+            State::Wgsl(w) => {
+                w.cumulative = Tensor::from_data(TensorData::new(cumulative, [n]), &self.device);
+                let mask = reference::mask_of(&current, n);
+                w.mask = Tensor::from_data(TensorData::new(mask, [n]), &self.device);
+            }
+        }
+    }
+
     /// Score epoch `epoch` (1-based) from the logits `[n, C]` of the whole training set,
     /// then choose the next k-set.
     pub async fn update(&mut self, logits: Tensor<2>, epoch: usize) -> Result<Update> {

@@ -17,7 +17,7 @@ pub(super) struct WgslEngine {
     /// L_t.
     pub(super) cumulative: Tensor<1>,
     /// k-hot mask of the current set.
-    mask: Tensor<1>,
+    pub(super) mask: Tensor<1>,
 }
 
 impl WgslEngine {

@@ -9,7 +9,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use crate::{Error, Result};
+use crate::{FormatError as Error, Result};
 
 /// A decoded IDX file: its dimensions and its bytes.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,17 +18,47 @@ pub struct IdxArray {
     pub values: Vec<u8>,
 }
 
+/// The most bytes a gzip'd file may decompress to (the largest IDX file of these datasets,
+/// MNIST's training images, is 47 MB): a small file that inflates beyond this is refused
+/// instead of being decompressed into all the memory there is.
+pub const MAX_DECOMPRESSED: usize = 1 << 30;
+
 /// Read a file, transparently gunzipping when it starts with the gzip magic.
 pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>> {
     let raw = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::with_capacity(raw.len() * 4);
-        flate2::read::GzDecoder::new(&raw[..])
-            .read_to_end(&mut out)
-            .map_err(|e| Error::malformed(path, format!("corrupt gzip data: {e}")))?;
-        Ok(out)
-    } else {
-        Ok(raw)
+    gunzip_if_gzip(raw, path)
+}
+
+/// Gunzip `raw` when it starts with the gzip magic, else return it as it is; at most
+/// [`MAX_DECOMPRESSED`] bytes. `path` only names the source in errors.
+pub fn gunzip_if_gzip(raw: Vec<u8>, path: &Path) -> Result<Vec<u8>> {
+    gunzip_at_most(raw, path, MAX_DECOMPRESSED)
+}
+
+fn gunzip_at_most(raw: Vec<u8>, path: &Path, limit: usize) -> Result<Vec<u8>> {
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return Ok(raw);
+    }
+    let corrupt = |e: std::io::Error| Error::malformed(path, format!("corrupt gzip data: {e}"));
+    let mut decoder = flate2::read::GzDecoder::new(&raw[..]);
+    let mut out = Vec::with_capacity(raw.len().saturating_mul(4).min(limit));
+    // In chunks, checking the total before each append, so the output never grows
+    // (nor doubles its capacity) past the limit.
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match decoder.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(corrupt(e)),
+        };
+        if n > limit - out.len() {
+            return Err(Error::malformed(
+                path,
+                format!("gzip data decompresses to more than {limit} bytes"),
+            ));
+        }
+        out.extend_from_slice(&chunk[..n]);
     }
 }
 
@@ -107,24 +137,48 @@ pub fn decode_pair(
     images: &Path,
     labels: &Path,
 ) -> Result<(Vec<f32>, Vec<u32>, usize, usize)> {
-    let (n, rows, cols) = (img.dims[0], img.dims[1], img.dims[2]);
+    // The arrays' fields are public, so they need not come from `parse`.
+    let [n, rows, cols] = img.dims[..] else {
+        return Err(Error::malformed(
+            images,
+            format!("IDX rank {} where rank 3 was expected", img.dims.len()),
+        ));
+    };
+    let [label_count] = lab.dims[..] else {
+        return Err(Error::malformed(
+            labels,
+            format!("IDX rank {} where rank 1 was expected", lab.dims.len()),
+        ));
+    };
+    for (array, path) in [(&img, images), (&lab, labels)] {
+        let count = array.dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+        if count != Some(array.values.len()) {
+            return Err(Error::malformed(
+                path,
+                format!(
+                    "{} values where dimensions {:?} were given",
+                    array.values.len(),
+                    array.dims
+                ),
+            ));
+        }
+    }
     if rows == 0 || cols == 0 {
         return Err(Error::malformed(
             images,
             format!("image dimensions {rows}x{cols}"),
         ));
     }
-    if lab.dims[0] != n {
+    if label_count != n {
         return Err(Error::malformed(
             labels,
             format!(
-                "{} labels for {n} images in {}",
-                lab.dims[0],
+                "{label_count} labels for {n} images in {}",
                 images.display()
             ),
         ));
     }
-    let labels_u32 = super::checked_labels(lab.values.iter().map(|&l| l as u32), classes, labels)?;
+    let labels_u32 = crate::labels::checked_labels(lab.values.iter().map(|&l| l as u32), classes, labels)?;
     let pixels = img.values.iter().map(|&p| p as f32 / 255.0).collect();
     Ok((pixels, labels_u32, rows, cols))
 }

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use crate::{Error, Result};
+use crate::{FormatError as Error, Result};
 
 pub const PIXELS: usize = 3 * 32 * 32;
 
@@ -71,18 +71,25 @@ pub fn parse(
             ),
         ));
     }
-    let start = labels.len();
-    for (i, rec) in bytes.chunks_exact(record).enumerate() {
-        let label = rec[variant.label_bytes() - 1] as u32;
-        if label as usize >= variant.classes() {
-            return Err(Error::LabelOutOfRange {
-                path: path.into(),
-                index: start + i,
-                label,
-                classes: variant.classes(),
-            });
-        }
-        labels.push(label);
+    // Every label is checked before anything is appended, so a bad file leaves the
+    // outputs as they were.
+    let label_of = |rec: &[u8]| rec[variant.label_bytes() - 1] as u32;
+    let out_of_range = bytes
+        .chunks_exact(record)
+        .map(label_of)
+        .enumerate()
+        .find(|&(_, label)| label as usize >= variant.classes());
+    if let Some((i, label)) = out_of_range {
+        return Err(Error::LabelOutOfRange {
+            path: path.into(),
+            index: labels.len() + i,
+            label,
+            classes: variant.classes(),
+        });
+    }
+    labels.extend(bytes.chunks_exact(record).map(label_of));
+    pixels.reserve(bytes.len() / record * PIXELS);
+    for rec in bytes.chunks_exact(record) {
         pixels.extend_from_slice(&rec[variant.label_bytes()..]);
     }
     Ok(())

@@ -1,0 +1,297 @@
+//! The container of a run checkpoint: named tensors plus one JSON document of state.
+//!
+//! It is a SafeTensors file, so any SafeTensors reader (Python's `safetensors`, burn's
+//! `burn-store`) can open it, with three entries in its string metadata:
+//! `format` = `taks-checkpoint`, `version`, and `state`, the JSON of whatever the
+//! writer needs besides tensors (epoch, generator states, history). Tensors are f32 or
+//! u32, little-endian. This module only checks the container; what the state and the
+//! tensors must hold for a particular run is checked by the code that restores it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use safetensors::{Dtype, SafeTensors, tensor::TensorView};
+
+use crate::{FormatError, Result};
+
+/// The `format` entry of every taks checkpoint.
+pub const FORMAT: &str = "taks-checkpoint";
+/// The layout version this build writes and reads.
+pub const VERSION: u32 = 1;
+
+/// A tensor's values.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Values {
+    F32(Vec<f32>),
+    U32(Vec<u32>),
+}
+
+/// One named tensor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    pub shape: Vec<usize>,
+    pub values: Values,
+}
+
+impl Tensor {
+    pub fn f32(shape: Vec<usize>, values: Vec<f32>) -> Self {
+        Tensor {
+            shape,
+            values: Values::F32(values),
+        }
+    }
+
+    pub fn u32(shape: Vec<usize>, values: Vec<u32>) -> Self {
+        Tensor {
+            shape,
+            values: Values::U32(values),
+        }
+    }
+}
+
+/// A decoded checkpoint: the state document and the tensors by name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    pub state: serde_json::Value,
+    pub tensors: BTreeMap<String, Tensor>,
+}
+
+impl Checkpoint {
+    /// The SafeTensors bytes of this checkpoint.
+    pub fn encode(&self) -> Vec<u8> {
+        let bytes: Vec<(&String, Dtype, &Vec<usize>, Vec<u8>)> = self
+            .tensors
+            .iter()
+            .map(|(name, t)| match &t.values {
+                Values::F32(v) => (
+                    name,
+                    Dtype::F32,
+                    &t.shape,
+                    v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                ),
+                Values::U32(v) => (
+                    name,
+                    Dtype::U32,
+                    &t.shape,
+                    v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                ),
+            })
+            .collect();
+        let views = bytes.iter().map(|(name, dtype, shape, data)| {
+            let view = TensorView::new(*dtype, shape.to_vec(), data)
+                .expect("shape and byte count agree by construction");
+            (name.as_str(), view)
+        });
+        let info = [
+            ("format".to_string(), FORMAT.to_string()),
+            ("version".to_string(), VERSION.to_string()),
+            ("state".to_string(), self.state.to_string()),
+        ];
+        safetensors::serialize(views, Some(info.into_iter().collect()))
+            .expect("a checkpoint's header is far below SafeTensors' size limit")
+    }
+
+    /// Decode and check a checkpoint; `path` only names the source in errors.
+    pub fn decode(bytes: &[u8], path: &Path) -> Result<Checkpoint> {
+        let bad = |reason: String| FormatError::malformed(path, reason);
+        data_within_file(bytes).map_err(|e| bad(format!("not a taks checkpoint (SafeTensors: {e})")))?;
+        let file = SafeTensors::deserialize(bytes)
+            .map_err(|e| bad(format!("not a taks checkpoint (SafeTensors: {e})")))?;
+        let (_, metadata) = SafeTensors::read_metadata(bytes)
+            .map_err(|e| bad(format!("not a taks checkpoint (SafeTensors: {e})")))?;
+        let info = metadata.metadata().as_ref();
+        let entry = |key: &str| info.and_then(|m| m.get(key)).map(String::as_str);
+        if entry("format") != Some(FORMAT) {
+            return Err(bad(
+                "a SafeTensors file but not a taks checkpoint (no format=taks-checkpoint entry)"
+                    .into(),
+            ));
+        }
+        match entry("version") {
+            Some(v) if v == VERSION.to_string() => {}
+            Some(v) => {
+                return Err(bad(format!(
+                    "checkpoint layout version {v}; this taks reads version {VERSION}"
+                )));
+            }
+            None => return Err(bad("the checkpoint has no version entry".into())),
+        }
+        let state = entry("state").ok_or_else(|| bad("the checkpoint has no state".into()))?;
+        let state: serde_json::Value = serde_json::from_str(state)
+            .map_err(|e| bad(format!("the checkpoint's state is not JSON: {e}")))?;
+        if !state.is_object() {
+            return Err(bad("the checkpoint's state is not a JSON object".into()));
+        }
+        let mut tensors = BTreeMap::new();
+        for (name, view) in file.tensors() {
+            let data = view.data();
+            let values = match view.dtype() {
+                Dtype::F32 => Values::F32(
+                    data.chunks_exact(4)
+                        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                        .collect(),
+                ),
+                Dtype::U32 => Values::U32(
+                    data.chunks_exact(4)
+                        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                        .collect(),
+                ),
+                other => {
+                    return Err(bad(format!(
+                        "tensor {name} is {other:?}; a checkpoint holds only F32 and U32"
+                    )));
+                }
+            };
+            let tensor = Tensor {
+                shape: view.shape().to_vec(),
+                values,
+            };
+            tensors.insert(name, tensor);
+        }
+        Ok(Checkpoint { state, tensors })
+    }
+
+    /// Read and decode a checkpoint file.
+    pub fn read(path: &Path) -> Result<Checkpoint> {
+        let bytes = std::fs::read(path).map_err(|e| FormatError::io(path, e))?;
+        Checkpoint::decode(&bytes, path)
+    }
+
+    /// Take the f32 tensor `name`, which must have exactly `shape`.
+    pub fn take_f32(&mut self, name: &str, shape: &[usize], path: &Path) -> Result<Vec<f32>> {
+        match self.take(name, shape, path)? {
+            Values::F32(v) => Ok(v),
+            Values::U32(_) => Err(wrong_type(name, "F32", path)),
+        }
+    }
+
+    /// Take the u32 tensor `name`, which must have exactly `shape`.
+    pub fn take_u32(&mut self, name: &str, shape: &[usize], path: &Path) -> Result<Vec<u32>> {
+        match self.take(name, shape, path)? {
+            Values::U32(v) => Ok(v),
+            Values::F32(_) => Err(wrong_type(name, "U32", path)),
+        }
+    }
+
+    fn take(&mut self, name: &str, shape: &[usize], path: &Path) -> Result<Values> {
+        let tensor = self.tensors.remove(name).ok_or_else(|| {
+            FormatError::malformed(path, format!("the checkpoint has no tensor {name}"))
+        })?;
+        if tensor.shape != shape {
+            return Err(FormatError::malformed(
+                path,
+                format!(
+                    "tensor {name} has shape {:?} where this run needs {shape:?}",
+                    tensor.shape
+                ),
+            ));
+        }
+        Ok(tensor.values)
+    }
+}
+
+/// Check, before SafeTensors does, that no tensor's data ends past the end of the file.
+///
+/// safetensors 0.8 adds the header's length to the end of the last tensor's data
+/// without checking for overflow, so a header whose offsets come near `usize::MAX`
+/// (each tensor's size consistent with its shape) panics wherever overflow checks are on
+/// (debug builds, tests, the fuzzer) instead of being refused. Headers this cannot read
+/// are left to SafeTensors to refuse with its own message.
+fn data_within_file(bytes: &[u8]) -> std::result::Result<(), String> {
+    let Some(length) = bytes.get(..8) else {
+        return Ok(());
+    };
+    let length = u64::from_le_bytes(length.try_into().expect("8 bytes"));
+    let Some(header) = usize::try_from(length)
+        .ok()
+        .and_then(|n| bytes.get(8..n.checked_add(8)?))
+    else {
+        return Ok(());
+    };
+    let Ok(serde_json::Value::Object(entries)) = serde_json::from_slice(header) else {
+        return Ok(());
+    };
+    let data = (bytes.len() - 8 - header.len()) as u64;
+    for (name, info) in &entries {
+        let end = info.get("data_offsets").and_then(|o| o.get(1)).and_then(|e| e.as_u64());
+        if let Some(end) = end.filter(|&end| end > data) {
+            return Err(format!(
+                "tensor {name}'s data ends at byte {end}, past the {data} bytes of data in the file"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn wrong_type(name: &str, wanted: &str, path: &Path) -> FormatError {
+    FormatError::malformed(path, format!("tensor {name} is not {wanted}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Checkpoint {
+        let mut tensors = BTreeMap::new();
+        tensors.insert(
+            "net.w".to_string(),
+            Tensor::f32(vec![2, 2], vec![1.0, -0.0, f32::MIN_POSITIVE, 3.5e-39]),
+        );
+        tensors.insert("sel".to_string(), Tensor::u32(vec![3], vec![0, 7, u32::MAX]));
+        tensors.insert("empty".to_string(), Tensor::f32(vec![0], vec![]));
+        Checkpoint {
+            state: serde_json::json!({"epoch": 3, "rng": u64::MAX}),
+            tensors,
+        }
+    }
+
+    fn p() -> &'static Path {
+        Path::new("run/checkpoint.safetensors")
+    }
+
+    #[test]
+    fn round_trips_bit_for_bit() {
+        let c = sample();
+        let back = Checkpoint::decode(&c.encode(), p()).unwrap();
+        assert_eq!(back, c);
+        let Values::F32(w) = &back.tensors["net.w"].values else {
+            panic!("f32 expected")
+        };
+        assert_eq!(w[1].to_bits(), (-0.0f32).to_bits());
+    }
+
+    #[test]
+    fn take_checks_name_shape_and_type() {
+        let mut c = sample();
+        let err = |e: FormatError| e.to_string();
+        assert!(err(c.take_f32("nope", &[1], p()).unwrap_err()).contains("no tensor nope"));
+        assert!(err(c.take_f32("net.w", &[4], p()).unwrap_err()).contains("shape [2, 2]"));
+        assert!(err(c.take_f32("sel", &[3], p()).unwrap_err()).contains("not F32"));
+        assert_eq!(c.take_f32("empty", &[0], p()).unwrap(), Vec::<f32>::new());
+    }
+
+    #[test]
+    fn rejects_foreign_and_damaged_files() {
+        let msg = |b: &[u8]| Checkpoint::decode(b, p()).unwrap_err().to_string();
+        let good = sample().encode();
+        assert!(msg(&good[..good.len() - 1]).contains("not a taks checkpoint"));
+        assert!(msg(b"").contains("not a taks checkpoint"));
+        // A SafeTensors file of someone else's: no format entry.
+        let data = [0u8; 4];
+        let view = TensorView::new(Dtype::F32, vec![1], &data).unwrap();
+        let foreign = safetensors::serialize([("w", view)], None).unwrap();
+        assert!(msg(&foreign).contains("not a taks checkpoint (no format"));
+        // Another layout version.
+        let at = good
+            .windows(13)
+            .position(|w| w == b"\"version\":\"1\"")
+            .expect("version entry");
+        let mut other = good.clone();
+        other[at + 11] = b'9';
+        assert!(msg(&other).contains("layout version 9"), "{}", msg(&other));
+        // A header that claims far more bytes than the file has.
+        let mut lying = good.clone();
+        lying[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(msg(&lying).contains("not a taks checkpoint"));
+    }
+}
