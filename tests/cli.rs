@@ -17,13 +17,24 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// A user error: non-zero exit, exactly one line on stderr naming the problem, no panic.
+/// The exit code of a panic (a bug in taks), distinct from a user error's.
+const BUG: i32 = 70;
+
+/// A user error: exit code 1 (2 for a flag clap rejects), exactly one line on stderr
+/// naming the problem, and never the report of a bug.
 fn assert_user_error(out: &Output, needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success(),
         "expected failure, got success; stderr: {stderr}"
     );
+    assert_ne!(out.status.code(), Some(BUG), "a panic: {stderr}");
+    assert!(
+        matches!(out.status.code(), Some(1 | 2)),
+        "exit {:?}: {stderr}",
+        out.status.code()
+    );
+    assert!(!stderr.contains("bug in taks"), "{stderr}");
     assert_eq!(
         stderr.trim_end().lines().count(),
         1,
@@ -31,7 +42,57 @@ fn assert_user_error(out: &Output, needle: &str) {
     );
     assert!(stderr.starts_with("error: "), "{stderr}");
     assert!(stderr.contains(needle), "'{needle}' not in: {stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// Copy a folder tree (the corpus, so that no case can change the committed files).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Every case of tests/corpus/cases.tsv: malformed files for every reader and bad
+/// flags for every subcommand, each with the error it must give.
+#[test]
+fn bad_input_corpus() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus");
+    let files = scratch("corpus");
+    copy_tree(&corpus.join("files"), &files);
+    let cases = std::fs::read_to_string(corpus.join("cases.tsv")).unwrap();
+    let mut count = 0;
+    for line in cases.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let [name, args, expected] = fields[..] else {
+            panic!("cases.tsv: not name<TAB>args<TAB>expected: {line}");
+        };
+        let args = args.replace("{files}", files.to_str().unwrap());
+        let args: Vec<&str> = args.split(' ').collect();
+        let out = taks(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains(expected),
+            "case {name}: expected an error containing '{expected}', got exit {:?}: {stderr}",
+            out.status.code()
+        );
+        assert_user_error(&out, expected);
+        count += 1;
+    }
+    assert!(count >= 90, "only {count} cases");
+    // No case may have written into a run folder it was refused.
+    for entry in std::fs::read_dir(&files).unwrap() {
+        let dir = entry.unwrap().path();
+        if dir.file_name().unwrap().to_str().unwrap().starts_with("resume-") {
+            assert!(!dir.join("metrics.csv").exists(), "{} was written to", dir.display());
+        }
+    }
+    std::fs::remove_dir_all(&files).unwrap();
 }
 
 #[test]
@@ -135,115 +196,6 @@ fn a_short_run_writes_its_run_folder() {
         csv
     );
     std::fs::remove_dir_all(&out_dir).unwrap();
-}
-
-#[test]
-fn bad_settings_are_one_line_errors() {
-    let cases: &[(&[&str], &str)] = &[
-        (
-            &["train", "--dataset", "imagenet"],
-            "unknown dataset 'imagenet'",
-        ),
-        (
-            &["train", "--noise", "gaussian"],
-            "unknown noise 'gaussian'",
-        ),
-        (
-            &["train", "--method", "coteach"],
-            "unknown method 'coteach'",
-        ),
-        (&["train", "--k-ratio", "1.5"], "k-ratio 1.5"),
-        (&["train", "--noise-rate", "2"], "noise rate 2"),
-        (&["train", "--epochs", "0"], "epochs"),
-        (&["train", "--dataset", "mnist"], "--data-dir"),
-        (
-            &["train", "--method", "jocor", "--co-lambda", "1.5"],
-            "co-lambda 1.5",
-        ),
-        (
-            &["train", "--method", "itlm", "--forget-rate", "1"],
-            "forget rate 1",
-        ),
-        (
-            &["train", "--method", "standard", "--save-selections"],
-            "--save-selections needs",
-        ),
-        (
-            &["bench", "--methods", "taks,coteach"],
-            "unknown method 'coteach'",
-        ),
-        (
-            &[
-                "experiment",
-                "--datasets",
-                "mnist-digits",
-                "--noises",
-                "symmetric",
-                "--out",
-                "/tmp/x",
-            ],
-            "is not KIND-RATE",
-        ),
-        (
-            &[
-                "experiment",
-                "--datasets",
-                "mnist-digits",
-                "--noises",
-                "symmetric-1.5",
-                "--out",
-                "/tmp/x",
-            ],
-            "rate 1.5",
-        ),
-        (
-            &[
-                "experiment",
-                "--datasets",
-                "digits",
-                "--noises",
-                "symmetric-0.5",
-                "--out",
-                "/tmp/x",
-            ],
-            "unknown dataset 'digits'",
-        ),
-        (
-            &[
-                "experiment",
-                "--datasets",
-                "mnist-digits",
-                "--noises",
-                "symmetric-0.5",
-                "--epochs",
-                "0",
-                "--out",
-                "/tmp/x",
-            ],
-            "--epochs",
-        ),
-        (
-            &["tune", "--gamma", "1.2", "--out", "/tmp/x"],
-            "--gamma 1.2",
-        ),
-        (
-            &["tune", "--k-ratios", "0,0.5", "--out", "/tmp/x"],
-            "k-ratio 0",
-        ),
-        (
-            &[
-                "train",
-                "--dataset",
-                "cifar10",
-                "--data-dir",
-                "/nonexistent/cifar",
-            ],
-            "does not exist",
-        ),
-    ];
-    for (args, needle) in cases {
-        assert_user_error(&taks(args), needle);
-    }
 }
 
 fn write_gz(path: &Path, bytes: &[u8]) {
@@ -602,4 +554,79 @@ fn tune_picks_by_noisy_validation_and_resumes() {
         "finished points are reused"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A run killed with SIGKILL mid-training and resumed with `--resume` ends exactly as
+/// the same run uninterrupted: every row of metrics.csv equal but for the wall time,
+/// and the same selections in every epoch.
+#[test]
+fn a_killed_run_resumes_exactly() {
+    let args = |out: &Path| -> Vec<String> {
+        [
+            "train", "--device", "cpu", "--epochs", "8", "--train-limit", "1500",
+            "--test-limit", "300", "--save-selections", "--quiet", "--out",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([out.to_str().unwrap().to_string()])
+        .collect()
+    };
+    let whole = scratch("whole");
+    let out = Command::new(env!("CARGO_BIN_EXE_taks"))
+        .args(args(&whole))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let killed = scratch("killed");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_taks"))
+        .args(args(&killed))
+        .spawn()
+        .unwrap();
+    let rows = || {
+        std::fs::read_to_string(killed.join("metrics.csv"))
+            .map(|t| t.lines().count().saturating_sub(1))
+            .unwrap_or(0)
+    };
+    let started = std::time::Instant::now();
+    while rows() < 2 {
+        assert!(started.elapsed().as_secs() < 300, "the run never reached epoch 2");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    child.kill().unwrap(); // SIGKILL on Unix
+    child.wait().unwrap();
+    assert!(
+        !killed.join("summary.json").exists(),
+        "the run finished before the kill; the test proves nothing"
+    );
+    let out = taks(&["train", "--resume", killed.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let table = |dir: &Path| -> Vec<Vec<String>> {
+        let text = std::fs::read_to_string(dir.join("metrics.csv")).unwrap();
+        let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+        let time = header.iter().position(|c| *c == "epoch_seconds").unwrap();
+        text.lines()
+            .map(|l| {
+                let mut cells: Vec<String> = l.split(',').map(String::from).collect();
+                cells[time].clear();
+                cells
+            })
+            .collect()
+    };
+    let expected = table(&whole);
+    assert_eq!(expected.len(), 9, "header and 8 epochs");
+    assert_eq!(table(&killed), expected);
+    assert_eq!(
+        std::fs::read_to_string(killed.join("selected.csv")).unwrap(),
+        std::fs::read_to_string(whole.join("selected.csv")).unwrap()
+    );
+    assert!(killed.join("summary.json").exists() && killed.join("plot.svg").exists());
+    // Resuming a finished run changes nothing and says so.
+    let again = taks(&["train", "--resume", killed.to_str().unwrap()]);
+    assert!(again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("after epoch 8 of 8"));
+    assert_eq!(table(&killed), expected);
+    std::fs::remove_dir_all(&whole).unwrap();
+    std::fs::remove_dir_all(&killed).unwrap();
 }

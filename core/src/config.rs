@@ -92,6 +92,18 @@ impl TrainConfig {
 
     /// How many of n samples an epoch trains on: k = floor(n k_ratio) for TAkS and its
     /// ablations, int(n (1 - tau)) for ITLM, all n for the others.
+    /// [`TrainConfig::k`] for a training set of `n`, as an error when it selects
+    /// nothing (checked before any work starts).
+    pub fn checked_k(&self, n: usize) -> Result<usize> {
+        match self.k(n) {
+            0 => Err(Error::Config(format!(
+                "k-ratio {} of {n} samples selects nothing",
+                self.k_ratio
+            ))),
+            k => Ok(k),
+        }
+    }
+
     pub fn k(&self, n: usize) -> usize {
         match self.method {
             m if m.uses_selector() => (n as f64 * self.k_ratio).floor() as usize,
@@ -108,6 +120,10 @@ impl TrainConfig {
     /// Reject settings no run could use, with a message naming the setting.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::Config(m));
+        // First: the defaults of k, eta and tau are derived from the noise rate.
+        if !(0.0..=1.0).contains(&self.noise_rate) {
+            return bad(format!("noise rate {} must be in [0, 1]", self.noise_rate));
+        }
         if !(self.k_ratio > 0.0 && self.k_ratio <= 1.0) {
             return bad(format!("k-ratio {} must be in (0, 1]", self.k_ratio));
         }
@@ -116,9 +132,6 @@ impl TrainConfig {
                 "eta-ratio {} must be a finite number >= 0",
                 self.eta_ratio
             ));
-        }
-        if !(0.0..=1.0).contains(&self.noise_rate) {
-            return bad(format!("noise rate {} must be in [0, 1]", self.noise_rate));
         }
         let forgets = matches!(
             self.method,
@@ -135,6 +148,9 @@ impl TrainConfig {
         }
         if self.epochs == 0 {
             return bad("epochs must be at least 1".into());
+        }
+        if self.train_limit == Some(0) || self.test_limit == Some(0) {
+            return bad("train and test limits must be at least 1".into());
         }
         if self.batch_size == 0 || self.eval_batch_size == 0 {
             return bad("batch sizes must be at least 1".into());

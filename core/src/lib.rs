@@ -7,6 +7,8 @@
 //! the training loop and the paper's metrics. The front ends only parse input and show
 //! output.
 
+#[cfg(feature = "clap")]
+mod cli_values;
 pub mod config;
 pub mod data;
 pub mod error;

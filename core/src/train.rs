@@ -30,7 +30,7 @@ use crate::rng::SplitMix64;
 use crate::selection::{self, Selector, indices_tensor, read_floats};
 use crate::{Error, Result};
 
-mod checkpoint;
+pub mod checkpoint;
 
 /// A dataset part resident on the device: `[n, C*H*W]` images and Int labels.
 struct DeviceSet {
@@ -123,26 +123,10 @@ impl Trainer {
         device: &Device,
     ) -> Result<Self> {
         config.validate()?;
+        split.check()?;
         let Split { train, test } = split;
-        if train.is_empty() || test.is_empty() {
-            return Err(Error::Config(
-                "the training and test sets must not be empty".into(),
-            ));
-        }
-        if train.shape != test.shape {
-            return Err(Error::Config(format!(
-                "training samples are {:?} but test samples are {:?}",
-                train.shape, test.shape
-            )));
-        }
         let n = train.len();
-        let k = config.k(n);
-        if k == 0 {
-            return Err(Error::Config(format!(
-                "k-ratio {} of {n} samples selects nothing",
-                config.k_ratio
-            )));
-        }
+        let k = config.checked_k(n)?;
         device.seed(config.seed);
         let selector = if config.method.uses_selector() {
             Some(Selector::new(

@@ -12,7 +12,7 @@ use anyhow::{Result, bail};
 use taks_core::train::Trainer;
 
 use crate::cli::BenchArgs;
-use crate::config;
+use crate::{config, picks};
 use crate::device::{self, DeviceChoice};
 
 pub fn run(args: BenchArgs) -> Result<()> {
@@ -20,30 +20,31 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if timed == 0 {
         bail!("--epochs must be at least 1 (the timed epochs)");
     }
-    let methods = config::methods(&args.methods)?;
-    let split = args
-        .run
-        .dataset
-        .parse::<taks_core::data::DatasetKind>()?
-        .load(args.run.data_dir.as_deref())?;
+    let methods = picks::methods(&args.methods);
+    // Every method's settings, validated before anything is loaded or timed.
+    let mut run_args = args.run.clone();
+    run_args.epochs = Some(args.warmup + timed);
+    let configs = methods
+        .iter()
+        .map(|&m| config::build(&run_args, m, args.warmup + timed))
+        .collect::<Result<Vec<_>>>()?;
+    let split = args.run.dataset.load(args.run.data_dir.as_deref())?;
     let mut gpu = None;
     println!("| device | method | n | k | mean epoch s | min epoch s | x T (vs standard) |");
     println!("|---|---|---|---|---|---|---|");
-    for device_name in &args.devices {
-        let chosen = match device_name.as_str() {
-            "cpu" => device::choose(DeviceChoice::Cpu)?,
-            "gpu" => match gpu.take() {
-                Some(g) => g,
-                None => device::choose(DeviceChoice::Gpu)?,
-            },
-            other => bail!("unknown bench device '{other}' (use cpu or gpu)"),
+    for &choice in &args.devices {
+        let chosen = match (choice, gpu.take()) {
+            (DeviceChoice::Gpu, Some(g)) => g,
+            _ => device::choose(choice)?,
+        };
+        let device_name = match choice {
+            DeviceChoice::Cpu => "cpu",
+            DeviceChoice::Gpu => "gpu",
+            DeviceChoice::Auto => "auto",
         };
         eprintln!("device: {}", chosen.description);
         let mut results = Vec::new();
-        for method in &methods {
-            let mut run_args = args.run.clone();
-            run_args.epochs = Some(args.warmup + timed);
-            let config = config::build(&run_args, method.name(), args.warmup + timed)?;
+        for config in &configs {
             let mut trainer = Trainer::new(config.clone(), split.clone(), &chosen.device)?;
             pollster::block_on(trainer.prepare())?;
             let mut seconds = Vec::new();
@@ -71,7 +72,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 method.name()
             );
         }
-        if device_name == "gpu" {
+        if choice == DeviceChoice::Gpu {
             gpu = Some(chosen);
         }
     }

@@ -26,13 +26,16 @@ pub struct BenchSelectArgs {
     /// Timed repetitions per figure (the median is reported).
     #[arg(long, default_value_t = 5)]
     pub repeats: usize,
-    /// Devices (comma-separated): cpu, gpu.
-    #[arg(long, default_value = "cpu,gpu", value_delimiter = ',')]
-    pub devices: Vec<String>,
+    /// Devices (comma-separated).
+    #[arg(long, value_enum, default_value = "cpu,gpu", value_delimiter = ',')]
+    pub devices: Vec<DeviceChoice>,
     /// Skip the sort-based baseline above this n (burn's sort is slow on some backends).
     #[arg(long, default_value_t = 10_000_000)]
     pub sort_max: usize,
 }
+
+/// The largest n: 100 million samples need about 5 GB of host and device memory here.
+const MAX_SIZE: usize = 100_000_000;
 
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
@@ -60,15 +63,31 @@ fn settle(t: Tensor<1>) {
 }
 
 pub fn run(args: BenchSelectArgs) -> Result<()> {
+    if args.repeats == 0 {
+        bail!("--repeats must be at least 1 (the median of that many timings is reported)");
+    }
+    if !(args.k_ratio > 0.0 && args.k_ratio <= 1.0) {
+        bail!("--k-ratio {} must be in (0, 1]", args.k_ratio);
+    }
+    if let Some(&n) = args.sizes.iter().find(|&&n| (n as f64 * args.k_ratio) < 1.0) {
+        bail!(
+            "--sizes {n} with --k-ratio {} selects nothing: every size must give k >= 1",
+            args.k_ratio
+        );
+    }
+    // The benchmark holds n values and n x 10 logits per device: cap it well before
+    // that exhausts memory.
+    if let Some(&n) = args.sizes.iter().find(|&&n| n > MAX_SIZE) {
+        bail!("--sizes {n} is above the largest size this benchmark runs ({MAX_SIZE})");
+    }
     println!("| n | k | engine | device | ms (median) |");
     println!("|---|---|---|---|---|");
     let devices = args
         .devices
         .iter()
-        .map(|name| match name.as_str() {
-            "cpu" => Ok((Device::flex(), "flex".to_string())),
-            "gpu" => device::choose(DeviceChoice::Gpu).map(|c| (c.device, c.description)),
-            other => bail!("unknown device '{other}' (use cpu or gpu)"),
+        .map(|&choice| match choice {
+            DeviceChoice::Cpu => Ok((Device::flex(), "flex".to_string())),
+            other => device::choose(other).map(|c| (c.device, c.description)),
         })
         .collect::<Result<Vec<_>>>()?;
     let mut rng = SplitMix64::new(1);

@@ -3,8 +3,12 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use taks_core::data::DatasetKind;
+use taks_core::methods::Method;
+use taks_core::noise::NoiseKind;
 
 use crate::device::DeviceChoice;
+use crate::picks::MethodPick;
 
 /// Train classifiers on noisy labels with TAkS: each epoch trains on the k samples whose
 /// cumulative noise-risk (plus a random perturbation) is smallest, so mislabelled
@@ -16,24 +20,34 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Every subcommand reads `-1` as a value (`--eta-ratio -1`), so that a negative number
+// gets a message about the value from our validation, not clap's "unexpected argument".
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Train one run and write metrics.csv, config.json, summary.json and plot.svg.
     ///
     /// Example: taks train --dataset fashion-mnist --noise symmetric --noise-rate 0.5
+    ///
+    /// A run writes checkpoint.safetensors after every epoch; `taks train --resume DIR`
+    /// continues a run that was stopped, exactly where it stopped.
+    #[command(allow_negative_numbers = true)]
     Train(TrainArgs),
     /// Time epochs per method on each device and report the time ratio against standard.
+    #[command(allow_negative_numbers = true)]
     Bench(BenchArgs),
     /// Time one selection step for large n: WGSL kernels, CPU reference, burn's sort.
+    #[command(allow_negative_numbers = true)]
     BenchSelect(crate::bench_select::BenchSelectArgs),
     /// Run a grid of datasets x noises x methods x seeds, one run folder per cell, and
     /// write the paper's tables (table.md, table.csv) and accuracy curves.
     ///
     /// Example: taks experiment --datasets mnist-digits --noises symmetric-0.5,pairflip-0.45
     /// --methods all --seeds 0,1,2 --out experiments/digits
+    #[command(allow_negative_numbers = true)]
     Experiment(crate::experiment::ExperimentArgs),
     /// Choose TAkS's k-ratio and eta-ratio on a noisy validation set (20% of the noisy
     /// training set held out), over the paper's grid, and write every score.
+    #[command(allow_negative_numbers = true)]
     Tune(crate::tune::TuneArgs),
     /// Print the paper-style summary table of one or more finished run folders.
     Table {
@@ -43,20 +57,26 @@ pub enum Command {
     },
 }
 
+/// The flags that define a run, which `--resume` takes from the run's config.json.
+const RUN_SETTINGS: [&str; 17] = [
+    "dataset", "noise", "noise_rate", "train_limit", "test_limit", "k_ratio", "eta_ratio",
+    "epochs", "seed", "batch_size", "lr", "decay_start", "forget_rate", "co_lambda",
+    "init_epoch", "method", "out",
+];
+
 /// What to train on and how; shared by `train` and `bench`.
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Dataset: mnist-digits (10,000 real digits bundled with taks), mnist, fashion-mnist,
-    /// cifar10 or cifar100.
-    #[arg(long, default_value = "mnist-digits")]
-    pub dataset: String,
+    /// Dataset.
+    #[arg(long, value_enum, default_value_t = DatasetKind::MnistDigits)]
+    pub dataset: DatasetKind,
     /// Folder holding the dataset's files (IDX files for mnist/fashion-mnist, the binary
     /// version for CIFAR). fashion-mnist defaults to /usr/share/datasets/fashion-mnist.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
-    /// Label noise injected into the training set: clean, symmetric, pairflip or asymmetric.
-    #[arg(long, default_value = "symmetric")]
-    pub noise: String,
+    /// Label noise injected into the training set.
+    #[arg(long, value_enum, default_value_t = NoiseKind::Symmetric)]
+    pub noise: NoiseKind,
     /// Noise rate: the fraction of labels flipped (symmetric, pairflip) or the flip
     /// probability of the affected classes (asymmetric).
     #[arg(long, default_value_t = 0.5)]
@@ -121,14 +141,20 @@ pub struct MethodSettings {
 pub struct TrainArgs {
     #[command(flatten)]
     pub run: RunArgs,
-    /// Method: taks (FPL), greedy or naive (the paper's ablations), or a baseline:
-    /// standard, f-correction, decouple, co-teaching, co-teaching-plus, jocor, itlm.
-    #[arg(long, default_value = "taks")]
-    pub method: String,
+    /// Method: TAkS, its ablations (greedy, naive) or one of the paper's baselines.
+    #[arg(long, value_enum, default_value_t = Method::Taks)]
+    pub method: Method,
     /// Run folder. Default: runs/<dataset>-<noise><rate>-<method>-seed<seed>, numbered
     /// when it exists. An explicit folder that already holds a run is an error.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Continue the stopped run in this folder from its last checkpoint, with the
+    /// settings in its config.json (only --data-dir, --device and --quiet may be given).
+    #[arg(long, value_name = "DIR", conflicts_with_all = RUN_SETTINGS)]
+    pub resume: Option<PathBuf>,
+    /// Write checkpoint.safetensors every N epochs (and after the last).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub checkpoint_every: usize,
     /// Also write the indices selected in every epoch to selected.csv (taks, greedy and
     /// naive only: the methods with an epoch-level selection).
     #[arg(long)]
@@ -143,11 +169,11 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub run: RunArgs,
     /// Methods to time, comma-separated, or `all`.
-    #[arg(long, default_value = "taks,standard", value_delimiter = ',')]
-    pub methods: Vec<String>,
-    /// Devices to time on, comma-separated (cpu, gpu).
-    #[arg(long, default_value = "cpu", value_delimiter = ',')]
-    pub devices: Vec<String>,
+    #[arg(long, value_enum, default_value = "taks,standard", value_delimiter = ',')]
+    pub methods: Vec<MethodPick>,
+    /// Devices to time on, comma-separated.
+    #[arg(long, value_enum, default_value = "cpu", value_delimiter = ',')]
+    pub devices: Vec<DeviceChoice>,
     /// Epochs not timed at the start (shader compilation, allocator warm-up).
     #[arg(long, default_value_t = 1)]
     pub warmup: usize,

@@ -2,33 +2,12 @@
 
 use anyhow::Result;
 use taks_core::config::TrainConfig;
-use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
-use taks_core::noise::NoiseKind;
 
 use crate::cli::RunArgs;
 
-/// A method list as the user wrote it: names, or `all` for every method.
-pub fn methods(names: &[String]) -> Result<Vec<Method>> {
-    if names.iter().any(|n| n == "all") {
-        return Ok(Method::ALL.to_vec());
-    }
-    let mut out: Vec<Method> = Vec::new();
-    for name in names {
-        let method: Method = name.trim().parse()?;
-        if !out.contains(&method) {
-            out.push(method);
-        }
-    }
-    anyhow::ensure!(!out.is_empty(), "no method given");
-    Ok(out)
-}
-
-pub fn build(args: &RunArgs, method: &str, default_epochs: usize) -> Result<TrainConfig> {
-    let dataset: DatasetKind = args.dataset.parse()?;
-    let noise: NoiseKind = args.noise.parse()?;
-    let method: Method = method.parse()?;
-    let mut config = TrainConfig::paper(dataset, noise, args.noise_rate, method);
+pub fn build(args: &RunArgs, method: Method, default_epochs: usize) -> Result<TrainConfig> {
+    let mut config = TrainConfig::paper(args.dataset, args.noise, args.noise_rate, method);
     // `paper` already holds the tuned ratios; the flags override them.
     config.k_ratio = args.k_ratio.unwrap_or(config.k_ratio);
     config.eta_ratio = args.eta_ratio.unwrap_or(config.eta_ratio);

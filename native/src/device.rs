@@ -28,8 +28,10 @@ pub struct Chosen {
 
 /// Adapters wgpu can see, as (name, type, backend).
 fn adapters() -> Vec<wgpu::AdapterInfo> {
+    // The primary backends only (Vulkan, Metal, DX12): probing OpenGL through EGL gains
+    // nothing burn would use and prints warnings of its own on headless machines.
     let instance = wgpu::Instance::default();
-    pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+    pollster::block_on(instance.enumerate_adapters(wgpu::Backends::PRIMARY))
         .into_iter()
         .map(|a| a.get_info())
         .collect()

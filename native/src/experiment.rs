@@ -13,8 +13,9 @@
 //!
 //! A run folder with a summary.json is finished and is reused, so running the same
 //! command again continues an interrupted grid; a folder without one was interrupted
-//! and its run starts over. A finished run whose settings differ from the grid's is an
-//! error, never silently mixed into a table.
+//! and its run resumes from its last checkpoint (exactly, as `taks train --resume`), or
+//! starts over if it stopped before its first. A run whose settings differ from the
+//! grid's is an error, never silently mixed into a table.
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -30,22 +31,23 @@ use taks_core::noise::NoiseKind;
 use web_time::Instant;
 
 use crate::device::{self, DeviceChoice};
-use crate::{config, plot, table, train};
+use crate::picks::{self, MethodPick};
+use crate::{plot, table, train};
 
 #[derive(clap::Args, Debug)]
 pub struct ExperimentArgs {
-    /// Datasets, comma-separated: mnist-digits, mnist, fashion-mnist, cifar10, cifar100.
-    #[arg(long, required = true, value_delimiter = ',')]
-    pub datasets: Vec<String>,
+    /// Datasets, comma-separated.
+    #[arg(long, value_enum, required = true, value_delimiter = ',')]
+    pub datasets: Vec<DatasetKind>,
     /// Noises, comma-separated, each KIND-RATE: symmetric-0.5, pairflip-0.45,
     /// asymmetric-0.4 (or clean).
-    #[arg(long, required = true, value_delimiter = ',')]
+    #[arg(long, required = true, value_delimiter = ',', allow_hyphen_values = true)]
     pub noises: Vec<String>,
     /// Methods, comma-separated, or `all`.
-    #[arg(long, default_value = "all", value_delimiter = ',')]
-    pub methods: Vec<String>,
+    #[arg(long, value_enum, default_value = "all", value_delimiter = ',')]
+    pub methods: Vec<MethodPick>,
     /// Seeds, comma-separated.
-    #[arg(long, default_value = "0", value_delimiter = ',')]
+    #[arg(long, default_value = "0", value_delimiter = ',', allow_hyphen_values = true)]
     pub seeds: Vec<u64>,
     /// Epochs per run.
     #[arg(long, default_value_t = 200)]
@@ -82,10 +84,16 @@ fn parse_noise(item: &str) -> Result<(NoiseKind, f64)> {
     if item == "clean" {
         return Ok((NoiseKind::Clean, 0.0));
     }
-    let (kind, rate) = item.rsplit_once('-').with_context(|| {
-        format!("noise '{item}' is not KIND-RATE (e.g. symmetric-0.5, pairflip-0.45)")
-    })?;
-    let kind: NoiseKind = kind.parse()?;
+    let kinds = || NoiseKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
+    let (kind, rate) = NoiseKind::ALL
+        .into_iter()
+        .find_map(|k| Some((k, item.strip_prefix(k.name())?.strip_prefix('-')?)))
+        .with_context(|| {
+            format!(
+                "noise '{item}' is not KIND-RATE (KIND one of {}; e.g. symmetric-0.5, pairflip-0.45)",
+                kinds()
+            )
+        })?;
     let rate: f64 = rate
         .parse()
         .with_context(|| format!("noise '{item}': rate '{rate}' is not a number"))?;
@@ -109,17 +117,18 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
     if args.seeds.is_empty() {
         bail!("--seeds: give at least one seed");
     }
-    let datasets: Vec<DatasetKind> = args
-        .datasets
-        .iter()
-        .map(|d| d.trim().parse())
-        .collect::<taks_core::Result<_>>()?;
+    let mut datasets: Vec<DatasetKind> = Vec::new();
+    for &d in &args.datasets {
+        if !datasets.contains(&d) {
+            datasets.push(d);
+        }
+    }
     let noises: Vec<(NoiseKind, f64)> = args
         .noises
         .iter()
         .map(|n| parse_noise(n.trim()))
         .collect::<Result<_>>()?;
-    let methods = config::methods(&args.methods)?;
+    let methods = picks::methods(&args.methods);
     let mut dirs: HashMap<DatasetKind, PathBuf> = HashMap::new();
     for item in &args.data_dir {
         let (name, dir) = item
@@ -206,16 +215,18 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
                     split
                 }
             };
-            // An unfinished folder is a run that was cut off: start it over.
-            if cell.dir.exists() {
-                std::fs::remove_dir_all(&cell.dir)
-                    .with_context(|| format!("clearing unfinished run {}", cell.dir.display()))?;
-            }
+            // An unfinished folder is a run that was cut off: it resumes.
             std::fs::create_dir_all(&cell.dir)
                 .with_context(|| format!("creating {}", cell.dir.display()))?;
             let started = Instant::now();
+            let options = train::Options {
+                checkpoint_every: 1,
+                resume: true,
+                data_dir: dirs.get(&c.dataset).cloned(),
+                ..Default::default()
+            };
             let (_, summary) =
-                train::train_into(c, split, &chosen, &cell.dir, false, &mut |event| {
+                train::train_into(c, split, &chosen, &cell.dir, &options, &mut |event| {
                     if let (train::Event::Epoch(_), Some(bar)) = (event, &bar) {
                         bar.inc(1);
                     }

@@ -7,6 +7,7 @@ mod cli;
 mod config;
 mod device;
 mod experiment;
+mod picks;
 mod plot;
 mod table;
 mod train;
@@ -16,8 +17,14 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The exit code of a failure that is a bug in taks (a panic), as opposed to 1, a
+/// problem with the input or the machine that the message explains (EX_SOFTWARE).
+const BUG: u8 = 70;
+
 fn main() -> ExitCode {
-    // A failure deep inside a backend should still read as one line, not a backtrace.
+    // A panic is a bug in taks: say so on one line, keep the location and, with
+    // RUST_BACKTRACE=1, the backtrace, and exit with its own code so that scripts and
+    // the tests can tell it from a user error.
     std::panic::set_hook(Box::new(|info| {
         let message = info
             .payload()
@@ -26,23 +33,64 @@ fn main() -> ExitCode {
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
         let message = message.lines().next().unwrap_or_default().to_string();
-        eprintln!("error: internal failure: {message}");
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "error: internal failure: {message}{place}; this is a bug in taks, please report it (with the output of RUST_BACKTRACE=1)"
+        );
+        let backtrace = std::backtrace::Backtrace::capture();
+        if backtrace.status() == std::backtrace::BacktraceStatus::Captured {
+            eprintln!("{backtrace}");
+        }
     }));
-    let cli = cli::Cli::parse();
-    let result = match cli.command {
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(err),
+    };
+    let result = std::panic::catch_unwind(|| match cli.command {
         cli::Command::Train(args) => train::run(args),
         cli::Command::Bench(args) => bench::run(args),
         cli::Command::BenchSelect(args) => bench_select::run(args),
         cli::Command::Experiment(args) => experiment::run(args),
         cli::Command::Tune(args) => tune::run(args),
         cli::Command::Table { runs } => table::run(&runs),
-    };
+    });
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(err)) => {
             // One line: the whole context chain, joined.
             eprintln!("error: {err:#}");
             ExitCode::FAILURE
         }
+        // The hook has printed it.
+        Err(_) => ExitCode::from(BUG),
     }
+}
+
+/// clap's verdict on the arguments. Help and version go out as clap writes them; a
+/// mistake becomes one line like every other error (clap's suggestion and the list of
+/// valid values included), with clap's exit code for usage errors.
+fn usage_error(err: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = err.print();
+        return ExitCode::from(err.exit_code() as u8);
+    }
+    let text = err.render().to_string();
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+        .filter(|l| !l.starts_with("Usage:"))
+        .collect();
+    let line = parts.join(" ");
+    eprintln!("error: {}", line.strip_prefix("error: ").unwrap_or(&line));
+    ExitCode::from(err.exit_code() as u8)
 }

@@ -1,10 +1,16 @@
-//! `taks train`: one run, written to a run folder as it happens.
+//! `taks train`: one run, written to a run folder as it happens, and resumable.
 //!
 //! metrics.csv gets a row (flushed) after every epoch, so an interrupted or failed run
 //! keeps everything it measured; config.json is written before the first epoch (and
 //! again after F-correction's first stage, with the transition matrix it estimated),
-//! summary.json and plot.svg after the last. `taks experiment` writes each of its runs
-//! with the same [`train_into`].
+//! summary.json and plot.svg after the last. After every `--checkpoint-every` epochs
+//! (and the last) the whole training state goes to checkpoint.safetensors, written
+//! beside and renamed over the previous one, so a kill at any instant leaves a whole
+//! checkpoint. The order is row first, then checkpoint: a run stopped between the two
+//! has one row more than its checkpoint, and `--resume` rewrites metrics.csv (and
+//! selected.csv) from the checkpoint before going on, so no row is ever doubled or
+//! half written. `taks experiment` writes and resumes each of its runs with the same
+//! [`train_into`].
 
 use std::fs::File;
 use std::io::{IsTerminal, Write};
@@ -16,6 +22,8 @@ use serde_json::json;
 use taks_core::config::TrainConfig;
 use taks_core::data::Split;
 use taks_core::metrics::{EpochMetrics, Summary, summarize};
+use taks_core::formats::atomic::write_atomically;
+use taks_core::formats::checkpoint::Checkpoint;
 use taks_core::train::Trainer;
 
 use crate::cli::TrainArgs;
@@ -23,44 +31,64 @@ use crate::device::Chosen;
 use crate::{config, device, plot, table};
 
 pub fn run(args: TrainArgs) -> Result<()> {
-    let config = config::build(&args.run, &args.method, 200)?;
-    if args.save_selections && !config.method.uses_selector() {
-        bail!(
-            "--save-selections needs a method with an epoch-level selection (taks, greedy, naive), not {}",
-            config.method.name()
-        );
+    if args.checkpoint_every == 0 {
+        bail!("--checkpoint-every must be at least 1 (epochs between checkpoints)");
     }
-    let split = config.dataset.load(args.run.data_dir.as_deref())?;
+    let (config, out, data_dir, save_selections) = match &args.resume {
+        Some(dir) => {
+            let (config, data_dir) = read_run_config(dir)?;
+            let data_dir = args.run.data_dir.clone().or(data_dir);
+            (config, dir.clone(), data_dir, dir.join("selected.csv").exists())
+        }
+        None => {
+            let config = config::build(&args.run, args.method, 200)?;
+            if args.save_selections && !config.method.uses_selector() {
+                bail!(
+                    "--save-selections needs a method with an epoch-level selection (taks, greedy, naive), not {}",
+                    config.method.name()
+                );
+            }
+            let out = prepare_out_dir(args.out.as_deref(), &config)?;
+            (config, out, args.run.data_dir.clone(), args.save_selections)
+        }
+    };
+    // Everything about the input is checked before a device is opened.
+    if args.resume.is_some() && out.join(CHECKPOINT).exists() {
+        let path = out.join(CHECKPOINT);
+        taks_core::train::checkpoint::check(&Checkpoint::read(&path)?, &config, &path)?;
+    }
+    let split = config.dataset.load(data_dir.as_deref())?;
+    split.check()?;
+    config.checked_k(split.train.len().min(config.train_limit.unwrap_or(usize::MAX)))?;
     let chosen = device::choose(args.run.device)?;
-    let out = prepare_out_dir(args.out.as_deref(), &config)?;
     let say = |line: String| {
         if !args.quiet {
             eprintln!("{line}");
         }
     };
-    say(format!("device: {}", chosen.description));
     let bar = progress_bar(config.epochs, args.quiet);
-    let (_, summary) = train_into(
-        &config,
-        split,
-        &chosen,
-        &out,
-        args.save_selections,
-        &mut |event| match event {
+    let options = Options {
+        save_selections,
+        checkpoint_every: args.checkpoint_every,
+        resume: args.resume.is_some(),
+        data_dir: data_dir.clone(),
+    };
+    let (_, summary) = train_into(&config, split, &chosen, &out, &options, &mut |event| {
+        match event {
             Event::Line(line) => say(line),
             Event::Epoch(m) => match &bar {
                 Some(bar) => {
+                    bar.set_position(m.epoch as u64);
                     bar.set_message(format!(
                         "acc {:.2}% prec {:.2}%",
                         m.test_accuracy * 100.0,
                         m.label_precision * 100.0
                     ));
-                    bar.inc(1);
                 }
                 None => say(epoch_line(m)),
             },
-        },
-    )?;
+        }
+    })?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -69,10 +97,26 @@ pub fn run(args: TrainArgs) -> Result<()> {
         table::render(&[table::Row::new(out.display().to_string(), config, summary)])
     );
     println!(
-        "wrote {}/{{metrics.csv,config.json,summary.json,plot.svg}}",
+        "wrote {}/{{metrics.csv,config.json,summary.json,plot.svg,{CHECKPOINT}}}",
         out.display()
     );
     Ok(())
+}
+
+/// The checkpoint's file name inside a run folder.
+pub const CHECKPOINT: &str = "checkpoint.safetensors";
+
+/// How [`train_into`] runs besides the settings.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Also write selected.csv (methods with an FPL selector only).
+    pub save_selections: bool,
+    /// Epochs between checkpoints (the last epoch always writes one).
+    pub checkpoint_every: usize,
+    /// Continue the run already in the folder from its checkpoint, if it has one.
+    pub resume: bool,
+    /// Recorded in config.json, so that a resumed run finds its data again.
+    pub data_dir: Option<PathBuf>,
 }
 
 /// What a run reports while it trains.
@@ -83,23 +127,40 @@ pub enum Event<'a> {
     Epoch(&'a EpochMetrics),
 }
 
-/// Train `config` on `split` and write the run folder `out` (which must exist and hold
-/// no run). Returns the history and the summary written to summary.json.
+/// Train `config` on `split` and write the run folder `out`, which must exist. A fresh
+/// run starts from nothing; with `options.resume` a run whose folder holds a
+/// checkpoint continues from it (metrics.csv and selected.csv are first cut back to
+/// the checkpoint's epoch, so no row is ever doubled or half written). Returns the
+/// history and the summary written to summary.json.
 pub fn train_into(
     config: &TrainConfig,
     split: Split,
     chosen: &Chosen,
     out: &Path,
-    save_selections: bool,
+    options: &Options,
     report: &mut dyn FnMut(Event),
 ) -> Result<(Vec<EpochMetrics>, Summary)> {
     let mut trainer = Trainer::new(config.clone(), split, &chosen.device)?;
+    let checkpoint_path = out.join(CHECKPOINT);
+    let mut history = Vec::new();
+    let resuming = options.resume && checkpoint_path.exists();
+    if resuming {
+        let checkpoint = Checkpoint::read(&checkpoint_path)?;
+        history = trainer.restore(checkpoint, &checkpoint_path)?;
+        report(Event::Line(format!(
+            "resuming {} after epoch {} of {}",
+            out.display(),
+            trainer.epoch(),
+            config.epochs
+        )));
+    }
     let n = trainer.train_len();
     let eta = if config.method.uses_selector() {
         format!(", eta = {:.3}", config.eta(n))
     } else {
         String::new()
     };
+    report(Event::Line(format!("device: {}", chosen.description)));
     report(Event::Line(format!(
         "{}: n = {n}, {} noise {:.0}% (actual {:.1}% flipped), method {}, {} samples per epoch{eta}, {} epochs -> {}",
         config.dataset.name(),
@@ -111,7 +172,9 @@ pub fn train_into(
         config.epochs,
         out.display()
     )));
-    write_config(out, config, &trainer, &chosen.description)?;
+    if !resuming {
+        write_config(out, config, &trainer, &chosen.description, options)?;
+    }
     if trainer.needs_preparation() {
         report(Event::Line(format!(
             "f-correction stage 1: Standard on 80% of the noisy training set for {} epochs, to estimate the transition matrix",
@@ -125,21 +188,31 @@ pub fn train_into(
             p.best_epoch,
             p.seconds
         )));
-        write_config(out, config, &trainer, &chosen.description)?;
+        write_config(out, config, &trainer, &chosen.description, options)?;
+        save_checkpoint(&trainer, &history, &checkpoint_path)?;
     }
 
     let networks = config.method.networks();
-    let mut metrics_file = create(&out.join("metrics.csv"))?;
-    writeln!(metrics_file, "{}", EpochMetrics::csv_header(networks))?;
-    let mut selections = if save_selections {
-        let mut f = create(&out.join("selected.csv"))?;
-        writeln!(f, "epoch,indices")?;
-        Some(f)
+    // metrics.csv as the checkpoint knows it, then appended to.
+    let mut rows = EpochMetrics::csv_header(networks) + "\n";
+    for m in &history {
+        rows += &(m.csv_row() + "\n");
+    }
+    write_atomically(&out.join("metrics.csv"), rows.as_bytes())?;
+    let mut metrics_file = append(&out.join("metrics.csv"))?;
+    let mut selections = if options.save_selections {
+        let path = out.join("selected.csv");
+        let kept = if resuming {
+            selection_rows_until(&path, trainer.epoch())?
+        } else {
+            "epoch,indices\n".to_string()
+        };
+        write_atomically(&path, kept.as_bytes())?;
+        Some(append(&path)?)
     } else {
         None
     };
 
-    let mut history = Vec::new();
     while !trainer.is_done() {
         let epoch = trainer.epoch() + 1;
         if let (Some(f), Some(selector)) = (selections.as_mut(), trainer.selector()) {
@@ -157,8 +230,11 @@ pub fn train_into(
         })?;
         writeln!(metrics_file, "{}", m.csv_row())?;
         metrics_file.flush()?;
-        report(Event::Epoch(&m));
         history.push(m);
+        if trainer.epoch() % options.checkpoint_every.max(1) == 0 || trainer.is_done() {
+            save_checkpoint(&trainer, &history, &checkpoint_path)?;
+        }
+        report(Event::Epoch(history.last().expect("just pushed")));
     }
 
     let summary = summarize(&history).context("no epoch finished")?;
@@ -170,6 +246,48 @@ pub fn train_into(
     std::fs::write(out.join("plot.svg"), plot::svg(&history, config))
         .with_context(|| format!("writing {}", out.join("plot.svg").display()))?;
     Ok((history, summary))
+}
+
+/// Write the trainer's checkpoint over the previous one, atomically.
+fn save_checkpoint(trainer: &Trainer, history: &[EpochMetrics], path: &Path) -> Result<()> {
+    let checkpoint = pollster::block_on(trainer.checkpoint(history))?;
+    write_atomically(path, &checkpoint.encode())?;
+    Ok(())
+}
+
+/// selected.csv's header and its rows for epochs 1..=`epochs` (each row is written
+/// before its epoch trains, so a stopped run may hold one more).
+fn selection_rows_until(path: &Path, epochs: usize) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading {}", path.display()))?;
+    let mut lines = text.lines();
+    let mut kept = String::from("epoch,indices\n");
+    if lines.next() != Some("epoch,indices") {
+        bail!("{} is not a selected.csv written by taks", path.display());
+    }
+    for line in lines {
+        let epoch = line.split(',').next().and_then(|e| e.parse::<usize>().ok());
+        match epoch {
+            Some(e) if e <= epochs && line.contains(',') => kept += &format!("{line}\n"),
+            _ => break,
+        }
+    }
+    Ok(kept)
+}
+
+/// A run folder's settings and data folder, from its config.json.
+fn read_run_config(dir: &Path) -> Result<(TrainConfig, Option<PathBuf>)> {
+    let path = dir.join("config.json");
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!("cannot resume {}: no run there (reading {})", dir.display(), path.display())
+    })?;
+    let doc: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not JSON", path.display()))?;
+    let config: TrainConfig = serde_json::from_value(doc["config"].clone())
+        .with_context(|| format!("{} holds no taks run settings", path.display()))?;
+    config.validate().with_context(|| format!("in {}", path.display()))?;
+    let data_dir = doc["data_dir"].as_str().map(PathBuf::from);
+    Ok((config, data_dir))
 }
 
 /// One epoch as a line of text.
@@ -189,8 +307,11 @@ pub fn epoch_line(m: &EpochMetrics) -> String {
     )
 }
 
-fn create(path: &Path) -> Result<File> {
-    File::create(path).with_context(|| format!("creating {}", path.display()))
+fn append(path: &Path) -> Result<File> {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))
 }
 
 /// The run folder: the explicit one (which must not already hold a run) or a fresh,
@@ -229,7 +350,13 @@ fn prepare_out_dir(explicit: Option<&Path>, config: &TrainConfig) -> Result<Path
     Ok(dir)
 }
 
-fn write_config(out: &Path, config: &TrainConfig, trainer: &Trainer, device: &str) -> Result<()> {
+fn write_config(
+    out: &Path,
+    config: &TrainConfig,
+    trainer: &Trainer,
+    device: &str,
+    options: &Options,
+) -> Result<()> {
     let n = trainer.train_len();
     let doc = json!({
         "config": config,
@@ -240,11 +367,11 @@ fn write_config(out: &Path, config: &TrainConfig, trainer: &Trainer, device: &st
         "device": device,
         "selection_engine": trainer.selector().map(|s| s.engine()),
         "f_correction_stage_1": trainer.preparation(),
+        "data_dir": options.data_dir,
         "taks_version": env!("CARGO_PKG_VERSION"),
     });
-    let path = out.join("config.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&doc)?)
-        .with_context(|| format!("writing {}", path.display()))
+    write_atomically(&out.join("config.json"), serde_json::to_string_pretty(&doc)?.as_bytes())?;
+    Ok(())
 }
 
 /// A bar on a terminal, `None` when quiet or when stderr is not a terminal.

@@ -31,10 +31,10 @@ pub struct TuneArgs {
     #[arg(long)]
     pub gamma: Option<f64>,
     /// k-ratios to try instead of 1 - gamma + {-0.15, ..., +0.15} (comma-separated).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub k_ratios: Vec<f64>,
     /// eta-ratios to try instead of 1e-4, 5e-4, 1e-3, 5e-3 (comma-separated).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub eta_ratios: Vec<f64>,
     /// Folder for tune.csv, choice.json and config.json.
     #[arg(long)]
@@ -64,7 +64,7 @@ fn k_grid(gamma: f64) -> Vec<f64> {
 }
 
 pub fn run(args: TuneArgs) -> Result<()> {
-    let base = config::build(&args.run, "taks", 200)?;
+    let base = config::build(&args.run, taks_core::methods::Method::Taks, 200)?;
     let gamma = args
         .gamma
         .unwrap_or_else(|| expected_flip_fraction(base.dataset, base.noise, base.noise_rate));

@@ -58,6 +58,26 @@ pub struct Split {
     pub test: Dataset,
 }
 
+impl Split {
+    /// Both parts hold samples, of one shape: what training needs of any split.
+    pub fn check(&self) -> Result<()> {
+        if self.train.is_empty() || self.test.is_empty() {
+            return Err(Error::Config(format!(
+                "the training and test sets must not be empty (they have {} and {} samples)",
+                self.train.len(),
+                self.test.len()
+            )));
+        }
+        if self.train.shape != self.test.shape {
+            return Err(Error::Config(format!(
+                "training samples are {:?} but test samples are {:?}",
+                self.train.shape, self.test.shape
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// The datasets taks can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

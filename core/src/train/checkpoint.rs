@@ -60,6 +60,38 @@ fn moment_names(i: usize) -> (String, String) {
     (format!("adam.{i}.first"), format!("adam.{i}.second"))
 }
 
+/// Check that `checkpoint` (read from `path`) is a run state of a run with `config`,
+/// and return the number of epochs it has finished. What [`Trainer::restore`] checks
+/// first; callable before a device is chosen.
+pub fn check(checkpoint: &Checkpoint, config: &TrainConfig, path: &Path) -> Result<usize> {
+    Ok(state_of(checkpoint, config, path)?.epoch)
+}
+
+fn state_of(checkpoint: &Checkpoint, config: &TrainConfig, path: &Path) -> Result<State> {
+    let bad = |reason: String| Error::Format(FormatError::malformed(path, reason));
+    let state = State::deserialize(&checkpoint.state)
+        .map_err(|e| bad(format!("the checkpoint's state is not a taks run state: {e}")))?;
+    if state.config != *config {
+        return Err(bad(
+            "the checkpoint belongs to a run with other settings than this one".into(),
+        ));
+    }
+    if state.epoch > config.epochs {
+        return Err(bad(format!(
+            "the checkpoint is at epoch {} of a {}-epoch run",
+            state.epoch, config.epochs
+        )));
+    }
+    let numbered = state.history.iter().enumerate().all(|(i, m)| m.epoch == i + 1);
+    if state.history.len() != state.epoch || !numbered {
+        return Err(bad(format!(
+            "the checkpoint's history does not hold epochs 1..={}",
+            state.epoch
+        )));
+    }
+    Ok(state)
+}
+
 impl Trainer {
     /// Everything needed to continue this run after its last finished epoch, with the
     /// `history` of those epochs.
@@ -113,31 +145,13 @@ impl Trainer {
     /// epochs already finished.
     pub fn restore(&mut self, mut checkpoint: Checkpoint, path: &Path) -> Result<Vec<EpochMetrics>> {
         let bad = |reason: String| Error::Format(FormatError::malformed(path, reason));
-        let state: State = serde_json::from_value(std::mem::take(&mut checkpoint.state))
-            .map_err(|e| bad(format!("the checkpoint's state is not a taks run state: {e}")))?;
-        if state.config != self.config {
-            return Err(bad(
-                "the checkpoint belongs to a run with other settings than this one".into(),
-            ));
-        }
+        let state = state_of(&checkpoint, &self.config, path)?;
+        checkpoint.state = serde_json::Value::Null;
         let n = self.train.len;
         if state.train_samples != n {
             return Err(bad(format!(
                 "the checkpoint was written for {} training samples, this run has {n}",
                 state.train_samples
-            )));
-        }
-        if state.epoch > self.config.epochs {
-            return Err(bad(format!(
-                "the checkpoint is at epoch {} of a {}-epoch run",
-                state.epoch, self.config.epochs
-            )));
-        }
-        let numbered = state.history.iter().enumerate().all(|(i, m)| m.epoch == i + 1);
-        if state.history.len() != state.epoch || !numbered {
-            return Err(bad(format!(
-                "the checkpoint's history does not hold epochs 1..={}",
-                state.epoch
             )));
         }
 

@@ -1,0 +1,66 @@
+//! The fixed-choice settings as clap value enums (feature `clap`, which the command
+//! line turns on and the browser build leaves off): `--help` lists every value with a
+//! line about it, and a mistyped value gets clap's "did you mean" suggestion. Each
+//! value is the name the rest of taks reads and writes (`name()`, serde).
+
+use clap::ValueEnum;
+use clap::builder::PossibleValue;
+
+use crate::data::DatasetKind;
+use crate::methods::Method;
+use crate::noise::NoiseKind;
+
+impl ValueEnum for DatasetKind {
+    fn value_variants<'a>() -> &'a [Self] {
+        &DatasetKind::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let help = match self {
+            DatasetKind::MnistDigits => "10,000 real MNIST digits bundled with taks",
+            DatasetKind::Mnist => "MNIST from a folder of its four IDX files",
+            DatasetKind::FashionMnist => "Fashion-MNIST from a folder of its four IDX files",
+            DatasetKind::Cifar10 => "CIFAR-10, binary version",
+            DatasetKind::Cifar100 => "CIFAR-100, binary version (fine labels)",
+        };
+        Some(PossibleValue::new(self.name()).help(help))
+    }
+}
+
+impl ValueEnum for NoiseKind {
+    fn value_variants<'a>() -> &'a [Self] {
+        &NoiseKind::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let help = match self {
+            NoiseKind::Clean => "no label is changed",
+            NoiseKind::Symmetric => "a flipped label goes to any other class",
+            NoiseKind::Pairflip => "a flipped label goes to the next class",
+            NoiseKind::Asymmetric => "labels flip to a similar class (the dataset's recipe)",
+        };
+        Some(PossibleValue::new(self.name()).help(help))
+    }
+}
+
+impl ValueEnum for Method {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Method::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let help = match self {
+            Method::Taks => "TAkS: Follow-the-Perturbed-Leader sample selection",
+            Method::Greedy => "ablation: the k smallest latest noise-risks",
+            Method::Naive => "ablation: Follow-the-Leader (no perturbation)",
+            Method::Standard => "every sample, plain cross-entropy",
+            Method::FCorrection => "loss correction with an estimated transition matrix",
+            Method::Decouple => "two networks, update on disagreement",
+            Method::CoTeaching => "two networks teach each other their small-loss samples",
+            Method::CoTeachingPlus => "Co-teaching among the samples the networks disagree on",
+            Method::Jocor => "two networks, joint loss with an agreement term",
+            Method::Itlm => "iterative trimmed loss: the smallest-loss samples each epoch",
+        };
+        Some(PossibleValue::new(self.name()).help(help))
+    }
+}

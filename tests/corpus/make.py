@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Writes the malformed inputs of tests/corpus/files/ (run from anywhere; the files are
+committed, this script only documents how each was made). Every file is tiny: the
+readers must reject it for what is wrong with it, whatever its size."""
+import gzip, json, os, struct, shutil
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "files")
+
+
+def idx(dims, values, type_byte=0x08):
+    return bytes([0, 0, type_byte, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims) + bytes(values)
+
+
+def mnist(name, train_images=None, train_labels=None, test_images=None, test_labels=None, drop=None, gz=False):
+    """A folder of the four IDX files of 4 grey 2x2 images; any part may be replaced."""
+    d = os.path.join(OUT, name)
+    os.makedirs(d, exist_ok=True)
+    good_images = idx([4, 2, 2], range(16))
+    good_labels = idx([4], [0, 1, 2, 3])
+    files = {
+        "train-images-idx3-ubyte": train_images if train_images is not None else good_images,
+        "train-labels-idx1-ubyte": train_labels if train_labels is not None else good_labels,
+        "t10k-images-idx3-ubyte": test_images if test_images is not None else good_images,
+        "t10k-labels-idx1-ubyte": test_labels if test_labels is not None else good_labels,
+    }
+    for stem, data in files.items():
+        if stem == drop:
+            continue
+        if gz:
+            with open(os.path.join(d, stem + ".gz"), "wb") as f:
+                f.write(gzip.compress(data) if stem != "train-images-idx3-ubyte" else data)
+        else:
+            with open(os.path.join(d, stem), "wb") as f:
+                f.write(data)
+
+
+def cifar10(name, records=None, drop=None):
+    d = os.path.join(OUT, name)
+    os.makedirs(d, exist_ok=True)
+    good = bytes([3]) + bytes(3072)
+    for stem in ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch"]:
+        if stem == drop:
+            continue
+        with open(os.path.join(d, stem + ".bin"), "wb") as f:
+            f.write(records.get(stem, good) if records else good)
+
+
+def safetensors(metadata, tensors=()):
+    header = {"__metadata__": metadata} if metadata is not None else {}
+    offset, body = 0, b""
+    for name, dtype, shape, data in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+        body += data
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + body
+
+
+def run_folder(name, config_text, checkpoint=None):
+    d = os.path.join(OUT, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        f.write(config_text)
+    if checkpoint is not None:
+        with open(os.path.join(d, "checkpoint.safetensors"), "wb") as f:
+            f.write(checkpoint)
+
+
+def main():
+    shutil.rmtree(OUT, ignore_errors=True)
+    os.makedirs(OUT)
+    labels = idx([4], [0, 1, 2, 3])
+    # IDX (MNIST-format folders).
+    mnist("idx-bad-magic", train_labels=bytes([8, 8, 8, 1]) + bytes(8))
+    mnist("idx-truncated-labels", train_labels=idx([4], [0, 1, 2, 3])[:-1])
+    mnist("idx-trailing-bytes", train_labels=labels + b"\x00")
+    mnist("idx-count-mismatch", train_labels=idx([3], [0, 1, 2]))
+    mnist("idx-label-out-of-range", train_labels=idx([4], [0, 1, 2, 10]))
+    mnist("idx-wrong-rank", train_labels=idx([4, 1, 1], [0, 1, 2, 3]))
+    mnist("idx-element-type", train_images=idx([4, 2, 2], range(16), type_byte=0x0D))
+    mnist("idx-empty-file", train_images=b"")
+    mnist("idx-short-header", train_images=bytes([0, 0, 8, 3, 0, 0]))
+    mnist("idx-lying-dimensions", train_images=idx([0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF], []))
+    mnist("idx-huge-dimensions", train_images=idx([65535, 65535, 255], []))
+    mnist("idx-zero-width", train_images=idx([4, 2, 0], []))
+    mnist("idx-missing-file", drop="t10k-labels-idx1-ubyte")
+    mnist("idx-shape-mismatch", test_images=idx([4, 3, 3], range(36)))
+    mnist("idx-corrupt-gzip", gz=True)
+    with open(os.path.join(OUT, "idx-corrupt-gzip", "train-images-idx3-ubyte.gz"), "wb") as f:
+        f.write(bytes([0x1F, 0x8B, 8, 0, 1, 2, 3]))
+    mnist("idx-no-samples", train_images=idx([0, 2, 2], []), train_labels=idx([0], []))
+    # CIFAR binary.
+    cifar10("cifar-partial-record", records={"data_batch_2": bytes([1]) + bytes(100)})
+    cifar10("cifar-label-out-of-range", records={"test_batch": bytes([10]) + bytes(3072)})
+    cifar10("cifar-missing-file", drop="data_batch_3")
+    cifar10("cifar-empty-file", records={"data_batch_1": b""})
+    d = os.path.join(OUT, "cifar100-label-out-of-range")
+    os.makedirs(d)
+    for stem in ["train", "test"]:
+        with open(os.path.join(d, stem + ".bin"), "wb") as f:
+            f.write(bytes([0, 100 if stem == "train" else 5]) + bytes(3072))
+    with open(os.path.join(OUT, "not-a-folder"), "w") as f:
+        f.write("a file where a folder belongs\n")
+    # Run folders for --resume.
+    config = {"config": {"dataset": "mnist-digits", "noise": "symmetric", "noise_rate": 0.5,
+                         "method": "taks", "k_ratio": 0.35, "eta_ratio": 0.001, "epochs": 2,
+                         "seed": 0, "batch_size": 128, "eval_batch_size": 4096,
+                         "learning_rate": 0.001, "decay_start": 80, "train_limit": 200,
+                         "test_limit": 100, "architecture": "mlp",
+                         "selection_engine": "wgsl", "forget_rate": 0.5, "co_lambda": 0.9,
+                         "init_epoch": 0}}
+    good_config = json.dumps(config)
+    run_folder("resume-config-not-json", "{ this is not json")
+    run_folder("resume-config-no-settings", json.dumps({"taks_version": "0.1.0"}))
+    bad = json.loads(good_config)
+    bad["config"]["k_ratio"] = 7
+    run_folder("resume-config-bad-setting", json.dumps(bad))
+    bad = json.loads(good_config)
+    bad["config"]["method"] = "coteach"
+    run_folder("resume-config-unknown-method", json.dumps(bad))
+    run_folder("resume-checkpoint-garbage", good_config, b"definitely not a checkpoint")
+    run_folder("resume-checkpoint-empty", good_config, b"")
+    run_folder("resume-checkpoint-foreign", good_config,
+               safetensors(None, [("w", "F32", [1], bytes(4))]))
+    run_folder("resume-checkpoint-version", good_config,
+               safetensors({"format": "taks-checkpoint", "version": "99", "state": "{}"}))
+    run_folder("resume-checkpoint-no-state", good_config,
+               safetensors({"format": "taks-checkpoint", "version": "1"}))
+    run_folder("resume-checkpoint-state-not-json", good_config,
+               safetensors({"format": "taks-checkpoint", "version": "1", "state": "{oops"}))
+    run_folder("resume-checkpoint-state-foreign", good_config,
+               safetensors({"format": "taks-checkpoint", "version": "1", "state": "{\"epoch\": 1}"}))
+    run_folder("resume-checkpoint-f16", good_config,
+               safetensors({"format": "taks-checkpoint", "version": "1", "state": "{}"},
+                           [("w", "F16", [1], bytes(2))]))
+    lying = bytearray(safetensors({"format": "taks-checkpoint", "version": "1", "state": "{}"}))
+    lying[0:8] = struct.pack("<Q", 1 << 60)
+    run_folder("resume-checkpoint-lying-header", good_config, bytes(lying))
+    run_folder("resume-checkpoint-truncated", good_config,
+               safetensors({"format": "taks-checkpoint", "version": "1", "state": "{}"},
+                           [("w", "F32", [4], bytes(16))])[:-3])
+    # A folder for `table`: metrics and config that do not belong together.
+    d = os.path.join(OUT, "table-garbage-run")
+    os.makedirs(d)
+    with open(os.path.join(d, "metrics.csv"), "w") as f:
+        f.write("epoch,train_loss\nnot,numbers\n")
+    with open(os.path.join(d, "config.json"), "w") as f:
+        f.write("[]")
+
+
+if __name__ == "__main__":
+    main()
