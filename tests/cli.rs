@@ -65,6 +65,9 @@ fn bad_input_corpus() {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus");
     let files = scratch("corpus");
     copy_tree(&corpus.join("files"), &files);
+    // The working folder of every case: a refused run must not leave a run folder.
+    let cwd = scratch("corpus-cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
     let cases = std::fs::read_to_string(corpus.join("cases.tsv")).unwrap();
     let mut count = 0;
     for line in cases.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
@@ -74,7 +77,11 @@ fn bad_input_corpus() {
         };
         let args = args.replace("{files}", files.to_str().unwrap());
         let args: Vec<&str> = args.split(' ').collect();
-        let out = taks(&args);
+        let out = Command::new(env!("CARGO_BIN_EXE_taks"))
+            .args(&args)
+            .current_dir(&cwd)
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             !out.status.success() && stderr.contains(expected),
@@ -85,6 +92,9 @@ fn bad_input_corpus() {
         count += 1;
     }
     assert!(count >= 90, "only {count} cases");
+    let left: Vec<_> = std::fs::read_dir(&cwd).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(left.is_empty(), "refused runs left {left:?}");
+    std::fs::remove_dir_all(&cwd).unwrap();
     // No case may have written into a run folder it was refused.
     for entry in std::fs::read_dir(&files).unwrap() {
         let dir = entry.unwrap().path();

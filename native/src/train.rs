@@ -34,11 +34,11 @@ pub fn run(args: TrainArgs) -> Result<()> {
     if args.checkpoint_every == 0 {
         bail!("--checkpoint-every must be at least 1 (epochs between checkpoints)");
     }
-    let (config, out, data_dir, save_selections) = match &args.resume {
+    let (config, data_dir, save_selections) = match &args.resume {
         Some(dir) => {
             let (config, data_dir) = read_run_config(dir)?;
             let data_dir = args.run.data_dir.clone().or(data_dir);
-            (config, dir.clone(), data_dir, dir.join("selected.csv").exists())
+            (config, data_dir, dir.join("selected.csv").exists())
         }
         None => {
             let config = config::build(&args.run, args.method, 200)?;
@@ -48,19 +48,24 @@ pub fn run(args: TrainArgs) -> Result<()> {
                     config.method.name()
                 );
             }
-            let out = prepare_out_dir(args.out.as_deref(), &config)?;
-            (config, out, args.run.data_dir.clone(), args.save_selections)
+            (config, args.run.data_dir.clone(), args.save_selections)
         }
     };
-    // Everything about the input is checked before a device is opened.
-    if args.resume.is_some() && out.join(CHECKPOINT).exists() {
-        let path = out.join(CHECKPOINT);
+    // Everything about the input is checked before a device is opened or a folder made.
+    if let Some(dir) = &args.resume
+        && dir.join(CHECKPOINT).exists()
+    {
+        let path = dir.join(CHECKPOINT);
         taks_core::train::checkpoint::check(&Checkpoint::read(&path)?, &config, &path)?;
     }
     let split = config.dataset.load(data_dir.as_deref())?;
     split.check()?;
     config.checked_k(split.train.len().min(config.train_limit.unwrap_or(usize::MAX)))?;
     let chosen = device::choose(args.run.device)?;
+    let out = match &args.resume {
+        Some(dir) => dir.clone(),
+        None => prepare_out_dir(args.out.as_deref(), &config)?,
+    };
     let say = |line: String| {
         if !args.quiet {
             eprintln!("{line}");
@@ -218,8 +223,8 @@ pub fn train_into(
         if let (Some(f), Some(selector)) = (selections.as_mut(), trainer.selector()) {
             let chosen = pollster::block_on(selector.current_indices_host())?;
             let list: Vec<String> = chosen.iter().map(u32::to_string).collect();
-            writeln!(f, "{epoch},{}", list.join(" "))?;
-            f.flush()?;
+            // One write per row, so a kill never leaves part of one.
+            f.write_all(format!("{epoch},{}\n", list.join(" ")).as_bytes())?;
         }
         let m = pollster::block_on(trainer.step()).with_context(|| {
             format!(
@@ -228,8 +233,7 @@ pub fn train_into(
                 out.display()
             )
         })?;
-        writeln!(metrics_file, "{}", m.csv_row())?;
-        metrics_file.flush()?;
+        metrics_file.write_all(format!("{}\n", m.csv_row()).as_bytes())?;
         history.push(m);
         if trainer.epoch() % options.checkpoint_every.max(1) == 0 || trainer.is_done() {
             save_checkpoint(&trainer, &history, &checkpoint_path)?;

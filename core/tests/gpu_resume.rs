@@ -1,0 +1,54 @@
+//! Resume on a wgpu device (lavapipe in CI) with the WGSL selection engine: the
+//! selector's state lives on the device there (L_t and the k-hot mask), so the
+//! checkpoint reads it back and the restore uploads it again. A trainer restored from
+//! the checkpoint of epoch 1 must hold exactly the saved state and then train epoch 2
+//! exactly as the trainer that wrote it.
+
+use std::path::Path;
+
+use burn::tensor::{Device, DeviceKind};
+use taks_core::config::TrainConfig;
+use taks_core::data::DatasetKind;
+use taks_core::formats::checkpoint::Checkpoint;
+use taks_core::methods::Method;
+use taks_core::noise::NoiseKind;
+use taks_core::selection::Engine;
+use taks_core::train::Trainer;
+
+#[test]
+fn a_wgpu_run_resumes_with_its_device_state() {
+    let device = Device::wgpu(DeviceKind::DefaultDevice);
+    let trainer = || {
+        let split = DatasetKind::MnistDigits.load(None).unwrap();
+        let mut config =
+            TrainConfig::paper(DatasetKind::MnistDigits, NoiseKind::Symmetric, 0.5, Method::Taks);
+        config.epochs = 2;
+        config.train_limit = Some(1000);
+        config.test_limit = Some(200);
+        Trainer::new(config, split, &device).unwrap()
+    };
+    let path = Path::new("checkpoint.safetensors");
+    let mut straight = trainer();
+    assert_eq!(straight.selector().unwrap().engine(), Engine::Wgsl);
+    let history = vec![pollster::block_on(straight.step()).unwrap()];
+    let saved = pollster::block_on(straight.checkpoint(&history)).unwrap();
+    let bytes = saved.encode();
+
+    let mut resumed = trainer();
+    resumed
+        .restore(Checkpoint::decode(&bytes, path).unwrap(), path)
+        .unwrap();
+    let again = pollster::block_on(resumed.checkpoint(&history)).unwrap();
+    for name in ["selector.cumulative_risk", "selector.current_set"] {
+        assert_eq!(again.tensors[name], saved.tensors[name], "{name}");
+    }
+    assert_eq!(again.tensors.len(), saved.tensors.len());
+    for (name, tensor) in &saved.tensors {
+        assert_eq!(&again.tensors[name], tensor, "{name} is not restored exactly");
+    }
+
+    let mut expected = pollster::block_on(straight.step()).unwrap();
+    let mut got = pollster::block_on(resumed.step()).unwrap();
+    (expected.epoch_seconds, got.epoch_seconds) = (0.0, 0.0);
+    assert_eq!(format!("{got:?}"), format!("{expected:?}"));
+}
