@@ -94,7 +94,8 @@ impl Checkpoint {
     /// Decode and check a checkpoint; `path` only names the source in errors.
     pub fn decode(bytes: &[u8], path: &Path) -> Result<Checkpoint> {
         let bad = |reason: String| FormatError::malformed(path, reason);
-        data_within_file(bytes).map_err(|e| bad(format!("not a taks checkpoint (SafeTensors: {e})")))?;
+        data_within_file(bytes)
+            .map_err(|e| bad(format!("not a taks checkpoint (SafeTensors: {e})")))?;
         let file = SafeTensors::deserialize(bytes)
             .map_err(|e| bad(format!("not a taks checkpoint (SafeTensors: {e})")))?;
         let (_, metadata) = SafeTensors::read_metadata(bytes)
@@ -213,7 +214,10 @@ fn data_within_file(bytes: &[u8]) -> std::result::Result<(), String> {
     };
     let data = (bytes.len() - 8 - header.len()) as u64;
     for (name, info) in &entries {
-        let end = info.get("data_offsets").and_then(|o| o.get(1)).and_then(|e| e.as_u64());
+        let end = info
+            .get("data_offsets")
+            .and_then(|o| o.get(1))
+            .and_then(|e| e.as_u64());
         if let Some(end) = end.filter(|&end| end > data) {
             return Err(format!(
                 "tensor {name}'s data ends at byte {end}, past the {data} bytes of data in the file"
@@ -237,7 +241,10 @@ mod tests {
             "net.w".to_string(),
             Tensor::f32(vec![2, 2], vec![1.0, -0.0, f32::MIN_POSITIVE, 3.5e-39]),
         );
-        tensors.insert("sel".to_string(), Tensor::u32(vec![3], vec![0, 7, u32::MAX]));
+        tensors.insert(
+            "sel".to_string(),
+            Tensor::u32(vec![3], vec![0, 7, u32::MAX]),
+        );
         tensors.insert("empty".to_string(), Tensor::f32(vec![0], vec![]));
         Checkpoint {
             state: serde_json::json!({"epoch": 3, "rng": u64::MAX}),
@@ -293,5 +300,118 @@ mod tests {
         let mut lying = good.clone();
         lying[..8].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(msg(&lying).contains("not a taks checkpoint"));
+    }
+
+    /// The smallest inputs of each kind in the fuzz corpus (`fuzz/`, target
+    /// `checkpoint`), and the exact error each must give.
+    #[test]
+    fn fuzzed_inputs_give_their_error() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"H", "not a taks checkpoint (SafeTensors: header too small)"),
+            // A header length of 8.3e18 bytes ("eI1BOOLs" read as a u64) in a file of 8 bytes.
+            (b"eI1BOOLs", "not a taks checkpoint (SafeTensors: header too large)"),
+            (b"\x08\0\0\0\0\0\0\0", "not a taks checkpoint (SafeTensors: invalid header length)"),
+            (
+                b"\x01\0\0\0\0\0\0\0n",
+                "invalid JSON in header: EOF while parsing a value at line 1 column 1",
+            ),
+            (
+                b"\t\0\0\0\0\0\0\0{\"\xdd\\uda00\xd2",
+                "invalid UTF-8 in header: invalid utf-8 sequence of 1 bytes from index 2",
+            ),
+            (
+                b",\0\0\0\0\0\0\0\r\r{}\r\r\r                     \r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r",
+                "a SafeTensors file but not a taks checkpoint (no format=taks-checkpoint entry)",
+            ),
+            (
+                b",\0\0\0\0\0\0\0\r\r{}\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r,",
+                "(SafeTensors: incomplete metadata, file not fully covered)",
+            ),
+            (
+                b"H\0\0\0\0\0\0\0{\"__metadata__\":{\"format\":\"taks-checkpoint\",\",taks-checkpoint\\te\":\"{}\"}}",
+                "run/checkpoint.safetensors: the checkpoint has no version entry",
+            ),
+            (
+                b"H\0\0\0\0\0\0\0{\"__metadata__\":{\"format\":\"taks-checkpoint\",\"version\":\"0\",\"state\":\"{}\"}}",
+                "checkpoint layout version 0; this taks reads version 1",
+            ),
+            (
+                b"H\0\0\0\0\0\0\0{\"__metadata__\":{\"format\":\"taks-checkpoint\",\"version\":\"1\",\"state\":\"z}\"}}",
+                "the checkpoint's state is not JSON: expected value at line 1 column 1",
+            ),
+            (
+                b"H\0\0\0\0\0\0\0{\"__metadaected\":{\"dtype\":\"U32\",\"shape\":[4],\"data_offsets\":[24,40]}}       \0ta__\":{beck{}\n\n\n\n\n\n\n\x0b\n\xbcF13\"e\":shape}",
+                "(SafeTensors: invalid offset for tensor `__metadaected`)",
+            ),
+            // A tensor name with a tab (JSON `\t`): escaped, the error stays one line.
+            (
+                b"H\0\0\0\0\0\0\0{\"u_\\t4000z_\\uD00d\":{\"dtype\":\"U64\",\"shape\":[4],\"data_offsets\":[24,40]}} }\0\0\0for0t}",
+                "tensor u_\\t4000z_\u{d00d}'s data ends at byte 40, past the 10 bytes of data in the file",
+            ),
+        ];
+        for &(bytes, want) in cases {
+            let err = Checkpoint::decode(bytes, p()).unwrap_err().to_string();
+            assert!(
+                err.contains(want),
+                "{:?}: {err}",
+                String::from_utf8_lossy(bytes)
+            );
+            assert!(!err.contains('\n') && err.starts_with("run/checkpoint.safetensors: "));
+        }
+    }
+
+    /// Found by reading safetensors 0.8 and confirmed with the fuzz target: tensors
+    /// whose offsets run up to near `usize::MAX` (each size consistent with its shape:
+    /// eight U8 tensors of 2^61 - 1 elements) made `SafeTensors::deserialize` add the
+    /// header length to the last offset and overflow, a panic where overflow checks are
+    /// on (debug builds, tests, the fuzzer). Now refused before SafeTensors sees it.
+    #[test]
+    fn offsets_near_usize_max_are_refused_not_overflowed() {
+        let size = (1u64 << 61) - 1;
+        let entries: Vec<String> = (0..8)
+            .map(|k| {
+                format!(
+                    "\"t{k}\":{{\"dtype\":\"U8\",\"shape\":[{size}],\"data_offsets\":[{},{}]}}",
+                    k * size,
+                    (k + 1) * size
+                )
+            })
+            .collect();
+        let header = format!("{{{}}}", entries.join(","));
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend_from_slice(header.as_bytes());
+        let err = Checkpoint::decode(&bytes, p()).unwrap_err().to_string();
+        assert!(
+            err.contains("tensor t0's data ends at byte 2305843009213693951, past the 0 bytes"),
+            "{err}"
+        );
+    }
+
+    /// Found by the fuzzer: a tensor named "\nrngonv1.weight" made `take_u32`'s error
+    /// two lines. Control characters in messages are now escaped.
+    #[test]
+    fn names_with_control_characters_stay_on_one_line() {
+        let mut c = sample();
+        let w = c.tensors.remove("net.w").unwrap();
+        c.tensors.insert("\nw".to_string(), w);
+        let mut back = Checkpoint::decode(&c.encode(), p()).unwrap();
+        let err = back.take_u32("\nw", &[2, 2], p()).unwrap_err().to_string();
+        assert_eq!(err, "run/checkpoint.safetensors: tensor \\nw is not U32");
+
+        let data = [0u8; 2];
+        let view = TensorView::new(Dtype::I8, vec![2], &data).unwrap();
+        let info = [
+            ("format".to_string(), FORMAT.to_string()),
+            ("version".to_string(), VERSION.to_string()),
+            ("state".to_string(), "{}".to_string()),
+        ];
+        let bytes = safetensors::serialize([("a\r\nb", view)], Some(info.into_iter().collect()));
+        let err = Checkpoint::decode(&bytes.unwrap(), p())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.ends_with("tensor a\\r\\nb is I8; a checkpoint holds only F32 and U32"),
+            "{err}"
+        );
     }
 }

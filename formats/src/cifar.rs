@@ -62,7 +62,7 @@ pub fn parse(
     labels: &mut Vec<u32>,
 ) -> Result<()> {
     let record = variant.label_bytes() + PIXELS;
-    if bytes.is_empty() || bytes.len() % record != 0 {
+    if bytes.is_empty() || !bytes.len().is_multiple_of(record) {
         return Err(Error::malformed(
             path,
             format!(
@@ -149,5 +149,68 @@ mod tests {
         rec.extend(std::iter::repeat_n(0u8, PIXELS));
         let err = parse(&rec, Variant::Cifar10, Path::new("a"), &mut px, &mut lb);
         assert!(err.unwrap_err().to_string().contains("label 10"));
+    }
+
+    /// The smallest inputs of each kind in the fuzz corpus (`fuzz/`, target `cifar`).
+    #[test]
+    fn fuzzed_inputs_give_their_error() {
+        let (mut px, mut lb) = (vec![], vec![]);
+        let err = parse(
+            b"\x00",
+            Variant::Cifar10,
+            Path::new("b.bin"),
+            &mut px,
+            &mut lb,
+        );
+        let err = err.unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "b.bin: 1 bytes is not a whole number of 3073-byte CIFAR records"
+        );
+        let err = parse(
+            b"\x00",
+            Variant::Cifar100,
+            Path::new("b.bin"),
+            &mut px,
+            &mut lb,
+        );
+        let err = err.unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "b.bin: 1 bytes is not a whole number of 3074-byte CIFAR records"
+        );
+        let err = parse(b"", Variant::Cifar10, Path::new("b.bin"), &mut px, &mut lb);
+        assert!(
+            err.unwrap_err()
+                .to_string()
+                .contains("0 bytes is not a whole number")
+        );
+    }
+
+    /// The crash the fuzzer found: a file whose second record has a bad label (223)
+    /// used to leave the first record's label and pixels appended to the outputs, so
+    /// they no longer matched each other. Now a failed parse leaves them as they were,
+    /// and the sample index counts the samples already there.
+    #[test]
+    fn a_bad_label_leaves_the_outputs_as_they_were() {
+        let mut file = vec![3u8];
+        file.extend(std::iter::repeat_n(0u8, PIXELS));
+        file.push(223);
+        file.extend(std::iter::repeat_n(0u8, PIXELS));
+        let (mut px, mut lb) = (vec![9u8; PIXELS], vec![1u32]);
+        let err = parse(
+            &file,
+            Variant::Cifar10,
+            Path::new("b.bin"),
+            &mut px,
+            &mut lb,
+        );
+        let err = err.unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "b.bin: label 223 at sample 2 is out of range for 10 classes"
+        );
+        assert_eq!(lb, vec![1]);
+        assert_eq!(px, vec![9u8; PIXELS]);
     }
 }

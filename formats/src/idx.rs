@@ -42,8 +42,8 @@ fn gunzip_at_most(raw: Vec<u8>, path: &Path, limit: usize) -> Result<Vec<u8>> {
     let corrupt = |e: std::io::Error| Error::malformed(path, format!("corrupt gzip data: {e}"));
     let mut decoder = flate2::read::GzDecoder::new(&raw[..]);
     let mut out = Vec::with_capacity(raw.len().saturating_mul(4).min(limit));
-    // In chunks, checking the total before each append, so the output never grows
-    // (nor doubles its capacity) past the limit.
+    // In chunks, checking the total before each append and growing the output by
+    // doubling but never past the limit, so not even its capacity exceeds the limit.
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
         let n = match decoder.read(&mut chunk) {
@@ -57,6 +57,9 @@ fn gunzip_at_most(raw: Vec<u8>, path: &Path, limit: usize) -> Result<Vec<u8>> {
                 path,
                 format!("gzip data decompresses to more than {limit} bytes"),
             ));
+        }
+        if out.capacity() - out.len() < n {
+            out.reserve_exact(out.capacity().max(n).min(limit - out.len()));
         }
         out.extend_from_slice(&chunk[..n]);
     }
@@ -151,7 +154,10 @@ pub fn decode_pair(
         ));
     };
     for (array, path) in [(&img, images), (&lab, labels)] {
-        let count = array.dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+        let count = array
+            .dims
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d));
         if count != Some(array.values.len()) {
             return Err(Error::malformed(
                 path,
@@ -178,7 +184,8 @@ pub fn decode_pair(
             ),
         ));
     }
-    let labels_u32 = crate::labels::checked_labels(lab.values.iter().map(|&l| l as u32), classes, labels)?;
+    let labels_u32 =
+        crate::labels::checked_labels(lab.values.iter().map(|&l| l as u32), classes, labels)?;
     let pixels = img.values.iter().map(|&p| p as f32 / 255.0).collect();
     Ok((pixels, labels_u32, rows, cols))
 }
@@ -238,5 +245,200 @@ mod tests {
         let lab = parse(&encode(&[2], &[0, 12]), 1, p()).unwrap();
         let err = decode_pair(img, lab, 10, p(), p()).unwrap_err().to_string();
         assert!(err.contains("label 12 at sample 1"), "{err}");
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    /// The smallest inputs of each kind in the fuzz corpus (`fuzz/`, target `idx`), and
+    /// the exact error each must give.
+    #[test]
+    fn fuzzed_headers_give_their_error() {
+        let cases: &[(&[u8], usize, &str)] = &[
+            (b"\x00", 1, "x.idx: too short for an IDX header (1 bytes)"),
+            (
+                b"\x00\x00\xd6\x62",
+                1,
+                "IDX element type 0xd6 is not unsigned byte (0x08)",
+            ),
+            (
+                b"\x00\x00\x08\x12",
+                3,
+                "IDX rank 18 where rank 3 was expected",
+            ),
+            (b"\x00\x00\x08\x03", 3, "x.idx: truncated IDX header"),
+            (
+                b"\x00\x00\x08\x01\x00\x00\x00\x00\x00",
+                1,
+                "1 bytes of trailing data after dimensions [0]",
+            ),
+            (
+                b"\x00\x00\x08\x01\x00\x00\x01\x00",
+                1,
+                "truncated: dimensions [256] need 256 bytes of data, found 0",
+            ),
+            // A lying header: refused before anything of its size is allocated.
+            (
+                b"\x00\x00\x08\x03\x00\x00\x00\x03\x00\x68\x00\x00\x00\xed\xd6\xbe",
+                3,
+                "dimensions [3, 6815744, 15587006] need 318711127867392 bytes of data, found 0",
+            ),
+            (
+                b"\x00\x00\x08\x03\x00\x41\x00\x03\x7a\x00\x00\x93\xa8\xbd\xd2\xed",
+                3,
+                "dimensions [4259843, 2046820499, 2831012589] overflow",
+            ),
+        ];
+        for &(bytes, rank, want) in cases {
+            let err = parse(bytes, rank, p()).unwrap_err().to_string();
+            assert!(err.contains(want), "{bytes:02x?}: {err}");
+        }
+    }
+
+    /// Gzip'd inputs of the fuzz corpus: each fault of the stream is one error line.
+    #[test]
+    fn fuzzed_gzip_gives_its_error() {
+        let cases: &[(&[u8], &str)] = &[
+            (
+                b"\x1f\x8b",
+                "x.idx: corrupt gzip data: unexpected end of file",
+            ),
+            (
+                b"\x1f\x8b\x08\xff\xff\xff\xc3\xef\xc8\xed",
+                "corrupt gzip data: invalid gzip header",
+            ),
+            (
+                b"\x1f\x8b\x08\x00\x00\x00\x00\x04\x0f\x5f",
+                "corrupt gzip data: incomplete deflate stream",
+            ),
+            (
+                b"\x1f\x8b\x08\x00\x00\x00\x00\xff\xd2\xff\xff",
+                "corrupt gzip data: corrupt deflate stream",
+            ),
+            (
+                b"\x1f\x8b\x08\x1f\x08\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00",
+                "corrupt gzip data: corrupt gzip stream does not have a matching checksum",
+            ),
+        ];
+        for &(bytes, want) in cases {
+            let err = gunzip_if_gzip(bytes.to_vec(), p()).unwrap_err().to_string();
+            assert!(err.contains(want), "{bytes:02x?}: {err}");
+        }
+        // A valid gzip stream (with an extra field) of nothing: an empty IDX file.
+        let empty =
+            b"\x1f\x8b\x08\x00\x02\x00\x00\x08\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00";
+        let out = gunzip_if_gzip(empty.to_vec(), p()).unwrap();
+        assert!(out.is_empty());
+        let err = parse(&out, 1, p()).unwrap_err().to_string();
+        assert!(
+            err.contains("too short for an IDX header (0 bytes)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn gunzip_passes_plain_bytes_and_inflates_gzip() {
+        let labels = encode(&[3], &[1, 2, 3]);
+        assert_eq!(gunzip_if_gzip(labels.clone(), p()).unwrap(), labels);
+        assert_eq!(gunzip_if_gzip(gzip(&labels), p()).unwrap(), labels);
+        // Bigger than one read chunk.
+        let big = vec![7u8; 200_000];
+        assert_eq!(gunzip_if_gzip(gzip(&big), p()).unwrap(), big);
+    }
+
+    #[test]
+    fn gunzip_stops_at_the_limit() {
+        // The output grows by doubling, but its capacity stops at the limit too.
+        let out = gunzip_at_most(gzip(&[1u8; 100_000]), p(), 100_000).unwrap();
+        assert_eq!(out, vec![1u8; 100_000]);
+        assert!(out.capacity() <= 100_000, "capacity {}", out.capacity());
+        let sixteen = [5u8; 16];
+        assert_eq!(gunzip_at_most(gzip(&sixteen), p(), 16).unwrap(), sixteen);
+        let err = gunzip_at_most(gzip(&[5u8; 17]), p(), 16)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "x.idx: gzip data decompresses to more than 16 bytes");
+        // A bomb: a few kB that would inflate to 20 MB stop at the limit.
+        let bomb = gzip(&vec![0u8; 20 << 20]);
+        assert!(bomb.len() < 100_000);
+        let err = gunzip_at_most(bomb, p(), 1 << 20).unwrap_err().to_string();
+        assert!(
+            err.contains("decompresses to more than 1048576 bytes"),
+            "{err}"
+        );
+    }
+
+    /// Image and label files of the fuzz corpus that parse alone but not as a pair (the
+    /// target cuts its input after `1 + input[0]` bytes).
+    #[test]
+    fn fuzzed_pairs_give_their_error() {
+        let images = b"\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x02\x00\x15\x2a\x3f\x54\x69\x7e\x93\xa8\xbd\xd2\xe7";
+        let labels = b"\x00\x00\x08\x01\x00\x00\x00\x03\x00\x09\x04";
+        let img = parse(images, 3, Path::new("i.idx")).unwrap();
+        let lab = parse(labels, 1, Path::new("l.idx")).unwrap();
+        let err = decode_pair(img, lab, 10, Path::new("i.idx"), Path::new("l.idx"));
+        let err = err.unwrap_err().to_string();
+        assert_eq!(err, "l.idx: 3 labels for 2 images in i.idx");
+
+        let images = b"\x00\x00\x08\x03\x00\x00\x00\x03\x00\x00\x00\x02\x00\x00\x00\x02\x00\x15\x2a\x3f\x54\x69\x7e\x93\xa8\xbd\xd2\xe7";
+        let labels = b"\x00\x00\x08\x01\x00\x00\x00\x03\x00\x09\x0c";
+        let img = parse(images, 3, p()).unwrap();
+        let lab = parse(labels, 1, p()).unwrap();
+        let err = decode_pair(img, lab, 10, p(), p()).unwrap_err().to_string();
+        assert!(
+            err.contains("label 12 at sample 2 is out of range for 10 classes"),
+            "{err}"
+        );
+    }
+
+    /// `IdxArray`'s fields are public: arrays not made by `parse` are refused, not indexed.
+    #[test]
+    fn decode_pair_refuses_arrays_parse_would_not_make() {
+        let lab = IdxArray {
+            dims: vec![1],
+            values: vec![0],
+        };
+        let flat = IdxArray {
+            dims: vec![1, 4],
+            values: vec![0; 4],
+        };
+        let err = decode_pair(flat, lab.clone(), 10, p(), p())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("IDX rank 2 where rank 3 was expected"),
+            "{err}"
+        );
+        let img = IdxArray {
+            dims: vec![1, 2, 2],
+            values: vec![0; 4],
+        };
+        let scalar = IdxArray {
+            dims: vec![],
+            values: vec![0],
+        };
+        let err = decode_pair(img.clone(), scalar, 10, p(), p())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("IDX rank 0 where rank 1 was expected"),
+            "{err}"
+        );
+        let short = IdxArray {
+            dims: vec![1, 2, 2],
+            values: vec![0; 3],
+        };
+        let err = decode_pair(short, lab.clone(), 10, p(), p())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("3 values where dimensions [1, 2, 2] were given"),
+            "{err}"
+        );
+        assert!(decode_pair(img, lab, 10, p(), p()).is_ok());
     }
 }
