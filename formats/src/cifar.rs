@@ -154,37 +154,20 @@ mod tests {
     /// The smallest inputs of each kind in the fuzz corpus (`fuzz/`, target `cifar`).
     #[test]
     fn fuzzed_inputs_give_their_error() {
-        let (mut px, mut lb) = (vec![], vec![]);
-        let err = parse(
-            b"\x00",
-            Variant::Cifar10,
-            Path::new("b.bin"),
-            &mut px,
-            &mut lb,
-        );
-        let err = err.unwrap_err().to_string();
+        let message = |bytes: &[u8], variant| {
+            let (mut px, mut lb) = (vec![], vec![]);
+            let err = parse(bytes, variant, Path::new("b.bin"), &mut px, &mut lb);
+            err.unwrap_err().to_string()
+        };
         assert_eq!(
-            err,
+            message(b"\x00", Variant::Cifar10),
             "b.bin: 1 bytes is not a whole number of 3073-byte CIFAR records"
         );
-        let err = parse(
-            b"\x00",
-            Variant::Cifar100,
-            Path::new("b.bin"),
-            &mut px,
-            &mut lb,
-        );
-        let err = err.unwrap_err().to_string();
         assert_eq!(
-            err,
+            message(b"\x00", Variant::Cifar100),
             "b.bin: 1 bytes is not a whole number of 3074-byte CIFAR records"
         );
-        let err = parse(b"", Variant::Cifar10, Path::new("b.bin"), &mut px, &mut lb);
-        assert!(
-            err.unwrap_err()
-                .to_string()
-                .contains("0 bytes is not a whole number")
-        );
+        assert!(message(b"", Variant::Cifar10).contains("0 bytes is not a whole number"));
     }
 
     /// The crash the fuzzer found: a file whose second record has a bad label (223)
