@@ -58,10 +58,10 @@ pub enum Command {
 }
 
 /// The flags that define a run, which `--resume` takes from the run's config.json.
-const RUN_SETTINGS: [&str; 17] = [
+const RUN_SETTINGS: [&str; 18] = [
     "dataset", "noise", "noise_rate", "train_limit", "test_limit", "k_ratio", "eta_ratio",
     "epochs", "seed", "batch_size", "lr", "decay_start", "forget_rate", "co_lambda",
-    "init_epoch", "method", "out",
+    "init_epoch", "method", "out", "save_selections",
 ];
 
 /// What to train on and how; shared by `train` and `bench`.
@@ -149,7 +149,8 @@ pub struct TrainArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Continue the stopped run in this folder from its last checkpoint, with the
-    /// settings in its config.json (only --data-dir, --device and --quiet may be given).
+    /// settings in its config.json (only --data-dir, --device, --quiet and
+    /// --checkpoint-every may be given; selected.csv goes on if the run wrote one).
     #[arg(long, value_name = "DIR", conflicts_with_all = RUN_SETTINGS)]
     pub resume: Option<PathBuf>,
     /// Write checkpoint.safetensors every N epochs (and after the last).
