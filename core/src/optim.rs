@@ -242,14 +242,31 @@ mod tests {
         let adam = Adam::default();
         let (w1, s1) = adam.update(0.1, 0.9, t(vec![1.0, 2.0]), t(vec![0.5, -0.5]), None, None);
         let closed = Tensor::<1>::zeros([1], &device);
-        let (w2, s2) = adam.update(0.1, 0.9, w1.clone(), t(vec![3.0, 3.0]), Some(s1.clone()), Some(&closed));
+        let (w2, s2) = adam.update(
+            0.1,
+            0.9,
+            w1.clone(),
+            t(vec![3.0, 3.0]),
+            Some(s1.clone()),
+            Some(&closed),
+        );
         assert_eq!(host(w2.clone()), host(w1.clone()));
         assert_eq!(host(s2.first.clone()), host(s1.first.clone()));
         assert_eq!(host(s2.second.clone()), host(s1.second.clone()));
-        assert_eq!(s2.time, 2, "a skipped step still counts for bias correction");
+        assert_eq!(
+            s2.time, 2,
+            "a skipped step still counts for bias correction"
+        );
         // Open: the step moves the weights as an ungated one would.
         let open = Tensor::<1>::ones([1], &device);
-        let (w3, _) = adam.update(0.1, 0.9, w2.clone(), t(vec![3.0, 3.0]), Some(s2.clone()), Some(&open));
+        let (w3, _) = adam.update(
+            0.1,
+            0.9,
+            w2.clone(),
+            t(vec![3.0, 3.0]),
+            Some(s2.clone()),
+            Some(&open),
+        );
         let (w4, _) = adam.update(0.1, 0.9, w2, t(vec![3.0, 3.0]), Some(s2), None);
         assert_eq!(host(w3.clone()), host(w4));
         assert!(host(w3).iter().zip(host(w1)).all(|(a, b)| *a < b));
@@ -268,10 +285,19 @@ mod tests {
         };
         let mut adam = Adam::default();
         assert!(adam.restore(vec![moments(3, 1), None], &[3, 4]).is_ok());
-        let err = adam.restore(vec![moments(2, 1)], &[3]).unwrap_err().to_string();
+        let err = adam
+            .restore(vec![moments(2, 1)], &[3])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("2 values for 3"), "{err}");
-        let err = adam.restore(vec![None, None], &[3]).unwrap_err().to_string();
-        assert!(err.contains("2 parameters, but the networks have 1"), "{err}");
+        let err = adam
+            .restore(vec![None, None], &[3])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("2 parameters, but the networks have 1"),
+            "{err}"
+        );
         assert!(adam.restore(vec![moments(3, 0)], &[3]).is_err());
     }
 }

@@ -75,7 +75,8 @@ impl ModuleMapper for Replace {
             .next()
             .expect("one value per float tensor, checked by the caller");
         let require_grad = tensor.is_require_grad();
-        let mut value = Tensor::from_inner(value.reshape(tensor.shape()).to_device(&tensor.device()));
+        let mut value =
+            Tensor::from_inner(value.reshape(tensor.shape()).to_device(&tensor.device()));
         if require_grad {
             value = value.require_grad();
         }
@@ -96,9 +97,15 @@ mod tests {
         let found = float_tensors(&nets);
         let names: Vec<&str> = found.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(found.len(), 8, "{names:?}");
-        assert!(names[0].starts_with("nets.0.") && names[0].ends_with("hidden.weight"), "{names:?}");
+        assert!(
+            names[0].starts_with("nets.0.") && names[0].ends_with("hidden.weight"),
+            "{names:?}"
+        );
         assert_eq!(found[0].dims, vec![16, 256]);
-        assert!(names[7].starts_with("nets.1.") && names[7].ends_with("output.bias"), "{names:?}");
+        assert!(
+            names[7].starts_with("nets.1.") && names[7].ends_with("output.bias"),
+            "{names:?}"
+        );
         // Replace every tensor by its negation and read them back.
         let negated: Vec<Tensor<1>> = found.iter().map(|t| t.values.clone().neg()).collect();
         let nets = replace_float_tensors(nets, negated);

@@ -87,8 +87,6 @@ pub struct Trainer {
     /// For TAkS and its ablations only.
     selector: Option<Selector>,
     shuffle: SplitMix64,
-    /// Adam's beta1 in the current epoch (the schedule's).
-    beta_1: f32,
     epoch: usize,
     total_selection_risk: f64,
     k: usize,
@@ -175,7 +173,6 @@ impl Trainer {
             device: device.clone(),
             networks: Some(networks),
             adam: Adam::default(),
-            beta_1: 0.9,
             rule,
             stage_one,
             preparation: None,
@@ -289,11 +286,10 @@ impl Trainer {
             self.config.epochs,
             self.config.decay_start,
         );
-        self.beta_1 = beta_1;
 
         let started = Instant::now();
         let set = self.epoch_set().await?;
-        let trained = self.train_epoch(set, lr, e + 1);
+        let trained = self.train_epoch(set, lr, beta_1, e + 1);
         let logits = self.selector.is_some().then(|| {
             score(
                 self.networks().first(),
@@ -388,7 +384,7 @@ impl Trainer {
     }
 
     /// One pass over `set`, shuffled, with the method's batch rule.
-    fn train_epoch(&mut self, set: Tensor<1, Int>, lr: f64, epoch: usize) -> Trained {
+    fn train_epoch(&mut self, set: Tensor<1, Int>, lr: f64, beta_1: f32, epoch: usize) -> Trained {
         let selected = set.dims()[0];
         let mut order: Vec<u32> = (0..selected as u32).collect();
         self.shuffle.shuffle(&mut order);
@@ -432,7 +428,7 @@ impl Trainer {
             }
             let gate = step.apply.map(|g| g.detach().without_autodiff());
             let grads = GradientsParams::from_grads(step.loss.backward(), &networks);
-            networks = self.adam.step(lr, self.beta_1, networks, grads, gate);
+            networks = self.adam.step(lr, beta_1, networks, grads, gate);
         }
         self.rule = Some(rule);
         self.networks = Some(networks);

@@ -20,8 +20,12 @@ fn a_wgpu_run_resumes_with_its_device_state() {
     let device = Device::wgpu(DeviceKind::DefaultDevice);
     let trainer = || {
         let split = DatasetKind::MnistDigits.load(None).unwrap();
-        let mut config =
-            TrainConfig::paper(DatasetKind::MnistDigits, NoiseKind::Symmetric, 0.5, Method::Taks);
+        let mut config = TrainConfig::paper(
+            DatasetKind::MnistDigits,
+            NoiseKind::Symmetric,
+            0.5,
+            Method::Taks,
+        );
         config.epochs = 2;
         config.train_limit = Some(1000);
         config.test_limit = Some(200);
@@ -44,7 +48,10 @@ fn a_wgpu_run_resumes_with_its_device_state() {
     }
     assert_eq!(again.tensors.len(), saved.tensors.len());
     for (name, tensor) in &saved.tensors {
-        assert_eq!(&again.tensors[name], tensor, "{name} is not restored exactly");
+        assert_eq!(
+            &again.tensors[name], tensor,
+            "{name} is not restored exactly"
+        );
     }
 
     let mut expected = pollster::block_on(straight.step()).unwrap();

@@ -53,7 +53,12 @@ fn resume_is_exact_and_checked() {
 
 fn resumed_runs_equal_uninterrupted_ones() {
     let path = Path::new("checkpoint.safetensors");
-    for method in [Method::Taks, Method::CoTeaching, Method::Itlm, Method::FCorrection] {
+    for method in [
+        Method::Taks,
+        Method::CoTeaching,
+        Method::Itlm,
+        Method::FCorrection,
+    ] {
         let mut straight = trainer(config(method));
         let mut expected = Vec::new();
         while !straight.is_done() {
@@ -62,7 +67,9 @@ fn resumed_runs_equal_uninterrupted_ones() {
 
         let mut first = trainer(config(method));
         let mut history = vec![pollster::block_on(first.step()).unwrap()];
-        let bytes = pollster::block_on(first.checkpoint(&history)).unwrap().encode();
+        let bytes = pollster::block_on(first.checkpoint(&history))
+            .unwrap()
+            .encode();
         drop(first);
 
         let mut resumed = trainer(config(method));
@@ -94,13 +101,24 @@ fn a_checkpoint_of_other_settings_is_refused() {
         .restore(Checkpoint::decode(&bytes, path).unwrap(), path)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("run/checkpoint.safetensors") && err.contains("other settings"), "{err}");
+    assert!(
+        err.contains("run/checkpoint.safetensors") && err.contains("other settings"),
+        "{err}"
+    );
 
     // Same settings, but a tensor of the wrong shape: named, not half loaded.
     let mut damaged = Checkpoint::decode(&bytes, path).unwrap();
-    let name = damaged.tensors.keys().find(|k| k.starts_with("networks.")).unwrap().clone();
+    let name = damaged
+        .tensors
+        .keys()
+        .find(|k| k.starts_with("networks."))
+        .unwrap()
+        .clone();
     damaged.tensors.get_mut(&name).unwrap().shape = vec![1];
-    let err = trainer(config(Method::Taks)).restore(damaged, path).unwrap_err().to_string();
+    let err = trainer(config(Method::Taks))
+        .restore(damaged, path)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains(&name) && err.contains("shape [1]"), "{err}");
 
     // A k-set index beyond n.
@@ -109,6 +127,12 @@ fn a_checkpoint_of_other_settings_is_refused() {
     if let taks_formats::checkpoint::Values::U32(v) = &mut set.values {
         *v.last_mut().unwrap() = 700;
     }
-    let err = trainer(config(Method::Taks)).restore(damaged, path).unwrap_err().to_string();
-    assert!(err.contains("distinct ascending indices below 700"), "{err}");
+    let err = trainer(config(Method::Taks))
+        .restore(damaged, path)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("distinct ascending indices below 700"),
+        "{err}"
+    );
 }

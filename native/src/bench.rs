@@ -9,11 +9,12 @@
 //! autotuning on wgpu, allocator growth everywhere).
 
 use anyhow::{Result, bail};
+use clap::ValueEnum;
 use taks_core::train::Trainer;
 
 use crate::cli::BenchArgs;
-use crate::{config, picks};
 use crate::device::{self, DeviceChoice};
+use crate::{config, picks};
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let timed = args.run.epochs.unwrap_or(3);
@@ -37,11 +38,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
             (DeviceChoice::Gpu, Some(g)) => g,
             _ => device::choose(choice)?,
         };
-        let device_name = match choice {
-            DeviceChoice::Cpu => "cpu",
-            DeviceChoice::Gpu => "gpu",
-            DeviceChoice::Auto => "auto",
-        };
+        let device_name = choice
+            .to_possible_value()
+            .expect("every device choice has a name")
+            .get_name()
+            .to_string();
         eprintln!("device: {}", chosen.description);
         let mut results = Vec::new();
         for config in &configs {

@@ -69,7 +69,11 @@ pub fn run(args: BenchSelectArgs) -> Result<()> {
     if !(args.k_ratio > 0.0 && args.k_ratio <= 1.0) {
         bail!("--k-ratio {} must be in (0, 1]", args.k_ratio);
     }
-    if let Some(&n) = args.sizes.iter().find(|&&n| (n as f64 * args.k_ratio) < 1.0) {
+    if let Some(&n) = args
+        .sizes
+        .iter()
+        .find(|&&n| (n as f64 * args.k_ratio) < 1.0)
+    {
         bail!(
             "--sizes {n} with --k-ratio {} selects nothing: every size must give k >= 1",
             args.k_ratio

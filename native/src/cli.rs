@@ -59,9 +59,24 @@ pub enum Command {
 
 /// The flags that define a run, which `--resume` takes from the run's config.json.
 const RUN_SETTINGS: [&str; 18] = [
-    "dataset", "noise", "noise_rate", "train_limit", "test_limit", "k_ratio", "eta_ratio",
-    "epochs", "seed", "batch_size", "lr", "decay_start", "forget_rate", "co_lambda",
-    "init_epoch", "method", "out", "save_selections",
+    "dataset",
+    "noise",
+    "noise_rate",
+    "train_limit",
+    "test_limit",
+    "k_ratio",
+    "eta_ratio",
+    "epochs",
+    "seed",
+    "batch_size",
+    "lr",
+    "decay_start",
+    "forget_rate",
+    "co_lambda",
+    "init_epoch",
+    "method",
+    "out",
+    "save_selections",
 ];
 
 /// What to train on and how; shared by `train` and `bench`.
@@ -170,7 +185,12 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub run: RunArgs,
     /// Methods to time, comma-separated, or `all`.
-    #[arg(long, value_enum, default_value = "taks,standard", value_delimiter = ',')]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "taks,standard",
+        value_delimiter = ','
+    )]
     pub methods: Vec<MethodPick>,
     /// Devices to time on, comma-separated.
     #[arg(long, value_enum, default_value = "cpu", value_delimiter = ',')]

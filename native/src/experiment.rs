@@ -41,13 +41,23 @@ pub struct ExperimentArgs {
     pub datasets: Vec<DatasetKind>,
     /// Noises, comma-separated, each KIND-RATE: symmetric-0.5, pairflip-0.45,
     /// asymmetric-0.4 (or clean).
-    #[arg(long, required = true, value_delimiter = ',', allow_hyphen_values = true)]
+    #[arg(
+        long,
+        required = true,
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
     pub noises: Vec<String>,
     /// Methods, comma-separated, or `all`.
     #[arg(long, value_enum, default_value = "all", value_delimiter = ',')]
     pub methods: Vec<MethodPick>,
     /// Seeds, comma-separated.
-    #[arg(long, default_value = "0", value_delimiter = ',', allow_hyphen_values = true)]
+    #[arg(
+        long,
+        default_value = "0",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
     pub seeds: Vec<u64>,
     /// Epochs per run.
     #[arg(long, default_value_t = 200)]
@@ -84,7 +94,13 @@ fn parse_noise(item: &str) -> Result<(NoiseKind, f64)> {
     if item == "clean" {
         return Ok((NoiseKind::Clean, 0.0));
     }
-    let kinds = || NoiseKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
+    let kinds = || {
+        NoiseKind::ALL
+            .iter()
+            .map(|k| k.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let (kind, rate) = NoiseKind::ALL
         .into_iter()
         .find_map(|k| Some((k, item.strip_prefix(k.name())?.strip_prefix('-')?)))
@@ -219,19 +235,27 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
             std::fs::create_dir_all(&cell.dir)
                 .with_context(|| format!("creating {}", cell.dir.display()))?;
             let started = Instant::now();
+            let checkpoint =
+                train::saved_checkpoint(&cell.dir, c).with_context(|| format!("run {name}"))?;
             let options = train::Options {
                 checkpoint_every: 1,
-                resume: true,
                 data_dir: dirs.get(&c.dataset).cloned(),
                 ..Default::default()
             };
-            let (_, summary) =
-                train::train_into(c, split, &chosen, &cell.dir, &options, &mut |event| {
+            let (_, summary) = train::train_into(
+                c,
+                split,
+                checkpoint,
+                &chosen,
+                &cell.dir,
+                &options,
+                &mut |event| {
                     if let (train::Event::Epoch(_), Some(bar)) = (event, &bar) {
                         bar.inc(1);
                     }
-                })
-                .with_context(|| format!("run {name}"))?;
+                },
+            )
+            .with_context(|| format!("run {name}"))?;
             let line = format!(
                 "[{run_no}/{total}] {name}: test acc {:.2}%, label precision {:.2}% ({:.1} s)",
                 summary.test_accuracy * 100.0,

@@ -21,9 +21,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use taks_core::config::TrainConfig;
 use taks_core::data::Split;
-use taks_core::metrics::{EpochMetrics, Summary, summarize};
 use taks_core::formats::atomic::write_atomically;
 use taks_core::formats::checkpoint::Checkpoint;
+use taks_core::metrics::{EpochMetrics, Summary, summarize};
 use taks_core::train::Trainer;
 
 use crate::cli::TrainArgs;
@@ -52,15 +52,18 @@ pub fn run(args: TrainArgs) -> Result<()> {
         }
     };
     // Everything about the input is checked before a device is opened or a folder made.
-    if let Some(dir) = &args.resume
-        && dir.join(CHECKPOINT).exists()
-    {
-        let path = dir.join(CHECKPOINT);
-        taks_core::train::checkpoint::check(&Checkpoint::read(&path)?, &config, &path)?;
-    }
+    let checkpoint = match &args.resume {
+        Some(dir) => saved_checkpoint(dir, &config)?,
+        None => None,
+    };
     let split = config.dataset.load(data_dir.as_deref())?;
     split.check()?;
-    config.checked_k(split.train.len().min(config.train_limit.unwrap_or(usize::MAX)))?;
+    config.checked_k(
+        split
+            .train
+            .len()
+            .min(config.train_limit.unwrap_or(usize::MAX)),
+    )?;
     let chosen = device::choose(args.run.device)?;
     let out = match &args.resume {
         Some(dir) => dir.clone(),
@@ -75,11 +78,16 @@ pub fn run(args: TrainArgs) -> Result<()> {
     let options = Options {
         save_selections,
         checkpoint_every: args.checkpoint_every,
-        resume: args.resume.is_some(),
         data_dir: data_dir.clone(),
     };
-    let (_, summary) = train_into(&config, split, &chosen, &out, &options, &mut |event| {
-        match event {
+    let (_, summary) = train_into(
+        &config,
+        split,
+        checkpoint,
+        &chosen,
+        &out,
+        &options,
+        &mut |event| match event {
             Event::Line(line) => say(line),
             Event::Epoch(m) => match &bar {
                 Some(bar) => {
@@ -92,8 +100,8 @@ pub fn run(args: TrainArgs) -> Result<()> {
                 }
                 None => say(epoch_line(m)),
             },
-        }
-    })?;
+        },
+    )?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -118,8 +126,6 @@ pub struct Options {
     pub save_selections: bool,
     /// Epochs between checkpoints (the last epoch always writes one).
     pub checkpoint_every: usize,
-    /// Continue the run already in the folder from its checkpoint, if it has one.
-    pub resume: bool,
     /// Recorded in config.json, so that a resumed run finds its data again.
     pub data_dir: Option<PathBuf>,
 }
@@ -132,14 +138,27 @@ pub enum Event<'a> {
     Epoch(&'a EpochMetrics),
 }
 
-/// Train `config` on `split` and write the run folder `out`, which must exist. A fresh
-/// run starts from nothing; with `options.resume` a run whose folder holds a
-/// checkpoint continues from it (metrics.csv and selected.csv are first cut back to
-/// the checkpoint's epoch, so no row is ever doubled or half written). Returns the
-/// history and the summary written to summary.json.
+/// The checkpoint in run folder `dir`, read and checked against `config`; `None` when
+/// the run stopped before writing one.
+pub fn saved_checkpoint(dir: &Path, config: &TrainConfig) -> Result<Option<Checkpoint>> {
+    let path = dir.join(CHECKPOINT);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let checkpoint = Checkpoint::read(&path)?;
+    taks_core::train::checkpoint::check(&checkpoint, config, &path)?;
+    Ok(Some(checkpoint))
+}
+
+/// Train `config` on `split` and write the run folder `out`, which must exist. Without
+/// a checkpoint the run starts from nothing; with one (from [`saved_checkpoint`] of
+/// `out`) it continues from it, metrics.csv and selected.csv first cut back to the
+/// checkpoint's epoch, so no row is ever doubled or half written. Returns the history
+/// and the summary written to summary.json.
 pub fn train_into(
     config: &TrainConfig,
     split: Split,
+    checkpoint: Option<Checkpoint>,
     chosen: &Chosen,
     out: &Path,
     options: &Options,
@@ -148,9 +167,8 @@ pub fn train_into(
     let mut trainer = Trainer::new(config.clone(), split, &chosen.device)?;
     let checkpoint_path = out.join(CHECKPOINT);
     let mut history = Vec::new();
-    let resuming = options.resume && checkpoint_path.exists();
-    if resuming {
-        let checkpoint = Checkpoint::read(&checkpoint_path)?;
+    let resuming = checkpoint.is_some();
+    if let Some(checkpoint) = checkpoint {
         history = trainer.restore(checkpoint, &checkpoint_path)?;
         report(Event::Line(format!(
             "resuming {} after epoch {} of {}",
@@ -262,8 +280,8 @@ fn save_checkpoint(trainer: &Trainer, history: &[EpochMetrics], path: &Path) -> 
 /// selected.csv's header and its rows for epochs 1..=`epochs` (each row is written
 /// before its epoch trains, so a stopped run may hold one more).
 fn selection_rows_until(path: &Path, epochs: usize) -> Result<String> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut lines = text.lines();
     let mut kept = String::from("epoch,indices\n");
     if lines.next() != Some("epoch,indices") {
@@ -283,13 +301,19 @@ fn selection_rows_until(path: &Path, epochs: usize) -> Result<String> {
 fn read_run_config(dir: &Path) -> Result<(TrainConfig, Option<PathBuf>)> {
     let path = dir.join("config.json");
     let text = std::fs::read_to_string(&path).with_context(|| {
-        format!("cannot resume {}: no run there (reading {})", dir.display(), path.display())
+        format!(
+            "cannot resume {}: no run there (reading {})",
+            dir.display(),
+            path.display()
+        )
     })?;
-    let doc: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not JSON", path.display()))?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
     let config: TrainConfig = serde_json::from_value(doc["config"].clone())
         .with_context(|| format!("{} holds no taks run settings", path.display()))?;
-    config.validate().with_context(|| format!("in {}", path.display()))?;
+    config
+        .validate()
+        .with_context(|| format!("in {}", path.display()))?;
     let data_dir = doc["data_dir"].as_str().map(PathBuf::from);
     Ok((config, data_dir))
 }
@@ -374,7 +398,10 @@ fn write_config(
         "data_dir": options.data_dir,
         "taks_version": env!("CARGO_PKG_VERSION"),
     });
-    write_atomically(&out.join("config.json"), serde_json::to_string_pretty(&doc)?.as_bytes())?;
+    write_atomically(
+        &out.join("config.json"),
+        serde_json::to_string_pretty(&doc)?.as_bytes(),
+    )?;
     Ok(())
 }
 

@@ -69,8 +69,11 @@ pub fn check(checkpoint: &Checkpoint, config: &TrainConfig, path: &Path) -> Resu
 
 fn state_of(checkpoint: &Checkpoint, config: &TrainConfig, path: &Path) -> Result<State> {
     let bad = |reason: String| Error::Format(FormatError::malformed(path, reason));
-    let state = State::deserialize(&checkpoint.state)
-        .map_err(|e| bad(format!("the checkpoint's state is not a taks run state: {e}")))?;
+    let state = State::deserialize(&checkpoint.state).map_err(|e| {
+        bad(format!(
+            "the checkpoint's state is not a taks run state: {e}"
+        ))
+    })?;
     if state.config != *config {
         return Err(bad(
             "the checkpoint belongs to a run with other settings than this one".into(),
@@ -82,7 +85,11 @@ fn state_of(checkpoint: &Checkpoint, config: &TrainConfig, path: &Path) -> Resul
             state.epoch, config.epochs
         )));
     }
-    let numbered = state.history.iter().enumerate().all(|(i, m)| m.epoch == i + 1);
+    let numbered = state
+        .history
+        .iter()
+        .enumerate()
+        .all(|(i, m)| m.epoch == i + 1);
     if state.history.len() != state.epoch || !numbered {
         return Err(bad(format!(
             "the checkpoint's history does not hold epochs 1..={}",
@@ -116,7 +123,10 @@ impl Trainer {
         if let Some(selector) = &self.selector {
             let cumulative = selector.cumulative_risk_host().await?;
             let current = selector.current_indices_host().await?;
-            tensors.insert(CUMULATIVE.into(), Saved::f32(vec![cumulative.len()], cumulative));
+            tensors.insert(
+                CUMULATIVE.into(),
+                Saved::f32(vec![cumulative.len()], cumulative),
+            );
             tensors.insert(CURRENT.into(), Saved::u32(vec![current.len()], current));
         }
         let preparation = self.preparation.clone().map(|mut p| {
@@ -143,7 +153,11 @@ impl Trainer {
     /// Continue from `checkpoint` (read from `path`, named in errors). The trainer must
     /// be freshly built from the same settings and data. Returns the history of the
     /// epochs already finished.
-    pub fn restore(&mut self, mut checkpoint: Checkpoint, path: &Path) -> Result<Vec<EpochMetrics>> {
+    pub fn restore(
+        &mut self,
+        mut checkpoint: Checkpoint,
+        path: &Path,
+    ) -> Result<Vec<EpochMetrics>> {
         let bad = |reason: String| Error::Format(FormatError::malformed(path, reason));
         let state = state_of(&checkpoint, &self.config, path)?;
         checkpoint.state = serde_json::Value::Null;
@@ -162,7 +176,10 @@ impl Trainer {
         for t in &found {
             let v = checkpoint.take_f32(&network_name(&t.name), &t.dims, path)?;
             let len = v.len();
-            values.push(Tensor::<1>::from_data(TensorData::new(v, [len]), &self.device));
+            values.push(Tensor::<1>::from_data(
+                TensorData::new(v, [len]),
+                &self.device,
+            ));
         }
         self.networks = Some(replace_float_tensors(networks, values));
 
@@ -183,7 +200,8 @@ impl Trainer {
             };
             let (first, second) = moment_names(i);
             let shape = [numels[i]];
-            let tensor = |v: Vec<f32>| Tensor::<1>::from_data(TensorData::new(v, shape), &self.device);
+            let tensor =
+                |v: Vec<f32>| Tensor::<1>::from_data(TensorData::new(v, shape), &self.device);
             moments.push(Some(Moments {
                 first: tensor(checkpoint.take_f32(&first, &shape, path)?),
                 second: tensor(checkpoint.take_f32(&second, &shape, path)?),
@@ -229,9 +247,7 @@ impl Trainer {
                 self.preparation = Some(preparation);
             }
             None if self.stage_one.is_some() && state.epoch > 0 => {
-                return Err(bad(
-                    "the checkpoint lacks F-correction's first stage".into(),
-                ));
+                return Err(bad("the checkpoint lacks F-correction's first stage".into()));
             }
             None => {}
         }
