@@ -70,7 +70,10 @@ fn bad_input_corpus() {
     std::fs::create_dir_all(&cwd).unwrap();
     let cases = std::fs::read_to_string(corpus.join("cases.tsv")).unwrap();
     let mut count = 0;
-    for line in cases.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+    for line in cases
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
         let fields: Vec<&str> = line.split('\t').collect();
         let [name, args, expected] = fields[..] else {
             panic!("cases.tsv: not name<TAB>args<TAB>expected: {line}");
@@ -92,14 +95,27 @@ fn bad_input_corpus() {
         count += 1;
     }
     assert!(count >= 90, "only {count} cases");
-    let left: Vec<_> = std::fs::read_dir(&cwd).unwrap().map(|e| e.unwrap().path()).collect();
+    let left: Vec<_> = std::fs::read_dir(&cwd)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert!(left.is_empty(), "refused runs left {left:?}");
     std::fs::remove_dir_all(&cwd).unwrap();
     // No case may have written into a run folder it was refused.
     for entry in std::fs::read_dir(&files).unwrap() {
         let dir = entry.unwrap().path();
-        if dir.file_name().unwrap().to_str().unwrap().starts_with("resume-") {
-            assert!(!dir.join("metrics.csv").exists(), "{} was written to", dir.display());
+        if dir
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("resume-")
+        {
+            assert!(
+                !dir.join("metrics.csv").exists(),
+                "{} was written to",
+                dir.display()
+            );
         }
     }
     std::fs::remove_dir_all(&files).unwrap();
@@ -573,8 +589,18 @@ fn tune_picks_by_noisy_validation_and_resumes() {
 fn a_killed_run_resumes_exactly() {
     let args = |out: &Path| -> Vec<String> {
         [
-            "train", "--device", "cpu", "--epochs", "8", "--train-limit", "1500",
-            "--test-limit", "300", "--save-selections", "--quiet", "--out",
+            "train",
+            "--device",
+            "cpu",
+            "--epochs",
+            "8",
+            "--train-limit",
+            "1500",
+            "--test-limit",
+            "300",
+            "--save-selections",
+            "--quiet",
+            "--out",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -586,7 +612,11 @@ fn a_killed_run_resumes_exactly() {
         .args(args(&whole))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let killed = scratch("killed");
     let mut child = Command::new(env!("CARGO_BIN_EXE_taks"))
@@ -600,7 +630,10 @@ fn a_killed_run_resumes_exactly() {
     };
     let started = std::time::Instant::now();
     while rows() < 2 {
-        assert!(started.elapsed().as_secs() < 300, "the run never reached epoch 2");
+        assert!(
+            started.elapsed().as_secs() < 300,
+            "the run never reached epoch 2"
+        );
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
     child.kill().unwrap(); // SIGKILL on Unix
@@ -610,7 +643,11 @@ fn a_killed_run_resumes_exactly() {
         "the run finished before the kill; the test proves nothing"
     );
     let out = taks(&["train", "--resume", killed.to_str().unwrap(), "--quiet"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let table = |dir: &Path| -> Vec<Vec<String>> {
         let text = std::fs::read_to_string(dir.join("metrics.csv")).unwrap();
