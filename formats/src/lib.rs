@@ -1,5 +1,6 @@
 //! The file formats of taks: the datasets it reads (IDX for MNIST-like sets, the CIFAR
-//! binary version) and the checkpoints it writes and resumes from.
+//! binary version, a user's image folders and CSV tables) and the checkpoints it writes
+//! and resumes from.
 //!
 //! They live apart from `taks-core` for two reasons: a parser is the part of a program
 //! that meets hostile bytes, so it is fuzzed (`fuzz/`), and a fuzzer must rebuild what
@@ -11,8 +12,10 @@
 pub mod atomic;
 pub mod checkpoint;
 pub mod cifar;
+pub mod csv_table;
 pub mod error;
 pub mod idx;
+pub mod image_folder;
 pub mod labels;
 
 pub use error::{FormatError, Result};

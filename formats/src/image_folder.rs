@@ -1,0 +1,352 @@
+//! A folder of class sub-folders holding images: the way people sort photos by hand.
+//!
+//! `DATA/<class>/<any sub-folders>/<file>`: the class is the name of the top-level
+//! folder a file sits under, classes are ordered by name, and a sample's id is its path
+//! relative to `DATA` with `/` separators (what a person searches for in a file
+//! browser). PNG, JPEG and BMP are read, by content rather than by extension, through the
+//! `image` crate with only those three codecs compiled in.
+//!
+//! Reading is two passes, both spread over the available cores and both keeping the
+//! files' order: [`scan`] lists the files and reads only their headers (size and colour),
+//! so the caller can choose one input size and channel count before any pixel is
+//! decoded; [`decode`] then decodes each file once and resizes it straight into the
+//! output, so memory holds only the resized samples, never the originals. A file that
+//! cannot be read at either pass is returned as a [`Skipped`] with its reason: listed,
+//! never silently dropped, and never the end of the whole read.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use image::imageops::FilterType;
+use image::{ColorType, ImageReader};
+
+use crate::{FormatError, Result};
+
+/// One image file found under a class folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageFile {
+    /// Path relative to the data folder, `/`-separated.
+    pub id: String,
+    pub path: PathBuf,
+    /// Index into [`Scan::classes`].
+    pub label: u32,
+    pub width: u32,
+    pub height: u32,
+    /// Whether the file stores colour (grey files can still be read as RGB).
+    pub colour: bool,
+}
+
+/// A file left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Skipped {
+    pub id: String,
+    pub reason: String,
+}
+
+/// What [`scan`] found.
+#[derive(Debug, Clone)]
+pub struct Scan {
+    /// Class names (the sub-folder names), sorted.
+    pub classes: Vec<String>,
+    /// Readable image files, ordered by class then path.
+    pub files: Vec<ImageFile>,
+    pub skipped: Vec<Skipped>,
+}
+
+impl Scan {
+    /// The most common (width, height) among the files (ties: the smaller area), or None
+    /// when there are no files.
+    pub fn most_common_size(&self) -> Option<(u32, u32)> {
+        let mut counts: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+        for f in &self.files {
+            *counts.entry((f.width, f.height)).or_default() += 1;
+        }
+        counts
+            .into_iter()
+            .max_by_key(|&((w, h), c)| (c, std::cmp::Reverse(w as u64 * h as u64)))
+            .map(|(size, _)| size)
+    }
+
+    /// Whether any file is in colour.
+    pub fn any_colour(&self) -> bool {
+        self.files.iter().any(|f| f.colour)
+    }
+}
+
+/// List the class folders of `dir` and read every file's image header. Errors only for
+/// what makes the folder unusable as a whole (missing, unreadable, no class folders);
+/// each bad file is a [`Skipped`].
+pub fn scan(dir: &Path) -> Result<Scan> {
+    let mut classes = Vec::new();
+    let mut skipped = Vec::new();
+    for entry in sorted_entries(dir)? {
+        let name = entry.file_name().unwrap_or_default().to_string_lossy().to_string();
+        if name.starts_with('.') {
+            continue;
+        }
+        if entry.is_dir() {
+            classes.push((name, entry));
+        } else {
+            skipped.push(Skipped {
+                id: name,
+                reason: "not inside a class folder".into(),
+            });
+        }
+    }
+    if classes.is_empty() {
+        return Err(FormatError::malformed(
+            dir,
+            "no class folders (expected DATA/<class>/<image files>)",
+        ));
+    }
+    let mut candidates = Vec::new();
+    for (label, (name, path)) in classes.iter().enumerate() {
+        collect_files(path, name, label as u32, &mut candidates)?;
+    }
+    let headers = in_parallel(&candidates, |(_, path, _)| read_header(path));
+    let mut files = Vec::with_capacity(candidates.len());
+    for ((id, path, label), header) in candidates.into_iter().zip(headers) {
+        match header {
+            Ok((width, height, colour)) => files.push(ImageFile {
+                id,
+                path,
+                label,
+                width,
+                height,
+                colour,
+            }),
+            Err(reason) => skipped.push(Skipped { id, reason }),
+        }
+    }
+    Ok(Scan {
+        classes: classes.into_iter().map(|(name, _)| name).collect(),
+        files,
+        skipped,
+    })
+}
+
+/// The decoded samples of [`decode`].
+#[derive(Debug, Clone)]
+pub struct Decoded {
+    /// `n * C * H * W` bytes, sample-major, [C, H, W] inside a sample.
+    pub pixels: Vec<u8>,
+    /// The files decoded, in order (a subset of the input).
+    pub files: Vec<ImageFile>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Decode `files`, convert to `channels` (1: grey, 3: RGB) and resize each to
+/// `width` x `height` (bilinear; the aspect ratio is not kept, as torchvision's
+/// `Resize((h, w))`). A file that fails to decode is skipped with its reason.
+pub fn decode(files: &[ImageFile], channels: usize, width: u32, height: u32) -> Decoded {
+    assert!(channels == 1 || channels == 3, "channels must be 1 or 3");
+    let decoded = in_parallel(files, |f| decode_one(&f.path, channels, width, height));
+    let mut out = Decoded {
+        pixels: Vec::with_capacity(files.len() * channels * (width * height) as usize),
+        files: Vec::with_capacity(files.len()),
+        skipped: Vec::new(),
+    };
+    for (file, result) in files.iter().zip(decoded) {
+        match result {
+            Ok(pixels) => {
+                out.pixels.extend_from_slice(&pixels);
+                out.files.push(file.clone());
+            }
+            Err(reason) => out.skipped.push(Skipped {
+                id: file.id.clone(),
+                reason,
+            }),
+        }
+    }
+    out
+}
+
+/// One file: decoded, converted and resized, as [C, H, W] bytes.
+pub fn decode_one(
+    path: &Path,
+    channels: usize,
+    width: u32,
+    height: u32,
+) -> std::result::Result<Vec<u8>, String> {
+    let image = ImageReader::open(path)
+        .map_err(|e| e.to_string())?
+        .with_guessed_format()
+        .map_err(|e| e.to_string())?
+        .decode()
+        .map_err(|e| e.to_string())?;
+    let same = image.width() == width && image.height() == height;
+    Ok(if channels == 1 {
+        let grey = image.into_luma8();
+        let grey = if same {
+            grey
+        } else {
+            image::imageops::resize(&grey, width, height, FilterType::Triangle)
+        };
+        grey.into_raw()
+    } else {
+        let rgb = image.into_rgb8();
+        let rgb = if same {
+            rgb
+        } else {
+            image::imageops::resize(&rgb, width, height, FilterType::Triangle)
+        };
+        // Interleaved RGB -> planar [3, H, W].
+        let plane = (width * height) as usize;
+        let raw = rgb.into_raw();
+        let mut planar = vec![0u8; 3 * plane];
+        for (i, px) in raw.chunks_exact(3).enumerate() {
+            for c in 0..3 {
+                planar[c * plane + i] = px[c];
+            }
+        }
+        planar
+    })
+}
+
+/// (width, height, colour) from the header alone.
+fn read_header(path: &Path) -> std::result::Result<(u32, u32, bool), String> {
+    let reader = ImageReader::open(path)
+        .map_err(|e| e.to_string())?
+        .with_guessed_format()
+        .map_err(|e| e.to_string())?;
+    if reader.format().is_none() {
+        return Err("not a PNG, JPEG or BMP image".into());
+    }
+    let decoder = reader.into_decoder().map_err(|e| e.to_string())?;
+    let (width, height) = image::ImageDecoder::dimensions(&decoder);
+    if width == 0 || height == 0 {
+        return Err(format!("empty image ({width}x{height})"));
+    }
+    let colour = !matches!(
+        image::ImageDecoder::color_type(&decoder),
+        ColorType::L8 | ColorType::La8 | ColorType::L16 | ColorType::La16
+    );
+    Ok((width, height, colour))
+}
+
+/// Every non-hidden file under `dir`, recursively, as (id, path, label), sorted by path.
+fn collect_files(
+    dir: &Path,
+    id_prefix: &str,
+    label: u32,
+    out: &mut Vec<(String, PathBuf, u32)>,
+) -> Result<()> {
+    for entry in sorted_entries(dir)? {
+        let name = entry.file_name().unwrap_or_default().to_string_lossy().to_string();
+        if name.starts_with('.') {
+            continue;
+        }
+        let id = format!("{id_prefix}/{name}");
+        if entry.is_dir() {
+            collect_files(&entry, &id, label, out)?;
+        } else {
+            out.push((id, entry, label));
+        }
+    }
+    Ok(())
+}
+
+fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>> {
+    let read = std::fs::read_dir(dir).map_err(|e| FormatError::io(dir, e))?;
+    let mut entries = read
+        .map(|e| e.map(|e| e.path()).map_err(|e| FormatError::io(dir, e)))
+        .collect::<Result<Vec<_>>>()?;
+    entries.sort();
+    Ok(entries)
+}
+
+/// `f` over `items` on every available core, results in the items' order.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if workers <= 1 || items.len() < 2 {
+        return items.iter().map(f).collect();
+    }
+    let chunk = items.len().div_ceil(workers);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(|| part.iter().map(&f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folder(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("taks-imgs-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn classes_files_and_skips() {
+        let dir = folder("scan");
+        std::fs::create_dir_all(dir.join("cat/more")).unwrap();
+        std::fs::create_dir_all(dir.join("dog")).unwrap();
+        image::GrayImage::from_pixel(4, 2, image::Luma([200])).save(dir.join("cat/a.png")).unwrap();
+        image::RgbImage::from_pixel(3, 3, image::Rgb([255, 0, 0]))
+            .save(dir.join("cat/more/b.bmp"))
+            .unwrap();
+        image::RgbImage::from_pixel(4, 2, image::Rgb([0, 0, 255]))
+            .save(dir.join("dog/c.jpg"))
+            .unwrap();
+        std::fs::write(dir.join("dog/notes.txt"), "hello").unwrap();
+        std::fs::write(dir.join("dog/broken.png"), b"\x89PNG\r\n\x1a\nbad").unwrap();
+        std::fs::write(dir.join("stray.png"), b"x").unwrap();
+        let scan = scan(&dir).unwrap();
+        assert_eq!(scan.classes, ["cat", "dog"]);
+        let ids: Vec<_> = scan.files.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["cat/a.png", "cat/more/b.bmp", "dog/c.jpg"]);
+        assert_eq!(scan.files.iter().map(|f| f.label).collect::<Vec<_>>(), [0, 0, 1]);
+        assert!(!scan.files[0].colour && scan.files[1].colour);
+        let skipped: Vec<_> = scan.skipped.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(skipped, ["stray.png", "dog/broken.png", "dog/notes.txt"]);
+        assert!(scan.skipped[2].reason.contains("not a PNG"), "{:?}", scan.skipped);
+        assert_eq!(scan.most_common_size(), Some((4, 2)));
+
+        let rgb = decode(&scan.files, 3, 2, 2);
+        assert_eq!(rgb.files.len(), 3);
+        assert_eq!(rgb.pixels.len(), 3 * 3 * 4);
+        // The grey file is grey in every plane; the red BMP is red in plane 0 only.
+        assert!(rgb.pixels[..12].iter().all(|&p| p == 200));
+        assert!(rgb.pixels[12..16].iter().all(|&p| p == 255));
+        assert!(rgb.pixels[16..24].iter().all(|&p| p == 0));
+        let grey = decode(&scan.files[..1], 1, 4, 2);
+        assert_eq!(grey.pixels, vec![200; 8]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_breaks_after_its_header_is_skipped_not_fatal() {
+        let dir = folder("trunc");
+        std::fs::create_dir_all(dir.join("a")).unwrap();
+        let good = dir.join("a/good.png");
+        image::GrayImage::from_pixel(8, 8, image::Luma([7])).save(&good).unwrap();
+        let bytes = std::fs::read(&good).unwrap();
+        std::fs::write(dir.join("a/cut.png"), &bytes[..bytes.len() - 20]).unwrap();
+        let scan = scan(&dir).unwrap();
+        assert_eq!(scan.files.len(), 2, "{:?}", scan.skipped);
+        let out = decode(&scan.files, 1, 8, 8);
+        assert_eq!(out.files.len(), 1);
+        assert_eq!(out.skipped.len(), 1);
+        assert_eq!(out.skipped[0].id, "a/cut.png");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_folder_without_class_folders_is_an_error() {
+        let dir = folder("flat");
+        std::fs::write(dir.join("x.png"), b"x").unwrap();
+        let err = scan(&dir).unwrap_err().to_string();
+        assert!(err.contains("no class folders"), "{err}");
+        assert!(scan(&dir.join("missing")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
