@@ -8,6 +8,7 @@ use clap::builder::PossibleValue;
 
 use crate::data::DatasetKind;
 use crate::methods::Method;
+use crate::model::Architecture;
 use crate::noise::NoiseKind;
 
 impl ValueEnum for DatasetKind {
@@ -60,6 +61,21 @@ impl ValueEnum for Method {
             Method::CoTeachingPlus => "Co-teaching among the samples the networks disagree on",
             Method::Jocor => "two networks, joint loss with an agreement term",
             Method::Itlm => "iterative trimmed loss: the smallest-loss samples each epoch",
+        };
+        Some(PossibleValue::new(self.name()).help(help))
+    }
+}
+
+impl ValueEnum for Architecture {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Architecture::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let help = match self {
+            Architecture::Mlp => "one hidden layer of 256 (vectors, small grey images)",
+            Architecture::Cnn => "the paper's 6-layer CNN (small colour images, 32x32)",
+            Architecture::ResNet18 => "ResNet-18 (larger images)",
         };
         Some(PossibleValue::new(self.name()).help(help))
     }

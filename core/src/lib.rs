@@ -7,6 +7,7 @@
 //! the training loop and the paper's metrics. The front ends only parse input and show
 //! output.
 
+pub mod audit;
 #[cfg(feature = "clap")]
 mod cli_values;
 pub mod config;

@@ -1,4 +1,5 @@
-//! The paper's networks: the MLP for MNIST-like data and the 6-layer CNN for CIFAR.
+//! The paper's networks: the MLP for MNIST-like data, the 6-layer CNN for CIFAR and
+//! ResNet-18 ([`resnet`]) for larger images (its Clothing1M network).
 //!
 //! Both take a batch of flattened samples `[B, C*H*W]` (the layout the training set is
 //! kept in on the device) and return logits `[B, classes]`; the CNN reshapes to
@@ -12,6 +13,9 @@ use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
+pub mod resnet;
+pub use resnet::ResNet18;
+
 /// Which network to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -20,6 +24,21 @@ pub enum Architecture {
     Mlp,
     /// conv64-conv64-pool, conv128-conv128-pool, conv196-conv16-pool, linear; BN + ReLU.
     Cnn,
+    /// torchvision's ResNet-18, for larger images.
+    #[serde(rename = "resnet18")]
+    ResNet18,
+}
+
+impl Architecture {
+    pub const ALL: [Architecture; 3] = [Architecture::Mlp, Architecture::Cnn, Architecture::ResNet18];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Architecture::Mlp => "mlp",
+            Architecture::Cnn => "cnn",
+            Architecture::ResNet18 => "resnet18",
+        }
+    }
 }
 
 /// MLP 784-256-10 of the paper's MNIST experiments.
@@ -112,6 +131,7 @@ impl Cnn {
 pub enum Classifier {
     Mlp(Mlp),
     Cnn(Cnn),
+    ResNet18(ResNet18),
 }
 
 impl Classifier {
@@ -120,6 +140,7 @@ impl Classifier {
         match arch {
             Architecture::Mlp => Classifier::Mlp(Mlp::new(shape.iter().product(), classes, device)),
             Architecture::Cnn => Classifier::Cnn(Cnn::new(shape[0], shape[1], classes, device)),
+            Architecture::ResNet18 => Classifier::ResNet18(ResNet18::new(shape, classes, device)),
         }
     }
 
@@ -128,6 +149,7 @@ impl Classifier {
         match self {
             Classifier::Mlp(m) => m.forward(x),
             Classifier::Cnn(m) => m.forward(x),
+            Classifier::ResNet18(m) => m.forward(x),
         }
     }
 }

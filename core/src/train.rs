@@ -220,6 +220,17 @@ impl Trainer {
         self.networks.as_ref().expect("networks present").valid()
     }
 
+    /// Softmax probabilities `[n * classes]` of the first network on every training
+    /// sample, in order, in eval mode (what an audit reads after the last epoch).
+    pub async fn train_probabilities(&self) -> Result<Vec<f32>> {
+        let logits = score(
+            self.networks().first(),
+            &self.train.images,
+            self.config.eval_batch_size,
+        );
+        read_floats(softmax(logits, 1), "probabilities").await
+    }
+
     /// Whether [`Trainer::prepare`] still has work to do (F-correction's first stage).
     pub fn needs_preparation(&self) -> bool {
         self.stage_one.is_some()

@@ -203,6 +203,28 @@ pub fn decode_one(
     })
 }
 
+/// A PNG of the image at `path` scaled to fit `side` x `side` (aspect ratio kept), for
+/// a report a person reviews.
+pub fn thumbnail_png(path: &Path, side: u32) -> std::result::Result<Vec<u8>, String> {
+    let image = ImageReader::open(path)
+        .map_err(|e| e.to_string())?
+        .with_guessed_format()
+        .map_err(|e| e.to_string())?
+        .decode()
+        .map_err(|e| e.to_string())?;
+    let small = if image.width() > side || image.height() > side {
+        image.thumbnail(side, side)
+    } else {
+        image
+    };
+    let mut bytes = Vec::new();
+    small
+        .into_rgb8()
+        .write_to(&mut std::io::Cursor::new(&mut bytes), image::ImageFormat::Png)
+        .map_err(|e| e.to_string())?;
+    Ok(bytes)
+}
+
 /// (width, height, colour) from the header alone.
 fn read_header(path: &Path) -> std::result::Result<(u32, u32, bool), String> {
     let reader = ImageReader::open(path)

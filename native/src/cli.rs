@@ -49,6 +49,20 @@ pub enum Command {
     /// training set held out), over the paper's grid, and write every score.
     #[command(allow_negative_numbers = true)]
     Tune(crate::tune::TuneArgs),
+    /// Find the mislabelled samples of your own data (a folder of class sub-folders of
+    /// images, or a CSV) with one TAkS run, and keep the model trained without them.
+    ///
+    /// Example: taks audit photos/ --out audit-photos
+    ///
+    /// Writes suspects.csv (every sample, most suspect first), summary.json, report.html,
+    /// model.safetensors and model.json.
+    #[command(allow_negative_numbers = true)]
+    Audit(crate::audit::AuditArgs),
+    /// Predict with the model an audit kept: prints id,predicted_label,confidence.
+    ///
+    /// Example: taks predict --model audit-photos new-photos/
+    #[command(allow_negative_numbers = true)]
+    Predict(crate::predict::PredictArgs),
     /// Print the paper-style summary table of one or more finished run folders.
     Table {
         /// Run folders (each with metrics.csv and config.json).

@@ -1,14 +1,18 @@
 //! `taks`: the command-line trainer. Parses arguments, picks the device and hands the
 //! work to `taks-core`; prints errors once, on one line, with a non-zero exit.
 
+mod audit;
 mod bench;
 mod bench_select;
 mod cli;
 mod config;
 mod device;
 mod experiment;
+mod model_file;
 mod picks;
 mod plot;
+mod predict;
+mod report;
 mod table;
 mod train;
 mod tune;
@@ -55,6 +59,8 @@ fn main() -> ExitCode {
         cli::Command::BenchSelect(args) => bench_select::run(args),
         cli::Command::Experiment(args) => experiment::run(args),
         cli::Command::Tune(args) => tune::run(args),
+        cli::Command::Audit(args) => audit::run(args),
+        cli::Command::Predict(args) => predict::run(args),
         cli::Command::Table { runs } => table::run(&runs),
     });
     match result {

@@ -247,11 +247,26 @@ pub fn bundled_mnist_digits() -> Result<Split> {
     })
 }
 
+impl DatasetKind {
+    /// The per-channel (mean, std) its loader normalises pixels in [0, 1] with: the
+    /// usual values for CIFAR, none (0, 1) for the 28x28 grey sets.
+    pub fn channel_normalisation(self) -> (Vec<f32>, Vec<f32>) {
+        match self {
+            DatasetKind::Cifar10 => (CIFAR10_MEAN_STD.0.to_vec(), CIFAR10_MEAN_STD.1.to_vec()),
+            DatasetKind::Cifar100 => (CIFAR100_MEAN_STD.0.to_vec(), CIFAR100_MEAN_STD.1.to_vec()),
+            _ => (vec![0.0], vec![1.0]),
+        }
+    }
+}
+
+const CIFAR10_MEAN_STD: ([f32; 3], [f32; 3]) = ([0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616]);
+const CIFAR100_MEAN_STD: ([f32; 3], [f32; 3]) = ([0.5071, 0.4865, 0.4409], [0.2673, 0.2564, 0.2762]);
+
 /// Per-channel (mean, std) normalisation, the usual one for CIFAR.
 fn load_cifar(dir: &Path, variant: cifar::Variant) -> Result<Split> {
     let (mean, std) = match variant {
-        cifar::Variant::Cifar10 => ([0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616]),
-        cifar::Variant::Cifar100 => ([0.5071, 0.4865, 0.4409], [0.2673, 0.2564, 0.2762]),
+        cifar::Variant::Cifar10 => CIFAR10_MEAN_STD,
+        cifar::Variant::Cifar100 => CIFAR100_MEAN_STD,
     };
     let (train_files, test_file) = variant.files();
     let part = |names: &[&str]| -> Result<Dataset> {

@@ -1,0 +1,226 @@
+//! What an audited model takes as input, and how raw values become network inputs.
+//!
+//! Saved in `model.json` beside the weights, so `taks predict` (or a PyTorch user)
+//! prepares new inputs exactly as the audit prepared its data: images are decoded,
+//! converted to grey or RGB, resized and scaled to [0, 1], then normalised per channel;
+//! table rows are normalised per feature column.
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::Dataset;
+use crate::model::Architecture;
+use crate::{Error, Result};
+use crate::formats::csv_table::Table;
+use crate::formats::image_folder::Decoded;
+
+/// The raw input a model expects.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Input {
+    /// Images, resized to `width` x `height`, 1 (grey) or 3 (RGB) channels, laid out
+    /// [C, H, W].
+    Image {
+        channels: usize,
+        height: usize,
+        width: usize,
+    },
+    /// Rows of these numeric columns, in this order.
+    Table { features: Vec<String> },
+}
+
+impl Input {
+    /// [C, H, W] of one sample as the networks see it (a table row is [1, 1, features]).
+    pub fn shape(&self) -> [usize; 3] {
+        match self {
+            Input::Image {
+                channels,
+                height,
+                width,
+            } => [*channels, *height, *width],
+            Input::Table { features } => [1, 1, features.len()],
+        }
+    }
+}
+
+/// `x -> (x - mean) / std`, per channel (images, after scaling to [0, 1]) or per feature
+/// column (tables).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Normalisation {
+    pub mean: Vec<f32>,
+    pub std: Vec<f32>,
+}
+
+impl Normalisation {
+    /// The mean and standard deviation of each of `groups` groups, where value `i` of a
+    /// sample of `sample_size` values belongs to group `i / (sample_size / groups)`
+    /// (channels of [C, H, W]; with `groups` = `sample_size`, columns). A constant
+    /// group gets std 1, so it maps to 0 instead of dividing by zero.
+    pub fn fit(values: &[f32], sample_size: usize, groups: usize) -> Self {
+        let per_group = sample_size / groups;
+        let mut sum = vec![0f64; groups];
+        let mut square = vec![0f64; groups];
+        for sample in values.chunks_exact(sample_size) {
+            for (i, &v) in sample.iter().enumerate() {
+                let g = i / per_group;
+                sum[g] += v as f64;
+                square[g] += v as f64 * v as f64;
+            }
+        }
+        let count = (values.len() / groups).max(1) as f64;
+        let mean: Vec<f64> = sum.iter().map(|s| s / count).collect();
+        let std = square
+            .iter()
+            .zip(&mean)
+            .map(|(sq, m)| {
+                let var = (sq / count - m * m).max(0.0);
+                if var.sqrt() > 1e-6 { var.sqrt() as f32 } else { 1.0 }
+            })
+            .collect();
+        Normalisation {
+            mean: mean.into_iter().map(|m| m as f32).collect(),
+            std,
+        }
+    }
+
+    /// Normalise `values` (whole samples of `sample_size`) in place.
+    pub fn apply(&self, values: &mut [f32], sample_size: usize) {
+        let per_group = sample_size / self.mean.len();
+        for sample in values.chunks_exact_mut(sample_size) {
+            for (i, v) in sample.iter_mut().enumerate() {
+                let g = i / per_group;
+                *v = (*v - self.mean[g]) / self.std[g];
+            }
+        }
+    }
+}
+
+/// The largest side an image keeps by default; larger images are resized to
+/// 224x224, the size ResNet-18 was designed for.
+pub const MAX_SIDE: u32 = 224;
+
+/// Which network and input an image folder gets, from its most common image size and
+/// whether any image is in colour; `model` and `size` are the user's overrides.
+/// - the MLP for grey images up to 32x32, at their own size (the paper's MNIST setup);
+/// - the paper's CNN for colour images up to 32x32, resized to 32x32 (its CIFAR setup);
+/// - ResNet-18 in RGB for anything larger, at its own size up to 224x224, else 224x224.
+pub fn choose_for_images(
+    common: (u32, u32),
+    colour: bool,
+    model: Option<Architecture>,
+    size: Option<(u32, u32)>,
+) -> Result<(Architecture, Input)> {
+    let small = common.0 <= 32 && common.1 <= 32;
+    let architecture = model.unwrap_or(match (small, colour) {
+        (true, false) => Architecture::Mlp,
+        (true, true) => Architecture::Cnn,
+        (false, _) => Architecture::ResNet18,
+    });
+    let (width, height) = size.unwrap_or(match architecture {
+        Architecture::Mlp => common,
+        Architecture::Cnn => (32, 32),
+        Architecture::ResNet18 if common.0 <= MAX_SIDE && common.1 <= MAX_SIDE => common,
+        Architecture::ResNet18 => (MAX_SIDE, MAX_SIDE),
+    });
+    if architecture == Architecture::Cnn && (width != height || width % 8 != 0) {
+        return Err(Error::Config(format!(
+            "the CNN takes square images with a side that is a multiple of 8, not {width}x{height} (try --image-size 32x32)"
+        )));
+    }
+    let channels = match (architecture, colour) {
+        (Architecture::Mlp, false) => 1,
+        _ => 3,
+    };
+    Ok((
+        architecture,
+        Input::Image {
+            channels,
+            height: height as usize,
+            width: width as usize,
+        },
+    ))
+}
+
+/// Image bytes [C, H, W] as values in [0, 1].
+pub fn scaled_pixels(pixels: &[u8]) -> Vec<f32> {
+    pixels.iter().map(|&p| p as f32 / 255.0).collect()
+}
+
+/// The samples of a data set as the networks take them, with how they were normalised.
+pub struct Prepared {
+    pub dataset: Dataset,
+    pub input: Input,
+    pub normalisation: Normalisation,
+}
+
+/// Decoded images -> a normalised dataset.
+pub fn prepare_images(decoded: &Decoded, channels: usize, height: usize, width: usize, classes: usize) -> Prepared {
+    let input = Input::Image {
+        channels,
+        height,
+        width,
+    };
+    prepare(scaled_pixels(&decoded.pixels), decoded.files.iter().map(|f| f.label).collect(), input, channels, classes)
+}
+
+/// A parsed table -> a normalised dataset.
+pub fn prepare_table(table: &Table) -> Prepared {
+    let features = table.features.len();
+    let input = Input::Table {
+        features: table.features.clone(),
+    };
+    prepare(table.values.clone(), table.labels.clone(), input, features, table.classes.len())
+}
+
+fn prepare(mut values: Vec<f32>, labels: Vec<u32>, input: Input, groups: usize, classes: usize) -> Prepared {
+    let shape = input.shape();
+    let sample_size = shape.iter().product();
+    let normalisation = Normalisation::fit(&values, sample_size, groups);
+    normalisation.apply(&mut values, sample_size);
+    Prepared {
+        dataset: Dataset {
+            images: values,
+            labels,
+            shape,
+            classes,
+        },
+        input,
+        normalisation,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn networks_and_sizes_by_input() {
+        let pick = |common, colour| choose_for_images(common, colour, None, None).unwrap();
+        let image = |channels, height, width| Input::Image { channels, height, width };
+        assert_eq!(pick((28, 28), false), (Architecture::Mlp, image(1, 28, 28)));
+        assert_eq!(pick((30, 20), true), (Architecture::Cnn, image(3, 32, 32)));
+        assert_eq!(pick((100, 80), false), (Architecture::ResNet18, image(3, 80, 100)));
+        assert_eq!(pick((640, 480), true), (Architecture::ResNet18, image(3, 224, 224)));
+        let forced = choose_for_images((28, 28), false, Some(Architecture::ResNet18), Some((64, 48)));
+        assert_eq!(forced.unwrap(), (Architecture::ResNet18, image(3, 48, 64)));
+        let err = choose_for_images((28, 28), true, Some(Architecture::Cnn), Some((30, 30)));
+        assert!(err.unwrap_err().to_string().contains("multiple of 8"));
+    }
+
+    #[test]
+    fn fit_and_apply_per_channel_and_per_column() {
+        // Two samples of 2 channels x 2 pixels.
+        let values = [0.0, 2.0, 5.0, 5.0, 2.0, 4.0, 5.0, 5.0];
+        let n = Normalisation::fit(&values, 4, 2);
+        assert_eq!(n.mean, [2.0, 5.0]);
+        assert!((n.std[0] - 2f32.sqrt()).abs() < 1e-6);
+        assert_eq!(n.std[1], 1.0, "a constant channel keeps its scale");
+        let mut v = values;
+        n.apply(&mut v, 4);
+        assert!((v[0] + 2.0 / 2f32.sqrt()).abs() < 1e-6);
+        assert_eq!(v[2], 0.0);
+        // Columns: every value its own group.
+        let cols = Normalisation::fit(&[1.0, 10.0, 3.0, 30.0], 2, 2);
+        assert_eq!(cols.mean, [2.0, 20.0]);
+        assert_eq!(cols.std, [1.0, 10.0]);
+    }
+}

@@ -1,0 +1,152 @@
+//! `taks predict --model DIR INPUTS...`: the kept model of an audit, on new inputs.
+//!
+//! Inputs are prepared exactly as `model.json` says the audit prepared its data. For an
+//! image model, an input is an image file or a folder searched recursively for images;
+//! for a table model, a CSV file with the model's feature columns (any label column is
+//! ignored). Prints `id,predicted_label,confidence` per input to stdout. A file that
+//! cannot be read is reported on stderr and left out; every prediction that could be
+//! made is still printed, and the exit status is then 1.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use burn::tensor::activation::softmax;
+use burn::tensor::{Tensor, TensorData};
+use clap::Args;
+use taks_core::audit::input::{Input, scaled_pixels};
+use taks_core::formats::csv_table;
+use taks_core::formats::image_folder::decode_one;
+
+use crate::audit::csv_field;
+use crate::device::{self, DeviceChoice};
+use crate::model_file;
+
+#[derive(Args, Debug)]
+pub struct PredictArgs {
+    /// The folder `taks audit` wrote (model.json and model.safetensors).
+    #[arg(long, value_name = "DIR")]
+    pub model: PathBuf,
+    /// Image files, folders of images, or CSV files.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Compute device (as for `taks train`).
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
+    pub device: DeviceChoice,
+}
+
+/// Samples predicted per forward pass.
+const CHUNK: usize = 256;
+
+pub fn run(args: PredictArgs) -> Result<()> {
+    for input in &args.inputs {
+        if !input.exists() {
+            bail!("{}: no such file or folder", input.display());
+        }
+    }
+    let chosen = device::choose(args.device)?;
+    let loaded = model_file::load(&args.model, &chosen.device)?;
+    let card = &loaded.card;
+    let sample_size: usize = card.input.shape().iter().product();
+    let mut ids = Vec::new();
+    let mut values: Vec<f32> = Vec::new();
+    let mut failures = 0usize;
+    let mut fail = |id: &str, reason: &str| {
+        failures += 1;
+        eprintln!("skipped {id}: {reason}");
+    };
+    match &card.input {
+        Input::Table { features } => {
+            let single = args.inputs.len() == 1;
+            for path in &args.inputs {
+                if path.is_dir() {
+                    bail!("{}: this model takes CSV rows, not a folder of images", path.display());
+                }
+                let rows = csv_table::read_features(path, features)?;
+                for r in 0..rows.len() / features.len() {
+                    ids.push(match single {
+                        true => r.to_string(),
+                        false => format!("{}#{r}", path.display()),
+                    });
+                }
+                values.extend(rows);
+            }
+        }
+        Input::Image {
+            channels,
+            height,
+            width,
+        } => {
+            for path in image_inputs(&args.inputs)? {
+                let id = path.display().to_string();
+                match decode_one(&path, *channels, *width as u32, *height as u32) {
+                    Ok(pixels) => {
+                        values.extend(scaled_pixels(&pixels));
+                        ids.push(id);
+                    }
+                    Err(reason) => fail(&id, &reason),
+                }
+            }
+        }
+    }
+    card.normalisation.apply(&mut values, sample_size);
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    writeln!(out, "id,predicted_label,confidence")?;
+    for (c, chunk) in values.chunks(CHUNK * sample_size).enumerate() {
+        let rows = chunk.len() / sample_size;
+        let x = Tensor::<2>::from_data(TensorData::new(chunk.to_vec(), [rows, sample_size]), &chosen.device);
+        let p = softmax(loaded.network.forward(x), 1);
+        let p: Vec<f32> = p
+            .into_data()
+            .try_into_vec::<f32>()
+            .map_err(|e| anyhow::anyhow!("reading predictions: {e:?}"))?;
+        for (r, row) in p.chunks_exact(card.classes.len()).enumerate() {
+            let (best, confidence) = row
+                .iter()
+                .enumerate()
+                .fold((0, f32::NEG_INFINITY), |b, (j, &v)| if v > b.1 { (j, v) } else { b });
+            writeln!(
+                out,
+                "{},{},{confidence:.4}",
+                csv_field(&ids[c * CHUNK + r]),
+                csv_field(&card.classes[best])
+            )?;
+        }
+    }
+    out.flush()?;
+    if failures > 0 {
+        bail!("{failures} inputs could not be read (listed above); the others were predicted");
+    }
+    Ok(())
+}
+
+/// Files as given; folders searched recursively (hidden entries skipped), sorted.
+fn image_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+            .collect();
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                walk(&path, out)?;
+            } else {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            walk(input, &mut out)?;
+        } else {
+            out.push(input.clone());
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,240 @@
+//! `report.html`: one self-contained page for a person reviewing an audit.
+//!
+//! No scripts, no external files: the thumbnails are PNGs inlined as data URLs and the
+//! histogram is inline SVG, so the page opens from disk, from an e-mail attachment or
+//! from an archive exactly the same. It shows the summary, the per-class table, the
+//! histogram of label quality (label issues in red) and the most suspect samples with
+//! their given and suggested labels; rows of a CSV show their first feature values.
+
+use std::fmt::Write;
+
+use taks_core::audit::AuditOutcome;
+use taks_core::audit::input::Input;
+use taks_core::formats::image_folder::thumbnail_png;
+
+use crate::audit::AuditData;
+
+/// Thumbnails fit in this many pixels.
+const THUMBNAIL: u32 = 96;
+/// Feature values shown per CSV row.
+const FEATURES_SHOWN: usize = 8;
+const BINS: usize = 20;
+
+pub fn render(
+    data: &AuditData,
+    outcome: &AuditOutcome,
+    order: &[usize],
+    summary: &serde_json::Value,
+    rows: usize,
+) -> String {
+    let mut html = String::new();
+    let flagged = outcome.samples.iter().filter(|s| s.is_label_issue).count();
+    let _ = write!(
+        html,
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>taks audit: {source}</title>
+<style>
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }}
+table {{ border-collapse: collapse; margin: 1em 0; }}
+td, th {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: middle; }}
+th {{ background: #f3f3f3; }}
+tr.issue td.verdict {{ color: #b00; font-weight: bold; }}
+td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
+code {{ font-size: 12px; }}
+</style></head><body>
+<h1>Label audit of {source}</h1>
+<p id="overview">{n} samples in {classes} classes. Estimated noise rate <b>{rate:.1}%</b>;
+<b id="issue-count">{flagged}</b> label issues. TAkS trained on k = {k} samples per epoch
+({k_pct:.0}%) for {epochs} epochs with the {arch}; {skipped} files skipped.</p>
+"#,
+        source = escape(&data.source),
+        n = data.ids.len(),
+        classes = data.classes.len(),
+        rate = outcome.estimate.rate * 100.0,
+        k = outcome.k,
+        k_pct = outcome.k_ratio * 100.0,
+        epochs = outcome.history.len(),
+        arch = summary["architecture"].as_str().unwrap_or_default(),
+        skipped = data.skipped.len(),
+    );
+    if let Some(truth) = summary["truth"].as_object() {
+        let _ = writeln!(
+            html,
+            "<p id=\"truth\">Against the known truth: noise rate {:.1}%, precision {:.3}, recall {:.3}, F1 {:.3}.</p>",
+            truth["noise_rate"].as_f64().unwrap_or(f64::NAN) * 100.0,
+            truth["precision"].as_f64().unwrap_or(f64::NAN),
+            truth["recall"].as_f64().unwrap_or(f64::NAN),
+            truth["f1"].as_f64().unwrap_or(f64::NAN),
+        );
+    }
+
+    html += "<h2>Per class</h2>\n<table id=\"per-class\"><tr><th>class</th><th>samples</th><th>label issues</th><th>estimated noise</th></tr>\n";
+    for c in summary["per_class"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            escape(c["class"].as_str().unwrap_or_default()),
+            c["samples"],
+            c["label_issues"],
+            c["estimated_noise"]
+                .as_f64()
+                .map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0)),
+        );
+    }
+    html += "</table>\n";
+
+    html += "<h2>Label quality</h2>\n<p>1 - the mean noise-risk over the TAkS epochs: near 1 the model kept agreeing with the label, near 0 it kept contradicting it. Red: label issues.</p>\n";
+    html += &histogram(outcome);
+
+    let shown = rows.min(order.len());
+    let _ = writeln!(
+        html,
+        "<h2>The {shown} most suspect samples</h2>\n<table id=\"suspects\"><tr><th>#</th><th>sample</th><th>id</th><th>given</th><th>suggested</th><th>confidence</th><th>label quality</th><th>issue</th></tr>"
+    );
+    for (rank, &i) in order.iter().take(shown).enumerate() {
+        let s = &outcome.samples[i];
+        let _ = writeln!(
+            html,
+            "<tr class=\"suspect{}\"><td class=\"num\">{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td class=\"num\">{:.3}</td><td class=\"num\">{:.3}</td><td class=\"verdict\">{}</td></tr>",
+            if s.is_label_issue { " issue" } else { "" },
+            rank + 1,
+            sample_cell(data, i),
+            escape(&data.ids[i]),
+            escape(&data.classes[s.given_label as usize]),
+            escape(&data.classes[s.suggested_label as usize]),
+            s.suggested_confidence,
+            s.label_quality,
+            if s.is_label_issue { "yes" } else { "no" },
+        );
+    }
+    html += "</table>\n";
+    if !data.skipped.is_empty() {
+        html += "<h2>Skipped files</h2>\n<table id=\"skipped\"><tr><th>file</th><th>reason</th></tr>\n";
+        for s in &data.skipped {
+            let _ = writeln!(html, "<tr><td><code>{}</code></td><td>{}</td></tr>", escape(&s.id), escape(&s.reason));
+        }
+        html += "</table>\n";
+    }
+    let _ = writeln!(html, "<p>{flagged} label issues of {} samples. Written by taks {}.</p>\n</body></html>", data.ids.len(), env!("CARGO_PKG_VERSION"));
+    html
+}
+
+/// A thumbnail for an image, the first feature values for a CSV row.
+fn sample_cell(data: &AuditData, i: usize) -> String {
+    if let Some(files) = &data.files {
+        return match thumbnail_png(&files[i], THUMBNAIL) {
+            Ok(png) => format!("<img alt=\"{}\" src=\"data:image/png;base64,{}\">", escape(&data.ids[i]), base64(&png)),
+            Err(reason) => format!("(cannot show: {})", escape(&reason)),
+        };
+    }
+    match &data.prepared.input {
+        Input::Table { features } => {
+            // The values as the file gave them: undo the normalisation.
+            let d = features.len();
+            let row = &data.prepared.dataset.images[i * d..(i + 1) * d];
+            let norm = &data.prepared.normalisation;
+            let shown: Vec<String> = row
+                .iter()
+                .enumerate()
+                .take(FEATURES_SHOWN)
+                .map(|(j, v)| format!("{}={}", escape(&features[j]), v * norm.std[j] + norm.mean[j]))
+                .collect();
+            format!("<code>{}{}</code>", shown.join(" "), if d > FEATURES_SHOWN { " ..." } else { "" })
+        }
+        Input::Image { .. } => "-".into(),
+    }
+}
+
+/// Inline SVG: label quality in [`BINS`] bins, label issues stacked in red.
+fn histogram(outcome: &AuditOutcome) -> String {
+    let mut clean = [0usize; BINS];
+    let mut issue = [0usize; BINS];
+    for s in &outcome.samples {
+        let bin = ((s.label_quality * BINS as f64) as usize).min(BINS - 1);
+        match s.is_label_issue {
+            true => issue[bin] += 1,
+            false => clean[bin] += 1,
+        }
+    }
+    let top = (0..BINS).map(|b| clean[b] + issue[b]).max().unwrap_or(1).max(1) as f64;
+    let (w, h, bar) = (600.0, 200.0, 600.0 / BINS as f64);
+    let mut svg = format!(
+        "<svg id=\"histogram\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" viewBox=\"0 0 {w} {}\">\n",
+        h + 20.0,
+        h + 20.0
+    );
+    for b in 0..BINS {
+        let x = b as f64 * bar;
+        let hi = issue[b] as f64 / top * h;
+        let hc = clean[b] as f64 / top * h;
+        let _ = writeln!(
+            svg,
+            "<rect class=\"clean\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{hc:.1}\" fill=\"#999\"><title>{} samples with quality {:.2}-{:.2}</title></rect>",
+            h - hc - hi,
+            bar - 1.0,
+            clean[b],
+            b as f64 / BINS as f64,
+            (b + 1) as f64 / BINS as f64
+        );
+        let _ = writeln!(
+            svg,
+            "<rect class=\"issue\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{hi:.1}\" fill=\"#c33\"><title>{} label issues</title></rect>",
+            h - hi,
+            bar - 1.0,
+            issue[b]
+        );
+    }
+    let _ = writeln!(
+        svg,
+        "<text x=\"0\" y=\"{}\" font-size=\"12\">0</text><text x=\"{}\" y=\"{}\" font-size=\"12\">1</text></svg>",
+        h + 15.0,
+        w - 10.0,
+        h + 15.0
+    );
+    svg
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Standard base64 with padding (RFC 4648), for data URLs.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let v = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(ALPHABET[(v >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc4648() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+
+    #[test]
+    fn markup_in_names_is_escaped() {
+        assert_eq!(escape("<a href=\"x\">&"), "&lt;a href=&quot;x&quot;&gt;&amp;");
+    }
+}
