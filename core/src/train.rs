@@ -231,6 +231,17 @@ impl Trainer {
         read_floats(softmax(logits, 1), "probabilities").await
     }
 
+    /// Softmax probabilities `[m * classes]` of the first network on `images` (`m`
+    /// samples laid out as the training set), in eval mode: predictions for samples the
+    /// network never trained on.
+    pub async fn probabilities(&self, images: Vec<f32>) -> Result<Vec<f32>> {
+        let size = self.train.images.dims()[1];
+        let m = images.len() / size;
+        let images = Tensor::from_data(TensorData::new(images, [m, size]), &self.device);
+        let logits = score(self.networks().first(), &images, self.config.eval_batch_size);
+        read_floats(softmax(logits, 1), "probabilities").await
+    }
+
     /// Whether [`Trainer::prepare`] still has work to do (F-correction's first stage).
     pub fn needs_preparation(&self) -> bool {
         self.stage_one.is_some()

@@ -203,26 +203,27 @@ pub fn decode_one(
     })
 }
 
-/// A PNG of the image at `path` scaled to fit `side` x `side` (aspect ratio kept), for
-/// a report a person reviews.
-pub fn thumbnail_png(path: &Path, side: u32) -> std::result::Result<Vec<u8>, String> {
-    let image = ImageReader::open(path)
-        .map_err(|e| e.to_string())?
-        .with_guessed_format()
-        .map_err(|e| e.to_string())?
-        .decode()
-        .map_err(|e| e.to_string())?;
-    let small = if image.width() > side || image.height() > side {
+/// A PNG of one sample (`channels` 1 or 3, [C, H, W] bytes) scaled down to fit `side` x
+/// `side` (aspect ratio kept), for a report a person reviews.
+pub fn thumbnail_png(planar: &[u8], channels: usize, width: u32, height: u32, side: u32) -> Vec<u8> {
+    let plane = (width * height) as usize;
+    assert_eq!(planar.len(), channels * plane, "one [C, H, W] sample");
+    let rgb: Vec<u8> = (0..plane)
+        .flat_map(|i| (0..3).map(move |c| planar[(c % channels) * plane + i]))
+        .collect();
+    let image = image::DynamicImage::ImageRgb8(
+        image::RgbImage::from_raw(width, height, rgb).expect("sized above"),
+    );
+    let small = if width > side || height > side {
         image.thumbnail(side, side)
     } else {
         image
     };
     let mut bytes = Vec::new();
     small
-        .into_rgb8()
         .write_to(&mut std::io::Cursor::new(&mut bytes), image::ImageFormat::Png)
-        .map_err(|e| e.to_string())?;
-    Ok(bytes)
+        .expect("PNG encoding into memory cannot fail");
+    bytes
 }
 
 /// (width, height, colour) from the header alone.
@@ -342,6 +343,11 @@ mod tests {
         assert!(rgb.pixels[16..24].iter().all(|&p| p == 0));
         let grey = decode(&scan.files[..1], 1, 4, 2);
         assert_eq!(grey.pixels, vec![200; 8]);
+        // A thumbnail is a real PNG of the sample, scaled to fit.
+        let png = thumbnail_png(&rgb.pixels[12..24], 3, 2, 2, 1);
+        let back = image::load_from_memory(&png).unwrap().into_rgb8();
+        assert_eq!((back.width(), back.height()), (1, 1));
+        assert_eq!(back.get_pixel(0, 0).0, [255, 0, 0]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -70,6 +70,10 @@ pub struct AuditArgs {
     /// Epochs of the probe run that estimates the noise rate.
     #[arg(long, default_value_t = 5)]
     pub probe_epochs: usize,
+    /// Folds of the probe: each fold's samples are predicted by a network trained on
+    /// the others (at least 2).
+    #[arg(long, default_value_t = 4)]
+    pub probe_folds: usize,
     /// Fraction of samples TAkS trains on each epoch. Default: 1 - the estimated noise
     /// rate.
     #[arg(long)]
@@ -120,8 +124,6 @@ pub struct AuditData {
     /// Whether `labels.true_labels` is the truth (injected noise) or a copy of the given.
     pub truth_known: bool,
     pub skipped: Vec<Skipped>,
-    /// For images: each sample's file, for the report's thumbnails.
-    pub files: Option<Vec<PathBuf>>,
     pub source: String,
 }
 
@@ -129,6 +131,9 @@ pub fn run(args: AuditArgs) -> Result<()> {
     let mut settings_check = Vec::new();
     if args.epochs == 0 || args.probe_epochs == 0 {
         settings_check.push("--epochs and --probe-epochs must be at least 1".to_string());
+    }
+    if args.probe_folds < 2 {
+        settings_check.push(format!("--probe-folds {} must be at least 2", args.probe_folds));
     }
     if let Some(k) = args.k_ratio
         && !(k > 0.0 && k <= 1.0)
@@ -159,9 +164,9 @@ pub fn run(args: AuditArgs) -> Result<()> {
     let data = read_data(&args)?;
     let read_seconds = started.elapsed().as_secs_f64();
     let n = data.ids.len();
-    if n < 2 || data.classes.len() < 2 {
+    if n < 4 || data.classes.len() < 2 {
         bail!(
-            "{} has {n} usable samples in {} classes; an audit needs at least 2 of each{}",
+            "{} has {n} usable samples in {} classes; an audit needs at least 4 samples and 2 classes{}",
             data.source,
             data.classes.len(),
             match data.skipped.len() {
@@ -173,6 +178,7 @@ pub fn run(args: AuditArgs) -> Result<()> {
     let mut settings = AuditSettings::new(data.architecture);
     settings.epochs = args.epochs;
     settings.probe_epochs = args.probe_epochs;
+    settings.probe_folds = args.probe_folds;
     settings.k_ratio = args.k_ratio;
     settings.eta_ratio = args.eta_ratio.unwrap_or(settings.eta_ratio);
     settings.seed = args.seed;
@@ -207,8 +213,8 @@ pub fn run(args: AuditArgs) -> Result<()> {
         &chosen.device,
         |stage, m| {
             let name = match stage {
-                Stage::Probe => "probe",
-                Stage::Selection => "taks ",
+                Stage::Probe(fold) => format!("probe {}/{}", fold + 1, args.probe_folds),
+                Stage::Selection => "taks     ".to_string(),
             };
             say(format!(
                 "{name} epoch {:>3}: loss {:.4}  agreement with given labels {:.2}%  {} samples  {:.2}s",
@@ -266,7 +272,6 @@ pub fn read_data(args: &AuditArgs) -> Result<AuditData> {
             },
             truth_known: false,
             skipped: Vec::new(),
-            files: None,
             source: path.display().to_string(),
         })
     } else {
@@ -309,7 +314,6 @@ fn read_images(dir: &Path, args: &AuditArgs) -> Result<AuditData> {
         },
         truth_known: false,
         skipped,
-        files: Some(decoded.files.into_iter().map(|f| f.path).collect()),
         source: dir.display().to_string(),
     })
 }
@@ -344,7 +348,6 @@ fn read_builtin(kind: DatasetKind, args: &AuditArgs) -> Result<AuditData> {
         truth_known: args.noise != NoiseKind::Clean,
         labels,
         skipped: Vec::new(),
-        files: None,
         source: kind.name().to_string(),
     })
 }

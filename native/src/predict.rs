@@ -107,12 +107,19 @@ pub fn run(args: PredictArgs) -> Result<()> {
                 .iter()
                 .enumerate()
                 .fold((0, f32::NEG_INFINITY), |b, (j, &v)| if v > b.1 { (j, v) } else { b });
-            writeln!(
+            let line = writeln!(
                 out,
                 "{},{},{confidence:.4}",
                 csv_field(&ids[c * CHUNK + r]),
                 csv_field(&card.classes[best])
-            )?;
+            );
+            // A reader that stopped early (`| head`) is not an error.
+            if let Err(e) = &line
+                && e.kind() == std::io::ErrorKind::BrokenPipe
+            {
+                return Ok(());
+            }
+            line?;
         }
     }
     out.flush()?;

@@ -4,7 +4,8 @@
 //! histogram is inline SVG, so the page opens from disk, from an e-mail attachment or
 //! from an archive exactly the same. It shows the summary, the per-class table, the
 //! histogram of label quality (label issues in red) and the most suspect samples with
-//! their given and suggested labels; rows of a CSV show their first feature values.
+//! their given and suggested labels: images as thumbnails of what the network saw, rows
+//! of a CSV as their first feature values.
 
 use std::fmt::Write;
 
@@ -120,29 +121,35 @@ code {{ font-size: 12px; }}
     html
 }
 
-/// A thumbnail for an image, the first feature values for a CSV row.
+/// A thumbnail for an image (from the sample as the network saw it), the first feature
+/// values for a CSV row (as the file gave them).
 fn sample_cell(data: &AuditData, i: usize) -> String {
-    if let Some(files) = &data.files {
-        return match thumbnail_png(&files[i], THUMBNAIL) {
-            Ok(png) => format!("<img alt=\"{}\" src=\"data:image/png;base64,{}\">", escape(&data.ids[i]), base64(&png)),
-            Err(reason) => format!("(cannot show: {})", escape(&reason)),
-        };
-    }
-    match &data.prepared.input {
-        Input::Table { features } => {
-            // The values as the file gave them: undo the normalisation.
-            let d = features.len();
-            let row = &data.prepared.dataset.images[i * d..(i + 1) * d];
-            let norm = &data.prepared.normalisation;
-            let shown: Vec<String> = row
-                .iter()
-                .enumerate()
-                .take(FEATURES_SHOWN)
-                .map(|(j, v)| format!("{}={}", escape(&features[j]), v * norm.std[j] + norm.mean[j]))
-                .collect();
-            format!("<code>{}{}</code>", shown.join(" "), if d > FEATURES_SHOWN { " ..." } else { "" })
+    let input = &data.prepared.input;
+    let size: usize = input.shape().iter().product();
+    let norm = &data.prepared.normalisation;
+    let per_group = size / norm.mean.len();
+    // Undo the normalisation.
+    let raw: Vec<f32> = data.prepared.dataset.images[i * size..(i + 1) * size]
+        .iter()
+        .enumerate()
+        .map(|(j, v)| v * norm.std[j / per_group] + norm.mean[j / per_group])
+        .collect();
+    match input {
+        Input::Image { channels, height, width } => {
+            let bytes: Vec<u8> = raw.iter().map(|v| (v * 255.0).round().clamp(0.0, 255.0) as u8).collect();
+            let png = thumbnail_png(&bytes, *channels, *width as u32, *height as u32, THUMBNAIL);
+            format!("<img alt=\"{}\" src=\"data:image/png;base64,{}\">", escape(&data.ids[i]), base64(&png))
         }
-        Input::Image { .. } => "-".into(),
+        Input::Table { features } => {
+            let shown: Vec<String> = raw
+                .iter()
+                .zip(features)
+                .take(FEATURES_SHOWN)
+                .map(|(v, name)| format!("{}={v}", escape(name)))
+                .collect();
+            let more = if features.len() > FEATURES_SHOWN { " ..." } else { "" };
+            format!("<code>{}{more}</code>", shown.join(" "))
+        }
     }
 }
 

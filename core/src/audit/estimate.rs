@@ -1,12 +1,12 @@
 //! How much of the data is mislabelled, estimated from the data alone.
 //!
 //! The estimate is confident learning's calibrated confident joint (Northcutt, Jiang and
-//! Chuang, "Confident Learning", JAIR 2021), computed from the predicted probabilities of
-//! a short probe run instead of k-fold cross-validation: a network trained for a couple
-//! of epochs on every sample has learnt the easy, consistent patterns and not yet
-//! memorised the labels that contradict them (the "memorisation effect" that TAkS and
-//! every small-loss method rely on), so its in-sample probabilities behave like
-//! out-of-sample ones, for one training instead of k.
+//! Chuang, "Confident Learning", JAIR 2021), computed from out-of-sample probabilities
+//! that cost one short training instead of cleanlab's k full ones: the audit's probe
+//! trains a network for a few epochs on each half of the data and predicts the other
+//! half (two-fold cross-fitting; see [`crate::audit`]). In-sample probabilities would not
+//! do: on 3,000 digits an MLP memorises enough wrong labels within five epochs that the
+//! estimate fell from the true 24% to 17%.
 //!
 //! - Each class j gets a threshold t_j: the mean probability of j over the samples
 //!   labelled j (how confident the model is, on average, about j's own samples).

@@ -2,8 +2,10 @@
 //! be, and a model trained without them, from one TAkS run.
 //!
 //! Two stages, both on every sample the user gave:
-//! 1. **Probe** ([`estimate`]): a short Standard run whose in-sample probabilities give
-//!    the noise-rate estimate, and from it k = n (1 - estimate) unless the user set k.
+//! 1. **Probe** ([`estimate`]): two short Standard runs, each on one half of the data
+//!    (alternate samples), each predicting the half it did not see; those out-of-sample
+//!    probabilities give the noise-rate estimate, and from it k = n (1 - estimate)
+//!    unless the user set k.
 //! 2. **Selection**: a TAkS run with that k. Every epoch scores all n samples, so every
 //!    sample, selected or not, collects its noise-risk theta_t (paper Eq. 6) into L_T;
 //!    the network only ever fits the k-sets, so a wrong label is never learnt and keeps
@@ -57,8 +59,10 @@ pub struct AuditSettings {
     pub architecture: Architecture,
     /// Epochs of the selection stage.
     pub epochs: usize,
-    /// Epochs of the probe stage.
+    /// Epochs of each probe run.
     pub probe_epochs: usize,
+    /// Folds of the probe's cross-fitting (at least 2).
+    pub probe_folds: usize,
     /// None: k from the estimated noise rate.
     pub k_ratio: Option<f64>,
     pub eta_ratio: f64,
@@ -80,6 +84,7 @@ impl AuditSettings {
             architecture,
             epochs: 20,
             probe_epochs: 5,
+            probe_folds: 4,
             k_ratio: None,
             eta_ratio: match architecture {
                 Architecture::Mlp => 0.005,
@@ -125,7 +130,8 @@ impl AuditSettings {
 /// Which stage an epoch belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    Probe,
+    /// The probe run on half 0 or 1 of the data.
+    Probe(usize),
     Selection,
 }
 
@@ -176,41 +182,60 @@ pub async fn run(
     mut report: impl FnMut(Stage, &EpochMetrics),
 ) -> Result<AuditOutcome> {
     let n = data.len();
-    if n < 2 || data.classes < 2 {
+    if n < 4 || data.classes < 2 {
         return Err(Error::Config(format!(
-            "an audit needs at least 2 samples and 2 classes (found {n} samples, {} classes)",
+            "an audit needs at least 4 samples and 2 classes (found {n} samples, {} classes)",
             data.classes
         )));
     }
     if settings.epochs == 0 || settings.probe_epochs == 0 {
         return Err(Error::Config("epochs and probe epochs must be at least 1".into()));
     }
-    let split = || Split {
-        test: check_slice(&data),
-        train: data.clone(),
-    };
-
-    let mut probe = Trainer::with_labels(
-        settings.train_config(Method::Standard, 1.0, settings.probe_epochs),
-        split(),
-        labels.clone(),
-        device,
-    )?;
+    // Fold f holds every folds-th sample from f: data sorted by class (an image
+    // folder) splits evenly.
+    let folds = settings.probe_folds.clamp(2, n);
+    let fold_of = |f: usize| -> Vec<usize> { (f..n).step_by(folds).collect() };
+    let mut probabilities = vec![0f32; n * data.classes];
     let mut probe_history = Vec::new();
-    while !probe.is_done() {
-        let m = probe.step().await?;
-        report(Stage::Probe, &m);
-        probe_history.push(m);
+    for fold in 0..folds {
+        let held = fold_of(fold);
+        let fit: Vec<usize> = (0..n).filter(|i| i % folds != fold).collect();
+        let train = subset(&data, &fit);
+        let fit_labels: Vec<u32> = fit.iter().map(|&i| labels.noisy_labels[i]).collect();
+        let truth: Vec<u32> = fit.iter().map(|&i| labels.true_labels[i]).collect();
+        let mut probe = Trainer::with_labels(
+            settings.train_config(Method::Standard, 1.0, settings.probe_epochs),
+            Split {
+                test: check_slice(&train),
+                train,
+            },
+            NoisyLabels {
+                true_labels: truth,
+                noisy_labels: fit_labels,
+            },
+            device,
+        )?;
+        while !probe.is_done() {
+            let m = probe.step().await?;
+            report(Stage::Probe(fold), &m);
+            probe_history.push(m);
+        }
+        let held_out = probe.probabilities(subset(&data, &held).images).await?;
+        for (row, &i) in held_out.chunks_exact(data.classes).zip(&held) {
+            probabilities[i * data.classes..(i + 1) * data.classes].copy_from_slice(row);
+        }
     }
-    let probabilities = probe.train_probabilities().await?;
-    drop(probe);
     let estimate = estimate::estimate(&probabilities, data.classes, &labels.noisy_labels);
 
     let k_ratio = settings
         .k_ratio
         .unwrap_or_else(|| k_ratio_from(estimate.rate));
     let config = settings.train_config(Method::Taks, k_ratio, settings.epochs);
-    let mut taks = Trainer::with_labels(config, split(), labels.clone(), device)?;
+    let split = Split {
+        test: check_slice(&data),
+        train: data.clone(),
+    };
+    let mut taks = Trainer::with_labels(config, split, labels.clone(), device)?;
     let k = taks.k();
     let mut selected_epochs = vec![0u32; n];
     let mut history = Vec::new();
@@ -267,8 +292,12 @@ pub async fn run(
 fn check_slice(data: &Dataset) -> Dataset {
     let n = data.len();
     let step = n.div_ceil(CHECK_SAMPLES).max(1);
+    subset(data, &(0..n).step_by(step).collect::<Vec<_>>())
+}
+
+/// The samples `picked` of `data`, in that order.
+fn subset(data: &Dataset, picked: &[usize]) -> Dataset {
     let size = data.sample_size();
-    let picked: Vec<usize> = (0..n).step_by(step).collect();
     Dataset {
         images: picked
             .iter()
