@@ -20,7 +20,7 @@ unset CARGO_TARGET_DIR
 
 seconds=${1:-600}
 shift || true
-targets=(idx cifar checkpoint)
+targets=(idx cifar checkpoint csv_table)
 [[ $# -eq 0 ]] || targets=("$@")
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || {
     echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]" >&2

@@ -41,11 +41,12 @@ pub struct AuditArgs {
     pub data_dir: Option<PathBuf>,
     /// Noise to inject into the built-in dataset, so the audit can be scored against the
     /// truth (precision, recall and F1 in summary.json).
-    #[arg(long, value_enum, default_value_t = NoiseKind::Clean, requires = "dataset")]
-    pub noise: NoiseKind,
-    /// Rate of the injected noise.
-    #[arg(long, default_value_t = 0.0, requires = "dataset")]
-    pub noise_rate: f64,
+    /// Default: clean.
+    #[arg(long, value_enum, requires = "dataset")]
+    pub noise: Option<NoiseKind>,
+    /// Rate of the injected noise. Default: 0.
+    #[arg(long, requires = "noise")]
+    pub noise_rate: Option<f64>,
     /// Audit only the first N samples of the built-in dataset.
     #[arg(long, value_name = "N", requires = "dataset")]
     pub train_limit: Option<usize>,
@@ -129,6 +130,19 @@ pub struct AuditData {
 
 pub fn run(args: AuditArgs) -> Result<()> {
     let mut settings_check = Vec::new();
+    // clap's `requires` is not checked against an argument that conflicts with a
+    // present one (DATA), so these are checked here.
+    let builtin_only = [
+        ("--data-dir", args.data_dir.is_some()),
+        ("--noise", args.noise.is_some()),
+        ("--noise-rate", args.noise_rate.is_some()),
+        ("--train-limit", args.train_limit.is_some()),
+    ];
+    if args.dataset.is_none()
+        && let Some((flag, _)) = builtin_only.iter().find(|(_, given)| *given)
+    {
+        settings_check.push(format!("{flag} is for --dataset; DATA is audited as it is"));
+    }
     if args.epochs == 0 || args.probe_epochs == 0 {
         settings_check.push("--epochs and --probe-epochs must be at least 1".to_string());
     }
@@ -151,8 +165,10 @@ pub fn run(args: AuditArgs) -> Result<()> {
     if !(args.lr > 0.0 && args.lr.is_finite()) {
         settings_check.push(format!("--lr {} must be positive", args.lr));
     }
-    if !(0.0..=1.0).contains(&args.noise_rate) {
-        settings_check.push(format!("--noise-rate {} must be in [0, 1]", args.noise_rate));
+    if let Some(rate) = args.noise_rate
+        && !(0.0..=1.0).contains(&rate)
+    {
+        settings_check.push(format!("--noise-rate {rate} must be in [0, 1]"));
     }
     if args.train_limit == Some(0) {
         settings_check.push("--train-limit must be at least 1".into());
@@ -324,7 +340,9 @@ fn read_builtin(kind: DatasetKind, args: &AuditArgs) -> Result<AuditData> {
     }
     let split = kind.load(args.data_dir.as_deref())?;
     let train: Dataset = split.train.truncated(args.train_limit.unwrap_or(usize::MAX));
-    let labels = inject(&train.labels, train.classes, args.noise, args.noise_rate, kind, args.seed)?;
+    let noise = args.noise.unwrap_or(NoiseKind::Clean);
+    let rate = args.noise_rate.unwrap_or(0.0);
+    let labels = inject(&train.labels, train.classes, noise, rate, kind, args.seed)?;
     let architecture = args.model.unwrap_or(match kind.is_grey_28() {
         true => Architecture::Mlp,
         false => Architecture::Cnn,
@@ -345,7 +363,7 @@ fn read_builtin(kind: DatasetKind, args: &AuditArgs) -> Result<AuditData> {
         architecture,
         ids: (0..n).map(|i| i.to_string()).collect(),
         classes,
-        truth_known: args.noise != NoiseKind::Clean,
+        truth_known: noise != NoiseKind::Clean,
         labels,
         skipped: Vec::new(),
         source: kind.name().to_string(),

@@ -149,6 +149,68 @@ def main():
     with open(os.path.join(d, "config.json"), "w") as f:
         f.write("[]")
 
+    audit_inputs()
+
+
+def png(width, height, grey):
+    """A valid greyscale PNG (no imaging library needed)."""
+    import zlib
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    raw = b"".join(b"\0" + bytes([grey]) * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def write(path, data):
+    path = os.path.join(OUT, path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
+
+
+def audit_inputs():
+    """Inputs of `taks audit` and `taks predict`."""
+    # No class folders: only a hidden file (git keeps no empty folder).
+    write("audit-empty-folder/.keep", "")
+    for i in range(4):
+        write(f"audit-one-class/cat/{i}.png", png(4, 4, 40 * i))
+    write("audit-no-images/cat/notes.txt", "not an image")
+    write("audit-no-images/dog/list.csv", "a,b\n")
+    write("audit-undecodable/cat/a.png", b"\x89PNG\r\n\x1a\n broken")
+    write("audit-undecodable/dog/b.jpg", b"\xff\xd8\xff garbage")
+    write("audit-csv-no-label.csv", "a,b\n1,2\n3,4\n")
+    write("audit-csv-ragged.csv", "a,label\n1,x\n2\n")
+    write("audit-csv-word.csv", "a,label\n1,x\nlots,y\n")
+    write("audit-csv-nan.csv", "a,label\n1,x\nNaN,y\n")
+    write("audit-csv-blank-cell.csv", "a,b,label\n1,,x\n")
+    write("audit-csv-empty.csv", "")
+    write("audit-csv-header-only.csv", "a,label\n")
+    write("audit-csv-one-class.csv", "a,label\n1,x\n2,x\n3,x\n4,x\n5,x\n")
+    write("audit-csv-not-utf8.csv", b"a,label\n1,\xff\xfe\n")
+    # Model folders for `predict`.
+    card = {"format": "taks-model", "version": 1, "architecture": "mlp", "classes": ["a", "b"],
+            "input": {"kind": "table", "features": ["x", "y"]},
+            "normalisation": {"mean": [0, 0], "std": [1, 1]}, "pytorch": ""}
+    write("model-no-weights/model.json", json.dumps(card))
+    write("model-corrupt-weights/model.json", json.dumps(card))
+    write("model-corrupt-weights/model.safetensors", b"\x10\0\0\0\0\0\0\0{not json}")
+    write("model-wrong-shapes/model.json", json.dumps(card))
+    write("model-wrong-shapes/model.safetensors",
+          safetensors(None, [("0.weight", "F32", [256, 3], bytes(256 * 3 * 4)), ("0.bias", "F32", [256], bytes(1024)),
+                             ("2.weight", "F32", [2, 256], bytes(2048)), ("2.bias", "F32", [2], bytes(8))]))
+    # A valid (all-zero) MLP for two features, to reach the input checks.
+    write("model-valid-table/model.json", json.dumps(card))
+    write("model-valid-table/model.safetensors",
+          safetensors(None, [("0.weight", "F32", [256, 2], bytes(256 * 2 * 4)), ("0.bias", "F32", [256], bytes(1024)),
+                             ("2.weight", "F32", [2, 256], bytes(2048)), ("2.bias", "F32", [2], bytes(8))]))
+    write("model-card-garbage/model.json", "{oops")
+    write("model-card-version/model.json", json.dumps(dict(card, version=7)))
+    write("model-card-bad-normalisation/model.json",
+          json.dumps(dict(card, normalisation={"mean": [0], "std": [1]})))
+    write("predict-rows.csv", "x,y\n1,2\n")
+    write("predict-rows-missing-column.csv", "x,z\n1,2\n")
+
 
 if __name__ == "__main__":
     main()
