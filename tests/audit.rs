@@ -18,13 +18,22 @@ fn taks(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("the taks binary runs");
-    assert_ne!(out.status.code(), Some(70), "a panic: {}", String::from_utf8_lossy(&out.stderr));
+    assert_ne!(
+        out.status.code(),
+        Some(70),
+        "a panic: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     out
 }
 
 fn ok(args: &[&str]) -> String {
     let out = taks(args);
-    assert!(out.status.success(), "taks {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "taks {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -89,13 +98,23 @@ fn read_suspects(dir: &Path) -> Vec<HashMap<String, String>> {
         ]
     );
     lines
-        .map(|l| header.iter().cloned().zip(l.split(',').map(String::from)).collect())
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(String::from))
+                .collect()
+        })
         .collect()
 }
 
 /// F1 of the rows flagged `is_label_issue` against the ids that are truly misfiled.
 fn f1(rows: &[HashMap<String, String>], misfiled: &HashMap<String, bool>) -> f64 {
-    let flagged: Vec<&String> = rows.iter().filter(|r| r["is_label_issue"] == "true").map(|r| &r["id"]).collect();
+    let flagged: Vec<&String> = rows
+        .iter()
+        .filter(|r| r["is_label_issue"] == "true")
+        .map(|r| &r["id"])
+        .collect();
     let tp = flagged.iter().filter(|id| misfiled[id.as_str()]).count() as f64;
     let actual = misfiled.values().filter(|&&m| m).count() as f64;
     let (precision, recall) = (tp / flagged.len().max(1) as f64, tp / actual);
@@ -110,7 +129,10 @@ fn summary(dir: &Path) -> serde_json::Value {
 fn tensor_shapes(path: &Path) -> HashMap<String, Vec<usize>> {
     let bytes = std::fs::read(path).unwrap();
     let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    file.tensors().into_iter().map(|(name, view)| (name, view.shape().to_vec())).collect()
+    file.tensors()
+        .into_iter()
+        .map(|(name, view)| (name, view.shape().to_vec()))
+        .collect()
 }
 
 #[test]
@@ -121,7 +143,10 @@ fn an_image_folder_audit_finds_the_misfiled_digits_and_keeps_a_model() {
     for (i, px) in images.iter().enumerate() {
         let id = format!("{}/{i:04}.png", NAMES[given[i] as usize]);
         std::fs::create_dir_all(data.join(NAMES[given[i] as usize])).unwrap();
-        image::GrayImage::from_raw(28, 28, px.clone()).unwrap().save(data.join(&id)).unwrap();
+        image::GrayImage::from_raw(28, 28, px.clone())
+            .unwrap()
+            .save(data.join(&id))
+            .unwrap();
         misfiled.insert(id, truth[i] != given[i]);
     }
     // What a real folder also holds: a damaged file, and a stray one outside any class.
@@ -130,13 +155,27 @@ fn an_image_folder_audit_finds_the_misfiled_digits_and_keeps_a_model() {
     let noise = misfiled.values().filter(|&&m| m).count() as f64 / misfiled.len() as f64;
 
     let out = scratch("folder-out").join("audit");
-    let printed = ok(&["audit", data.to_str().unwrap(), "--out", out.to_str().unwrap(), "--device", "cpu", "-q"]);
+    let printed = ok(&[
+        "audit",
+        data.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "-q",
+    ]);
     assert!(printed.contains("2 files skipped"), "{printed}");
 
     let rows = read_suspects(&out);
     assert_eq!(rows.len(), 3000, "every readable image, once");
-    let quality: Vec<f64> = rows.iter().map(|r| r["label_quality"].parse().unwrap()).collect();
-    assert!(quality.windows(2).all(|w| w[0] <= w[1]), "most suspect first");
+    let quality: Vec<f64> = rows
+        .iter()
+        .map(|r| r["label_quality"].parse().unwrap())
+        .collect();
+    assert!(
+        quality.windows(2).all(|w| w[0] <= w[1]),
+        "most suspect first"
+    );
     let score = f1(&rows, &misfiled);
     // Measured 0.85. Flagging every sample would give 0.38, flagging at random less.
     assert!(score > 0.8, "F1 {score}");
@@ -145,29 +184,52 @@ fn an_image_folder_audit_finds_the_misfiled_digits_and_keeps_a_model() {
     // mistakes on clean samples count as noise), but it must see the noise.
     let s = summary(&out);
     let estimated = s["estimated_noise_rate"].as_f64().unwrap();
-    assert!((estimated - noise).abs() < 0.06, "estimated {estimated}, truly {noise}");
+    assert!(
+        (estimated - noise).abs() < 0.06,
+        "estimated {estimated}, truly {noise}"
+    );
     assert_eq!(s["architecture"], "mlp");
     assert_eq!(s["classes"].as_array().unwrap().len(), 10);
-    let skipped: Vec<&str> = s["skipped"].as_array().unwrap().iter().map(|k| k["id"].as_str().unwrap()).collect();
+    let skipped: Vec<&str> = s["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["id"].as_str().unwrap())
+        .collect();
     assert_eq!(skipped, ["README.txt", "seven/damaged.png"]);
     // Classes nobody confuses have almost no estimated noise; a confused one has some.
     let per_class = s["per_class"].as_array().unwrap();
-    assert!(per_class.iter().any(|c| c["class"] == "zero" && c["estimated_noise"].as_f64().unwrap() < 0.05));
-    assert!(per_class.iter().any(|c| c["class"] == "seven" && c["estimated_noise"].as_f64().unwrap() > 0.1));
+    assert!(
+        per_class
+            .iter()
+            .any(|c| c["class"] == "zero" && c["estimated_noise"].as_f64().unwrap() < 0.05)
+    );
+    assert!(
+        per_class
+            .iter()
+            .any(|c| c["class"] == "seven" && c["estimated_noise"].as_f64().unwrap() > 0.1)
+    );
 
     // The kept model: PyTorch's nn.Sequential(Linear, ReLU, Linear) names and layout.
     let shapes = tensor_shapes(&out.join("model.safetensors"));
     assert_eq!(shapes["0.weight"], [256, 784]);
     assert_eq!(shapes["2.weight"], [10, 256]);
     assert_eq!(shapes.len(), 4);
-    let card: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("model.json")).unwrap()).unwrap();
+    let card: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("model.json")).unwrap()).unwrap();
     // Classes are the folder names in order: output j of the network is classes[j].
     let mut sorted = NAMES.to_vec();
     sorted.sort();
     assert_eq!(card["classes"], serde_json::json!(sorted));
 
     // It predicts the true class of images, whatever folder they were filed in.
-    let files: Vec<String> = (0..300).map(|i| data.join(format!("{}/{i:04}.png", NAMES[given[i] as usize])).display().to_string()).collect();
+    let files: Vec<String> = (0..300)
+        .map(|i| {
+            data.join(format!("{}/{i:04}.png", NAMES[given[i] as usize]))
+                .display()
+                .to_string()
+        })
+        .collect();
     let mut args = vec!["predict", "--model", out.to_str().unwrap()];
     args.extend(files.iter().map(String::as_str));
     let predictions = ok(&args);
@@ -183,7 +245,12 @@ fn an_image_folder_audit_finds_the_misfiled_digits_and_keeps_a_model() {
     assert!(right >= 250, "{right} of 300 true classes predicted");
 
     // A folder given to predict is searched; the damaged file is reported, the rest kept.
-    let out_folder = taks(&["predict", "--model", out.to_str().unwrap(), data.join("seven").to_str().unwrap()]);
+    let out_folder = taks(&[
+        "predict",
+        "--model",
+        out.to_str().unwrap(),
+        data.join("seven").to_str().unwrap(),
+    ]);
     assert_eq!(out_folder.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out_folder.stderr);
     assert!(stderr.contains("damaged.png"), "{stderr}");
@@ -191,7 +258,14 @@ fn an_image_folder_audit_finds_the_misfiled_digits_and_keeps_a_model() {
     assert_eq!(predicted, given.iter().filter(|&&g| g == 7).count());
 
     // An explicit folder holding an audit is refused, and left as it was.
-    let again = taks(&["audit", data.to_str().unwrap(), "--out", out.to_str().unwrap(), "--device", "cpu"]);
+    let again = taks(&[
+        "audit",
+        data.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--device",
+        "cpu",
+    ]);
     assert!(String::from_utf8_lossy(&again.stderr).contains("already holds an audit"));
     assert_eq!(read_suspects(&out).len(), 3000);
     std::fs::remove_dir_all(&data).unwrap();
@@ -205,24 +279,44 @@ fn a_csv_audit_finds_the_flipped_rows() {
     let (images, truth, given) = misfiled_digits(2000, 0.3);
     let mut csv = String::new();
     let columns: Vec<String> = (0..196).map(|j| format!("p{j}")).collect();
-    csv += &format!("{},label,{}\n", columns[..98].join(","), columns[98..].join(","));
+    csv += &format!(
+        "{},label,{}\n",
+        columns[..98].join(","),
+        columns[98..].join(",")
+    );
     let mut misfiled = HashMap::new();
     for (i, px) in images.iter().enumerate() {
         let pooled: Vec<String> = (0..196)
             .map(|j| {
                 let (r, c) = (j / 14 * 2, j % 14 * 2);
-                let sum: u32 = [(0, 0), (0, 1), (1, 0), (1, 1)].iter().map(|(dr, dc)| px[(r + dr) * 28 + c + dc] as u32).sum();
+                let sum: u32 = [(0, 0), (0, 1), (1, 0), (1, 1)]
+                    .iter()
+                    .map(|(dr, dc)| px[(r + dr) * 28 + c + dc] as u32)
+                    .sum();
                 (sum / 4).to_string()
             })
             .collect();
-        csv += &format!("{},{},{}\n", pooled[..98].join(","), NAMES[given[i] as usize], pooled[98..].join(","));
+        csv += &format!(
+            "{},{},{}\n",
+            pooled[..98].join(","),
+            NAMES[given[i] as usize],
+            pooled[98..].join(",")
+        );
         misfiled.insert(i.to_string(), truth[i] != given[i]);
     }
     let dir = scratch("csv");
     let path = dir.join("digits.csv");
     std::fs::write(&path, csv).unwrap();
     let out = dir.join("audit");
-    ok(&["audit", path.to_str().unwrap(), "--out", out.to_str().unwrap(), "--device", "cpu", "-q"]);
+    ok(&[
+        "audit",
+        path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "-q",
+    ]);
     let rows = read_suspects(&out);
     assert_eq!(rows.len(), 2000);
     // Measured 0.73: 196 pooled pixels and 2,000 rows make a weaker model than the
@@ -232,11 +326,19 @@ fn a_csv_audit_finds_the_flipped_rows() {
     // Measured 29.9% against the true 23.3%.
     let noise = misfiled.values().filter(|&&m| m).count() as f64 / 2000.0;
     let estimated = summary(&out)["estimated_noise_rate"].as_f64().unwrap();
-    assert!((estimated - noise).abs() < 0.08, "estimated {estimated}, truly {noise}");
+    assert!(
+        (estimated - noise).abs() < 0.08,
+        "estimated {estimated}, truly {noise}"
+    );
     // Text labels are classes in text order.
     assert_eq!(summary(&out)["classes"][0], "eight");
     // predict reads the model's columns and ignores the label column.
-    let predictions = ok(&["predict", "--model", out.to_str().unwrap(), path.to_str().unwrap()]);
+    let predictions = ok(&[
+        "predict",
+        "--model",
+        out.to_str().unwrap(),
+        path.to_str().unwrap(),
+    ]);
     let lines: Vec<&str> = predictions.lines().collect();
     assert_eq!(lines.len(), 2001);
     assert!(lines[1].starts_with("0,"), "{}", lines[1]);
@@ -255,7 +357,11 @@ fn colour_folder(dir: &Path, per_class: usize) {
         let px = &split.train.images[i * 784..(i + 1) * 784];
         let image = image::RgbImage::from_fn(224, 224, |x, y| {
             let v = (px[(y / 8 * 28 + x / 8) as usize] * 255.0) as u8;
-            if class == 0 { image::Rgb([v, v / 2, 40]) } else { image::Rgb([40, v / 2, v]) }
+            if class == 0 {
+                image::Rgb([v, v / 2, 40])
+            } else {
+                image::Rgb([40, v / 2, v])
+            }
         });
         let name = ["zero", "one"][class as usize];
         std::fs::create_dir_all(dir.join(name)).unwrap();
@@ -289,7 +395,10 @@ fn resnet_audit(device: &str) {
     ]);
     let s = summary(&out);
     assert_eq!(s["architecture"], "resnet18");
-    assert_eq!(s["input"], serde_json::json!({"kind": "image", "channels": 3, "height": 224, "width": 224}));
+    assert_eq!(
+        s["input"],
+        serde_json::json!({"kind": "image", "channels": 3, "height": 224, "width": 224})
+    );
     assert_eq!(read_suspects(&out).len(), 4);
     // torchvision's resnet18 names, batch norm as weight/bias/running_*.
     let shapes = tensor_shapes(&out.join("model.safetensors"));
@@ -297,8 +406,19 @@ fn resnet_audit(device: &str) {
     assert_eq!(shapes["layer2.0.downsample.0.weight"], [128, 64, 1, 1]);
     assert_eq!(shapes["layer4.1.bn2.running_var"], [512]);
     assert_eq!(shapes["fc.weight"], [2, 512]);
-    assert_eq!(shapes.len(), 102, "every parameter and batch-norm statistic of resnet18");
-    let predictions = ok(&["predict", "--model", out.to_str().unwrap(), "--device", device, data.to_str().unwrap()]);
+    assert_eq!(
+        shapes.len(),
+        102,
+        "every parameter and batch-norm statistic of resnet18"
+    );
+    let predictions = ok(&[
+        "predict",
+        "--model",
+        out.to_str().unwrap(),
+        "--device",
+        device,
+        data.to_str().unwrap(),
+    ]);
     assert_eq!(predictions.lines().count(), 5);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -30,7 +30,8 @@ pub enum Architecture {
 }
 
 impl Architecture {
-    pub const ALL: [Architecture; 3] = [Architecture::Mlp, Architecture::Cnn, Architecture::ResNet18];
+    pub const ALL: [Architecture; 3] =
+        [Architecture::Mlp, Architecture::Cnn, Architecture::ResNet18];
 
     pub fn name(self) -> &'static str {
         match self {

@@ -238,7 +238,11 @@ impl Trainer {
         let size = self.train.images.dims()[1];
         let m = images.len() / size;
         let images = Tensor::from_data(TensorData::new(images, [m, size]), &self.device);
-        let logits = score(self.networks().first(), &images, self.config.eval_batch_size);
+        let logits = score(
+            self.networks().first(),
+            &images,
+            self.config.eval_batch_size,
+        );
         read_floats(softmax(logits, 1), "probabilities").await
     }
 

@@ -82,7 +82,10 @@ pub fn parse(bytes: &[u8], label_column: &str, path: &Path) -> Result<Table> {
         .map(|(_, h)| h.to_string())
         .collect();
     if features.is_empty() {
-        return Err(FormatError::malformed(path, "has no feature columns beside the labels"));
+        return Err(FormatError::malformed(
+            path,
+            "has no feature columns beside the labels",
+        ));
     }
     let mut values = Vec::new();
     let mut raw_labels = Vec::new();
@@ -92,7 +95,10 @@ pub fn parse(bytes: &[u8], label_column: &str, path: &Path) -> Result<Table> {
             if i == label_at {
                 let label = cell.trim();
                 if label.is_empty() {
-                    return Err(FormatError::malformed(path, format!("row {row}: empty label")));
+                    return Err(FormatError::malformed(
+                        path,
+                        format!("row {row}: empty label"),
+                    ));
                 }
                 raw_labels.push(label.to_string());
             } else {
@@ -101,19 +107,28 @@ pub fn parse(bytes: &[u8], label_column: &str, path: &Path) -> Result<Table> {
         }
     }
     if raw_labels.is_empty() {
-        return Err(FormatError::malformed(path, "has a header but no data rows"));
+        return Err(FormatError::malformed(
+            path,
+            "has a header but no data rows",
+        ));
     }
     let mut classes: Vec<String> = raw_labels.clone();
     classes.sort();
     classes.dedup();
     let numeric: Option<Vec<f64>> = classes.iter().map(|c| c.parse::<f64>().ok()).collect();
-    if let Some(mut keyed) = numeric.map(|n| n.into_iter().zip(classes.clone()).collect::<Vec<_>>()) {
+    if let Some(mut keyed) = numeric.map(|n| n.into_iter().zip(classes.clone()).collect::<Vec<_>>())
+    {
         keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
         classes = keyed.into_iter().map(|(_, c)| c).collect();
     }
     let labels = raw_labels
         .iter()
-        .map(|l| classes.iter().position(|c| c == l).expect("every label is a class") as u32)
+        .map(|l| {
+            classes
+                .iter()
+                .position(|c| c == l)
+                .expect("every label is a class") as u32
+        })
         .collect();
     Ok(Table {
         features,
@@ -155,7 +170,11 @@ fn number(cell: &str, row: usize, column: &str, path: &Path) -> Result<f32> {
 
 fn csv_error(path: &Path, e: csv::Error) -> FormatError {
     let reason = match e.kind() {
-        csv::ErrorKind::UnequalLengths { pos, expected_len, len } => format!(
+        csv::ErrorKind::UnequalLengths {
+            pos,
+            expected_len,
+            len,
+        } => format!(
             "line {}: {len} fields where the header has {expected_len}",
             pos.as_ref().map_or(0, |p| p.line())
         ),

@@ -80,7 +80,11 @@ pub fn scan(dir: &Path) -> Result<Scan> {
     let mut classes = Vec::new();
     let mut skipped = Vec::new();
     for entry in sorted_entries(dir)? {
-        let name = entry.file_name().unwrap_or_default().to_string_lossy().to_string();
+        let name = entry
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
         if name.starts_with('.') {
             continue;
         }
@@ -205,7 +209,13 @@ pub fn decode_one(
 
 /// A PNG of one sample (`channels` 1 or 3, [C, H, W] bytes) scaled down to fit `side` x
 /// `side` (aspect ratio kept), for a report a person reviews.
-pub fn thumbnail_png(planar: &[u8], channels: usize, width: u32, height: u32, side: u32) -> Vec<u8> {
+pub fn thumbnail_png(
+    planar: &[u8],
+    channels: usize,
+    width: u32,
+    height: u32,
+    side: u32,
+) -> Vec<u8> {
     let plane = (width * height) as usize;
     assert_eq!(planar.len(), channels * plane, "one [C, H, W] sample");
     let rgb: Vec<u8> = (0..plane)
@@ -221,7 +231,10 @@ pub fn thumbnail_png(planar: &[u8], channels: usize, width: u32, height: u32, si
     };
     let mut bytes = Vec::new();
     small
-        .write_to(&mut std::io::Cursor::new(&mut bytes), image::ImageFormat::Png)
+        .write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            image::ImageFormat::Png,
+        )
         .expect("PNG encoding into memory cannot fail");
     bytes
 }
@@ -255,7 +268,11 @@ fn collect_files(
     out: &mut Vec<(String, PathBuf, u32)>,
 ) -> Result<()> {
     for entry in sorted_entries(dir)? {
-        let name = entry.file_name().unwrap_or_default().to_string_lossy().to_string();
+        let name = entry
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
         if name.starts_with('.') {
             continue;
         }
@@ -292,7 +309,10 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
             .collect();
         handles
             .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
             .collect()
     })
 }
@@ -313,7 +333,9 @@ mod tests {
         let dir = folder("scan");
         std::fs::create_dir_all(dir.join("cat/more")).unwrap();
         std::fs::create_dir_all(dir.join("dog")).unwrap();
-        image::GrayImage::from_pixel(4, 2, image::Luma([200])).save(dir.join("cat/a.png")).unwrap();
+        image::GrayImage::from_pixel(4, 2, image::Luma([200]))
+            .save(dir.join("cat/a.png"))
+            .unwrap();
         image::RgbImage::from_pixel(3, 3, image::Rgb([255, 0, 0]))
             .save(dir.join("cat/more/b.bmp"))
             .unwrap();
@@ -327,11 +349,18 @@ mod tests {
         assert_eq!(scan.classes, ["cat", "dog"]);
         let ids: Vec<_> = scan.files.iter().map(|f| f.id.as_str()).collect();
         assert_eq!(ids, ["cat/a.png", "cat/more/b.bmp", "dog/c.jpg"]);
-        assert_eq!(scan.files.iter().map(|f| f.label).collect::<Vec<_>>(), [0, 0, 1]);
+        assert_eq!(
+            scan.files.iter().map(|f| f.label).collect::<Vec<_>>(),
+            [0, 0, 1]
+        );
         assert!(!scan.files[0].colour && scan.files[1].colour);
         let skipped: Vec<_> = scan.skipped.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(skipped, ["stray.png", "dog/broken.png", "dog/notes.txt"]);
-        assert!(scan.skipped[2].reason.contains("not a PNG"), "{:?}", scan.skipped);
+        assert!(
+            scan.skipped[2].reason.contains("not a PNG"),
+            "{:?}",
+            scan.skipped
+        );
         assert_eq!(scan.most_common_size(), Some((4, 2)));
 
         let rgb = decode(&scan.files, 3, 2, 2);
@@ -356,7 +385,9 @@ mod tests {
         let dir = folder("trunc");
         std::fs::create_dir_all(dir.join("a")).unwrap();
         let good = dir.join("a/good.png");
-        image::GrayImage::from_pixel(8, 8, image::Luma([7])).save(&good).unwrap();
+        image::GrayImage::from_pixel(8, 8, image::Luma([7]))
+            .save(&good)
+            .unwrap();
         let bytes = std::fs::read(&good).unwrap();
         std::fs::write(dir.join("a/cut.png"), &bytes[..bytes.len() - 20]).unwrap();
         let scan = scan(&dir).unwrap();

@@ -147,7 +147,10 @@ pub fn run(args: AuditArgs) -> Result<()> {
         settings_check.push("--epochs and --probe-epochs must be at least 1".to_string());
     }
     if args.probe_folds < 2 {
-        settings_check.push(format!("--probe-folds {} must be at least 2", args.probe_folds));
+        settings_check.push(format!(
+            "--probe-folds {} must be at least 2",
+            args.probe_folds
+        ));
     }
     if let Some(k) = args.k_ratio
         && !(k > 0.0 && k <= 1.0)
@@ -187,7 +190,10 @@ pub fn run(args: AuditArgs) -> Result<()> {
             data.classes.len(),
             match data.skipped.len() {
                 0 => String::new(),
-                s => format!(" ({s} files skipped, e.g. {}: {})", data.skipped[0].id, data.skipped[0].reason),
+                s => format!(
+                    " ({s} files skipped, e.g. {}: {})",
+                    data.skipped[0].id, data.skipped[0].reason
+                ),
             }
         );
     }
@@ -243,7 +249,16 @@ pub fn run(args: AuditArgs) -> Result<()> {
         },
     ))?;
     let audit_seconds = audit_started.elapsed().as_secs_f64();
-    let written = write_outputs(&out, &data, &outcome, &settings, &args, &chosen.description, read_seconds, audit_seconds)?;
+    let written = write_outputs(
+        &out,
+        &data,
+        &outcome,
+        &settings,
+        &args,
+        &chosen.description,
+        read_seconds,
+        audit_seconds,
+    )?;
     println!("{written}");
     Ok(())
 }
@@ -264,15 +279,24 @@ pub fn read_data(args: &AuditArgs) -> Result<AuditData> {
     if let Some(kind) = args.dataset {
         return read_builtin(kind, args);
     }
-    let path = args.data.as_ref().expect("clap requires DATA without --dataset");
+    let path = args
+        .data
+        .as_ref()
+        .expect("clap requires DATA without --dataset");
     if path.is_dir() {
         read_images(path, args)
     } else if path.is_file() {
         if args.model.is_some_and(|m| m != Architecture::Mlp) {
-            bail!("a CSV table is audited with the MLP; --model {} takes images", args.model.unwrap().name());
+            bail!(
+                "a CSV table is audited with the MLP; --model {} takes images",
+                args.model.unwrap().name()
+            );
         }
         if args.image_size.is_some() {
-            bail!("--image-size is for image folders, and {} is a file", path.display());
+            bail!(
+                "--image-size is for image folders, and {} is a file",
+                path.display()
+            );
         }
         let table = csv_table::read(path, &args.label_column)?;
         let prepared = input::prepare_table(&table);
@@ -303,14 +327,24 @@ fn read_images(dir: &Path, args: &AuditArgs) -> Result<AuditData> {
             dir.display(),
             scan.classes.len(),
             match scan.skipped.first() {
-                Some(s) => format!(" ({} skipped, e.g. {}: {})", scan.skipped.len(), s.id, s.reason),
+                Some(s) => format!(
+                    " ({} skipped, e.g. {}: {})",
+                    scan.skipped.len(),
+                    s.id,
+                    s.reason
+                ),
                 None => String::new(),
             }
         );
     };
     let (architecture, input) =
         input::choose_for_images(common, scan.any_colour(), args.model, args.image_size)?;
-    let Input::Image { channels, height, width } = input else {
+    let Input::Image {
+        channels,
+        height,
+        width,
+    } = input
+    else {
         unreachable!("images get an image input")
     };
     let decoded = image_folder::decode(&scan.files, channels, width as u32, height as u32);
@@ -336,10 +370,15 @@ fn read_images(dir: &Path, args: &AuditArgs) -> Result<AuditData> {
 
 fn read_builtin(kind: DatasetKind, args: &AuditArgs) -> Result<AuditData> {
     if args.image_size.is_some() {
-        bail!("--image-size is for image folders, not --dataset {}", kind.name());
+        bail!(
+            "--image-size is for image folders, not --dataset {}",
+            kind.name()
+        );
     }
     let split = kind.load(args.data_dir.as_deref())?;
-    let train: Dataset = split.train.truncated(args.train_limit.unwrap_or(usize::MAX));
+    let train: Dataset = split
+        .train
+        .truncated(args.train_limit.unwrap_or(usize::MAX));
     let noise = args.noise.unwrap_or(NoiseKind::Clean);
     let rate = args.noise_rate.unwrap_or(0.0);
     let labels = inject(&train.labels, train.classes, noise, rate, kind, args.seed)?;
@@ -357,7 +396,11 @@ fn read_builtin(kind: DatasetKind, args: &AuditArgs) -> Result<AuditData> {
                 labels: labels.noisy_labels.clone(),
                 ..train
             },
-            input: Input::Image { channels, height, width },
+            input: Input::Image {
+                channels,
+                height,
+                width,
+            },
             normalisation: Normalisation { mean, std },
         },
         architecture,
@@ -374,7 +417,10 @@ fn prepare_out_dir(explicit: Option<&Path>, name: &str) -> Result<PathBuf> {
     let dir = match explicit {
         Some(dir) => {
             if dir.join("suspects.csv").exists() {
-                bail!("{} already holds an audit (suspects.csv); choose another --out", dir.display());
+                bail!(
+                    "{} already holds an audit (suspects.csv); choose another --out",
+                    dir.display()
+                );
             }
             dir.to_path_buf()
         }
@@ -389,7 +435,8 @@ fn prepare_out_dir(explicit: Option<&Path>, name: &str) -> Result<PathBuf> {
             dir
         }
     };
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating output folder {}", dir.display()))?;
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("creating output folder {}", dir.display()))?;
     Ok(dir)
 }
 
@@ -464,12 +511,23 @@ fn write_outputs(
         })
         .collect();
     let truth = data.truth_known.then(|| {
-        let noisy: Vec<bool> = (0..data.ids.len()).map(|i| !data.labels.is_clean(i)).collect();
-        let tp = outcome.samples.iter().zip(&noisy).filter(|(s, n)| s.is_label_issue && **n).count();
+        let noisy: Vec<bool> = (0..data.ids.len())
+            .map(|i| !data.labels.is_clean(i))
+            .collect();
+        let tp = outcome
+            .samples
+            .iter()
+            .zip(&noisy)
+            .filter(|(s, n)| s.is_label_issue && **n)
+            .count();
         let actual = noisy.iter().filter(|&&n| n).count();
         let precision = tp as f64 / flagged.max(1) as f64;
         let recall = tp as f64 / actual.max(1) as f64;
-        let f1 = if precision + recall > 0.0 { 2.0 * precision * recall / (precision + recall) } else { 0.0 };
+        let f1 = if precision + recall > 0.0 {
+            2.0 * precision * recall / (precision + recall)
+        } else {
+            0.0
+        };
         json!({
             "noise_rate": actual as f64 / noisy.len() as f64,
             "mislabelled": actual,
@@ -501,7 +559,10 @@ fn write_outputs(
             "taks_epochs": outcome.history.iter().map(|m| m.epoch_seconds).sum::<f64>(),
         },
     });
-    write_atomically(&out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
+    write_atomically(
+        &out.join("summary.json"),
+        serde_json::to_string_pretty(&summary)?.as_bytes(),
+    )?;
 
     let card = ModelCard::new(
         settings.architecture,
@@ -532,7 +593,10 @@ fn write_outputs(
         );
     }
     if !data.skipped.is_empty() {
-        lines += &format!("\n{} files skipped (listed in summary.json)", data.skipped.len());
+        lines += &format!(
+            "\n{} files skipped (listed in summary.json)",
+            data.skipped.len()
+        );
     }
     lines += &format!(
         "\nwrote {}/{{suspects.csv,summary.json,report.html,model.safetensors,model.json}}",
@@ -543,7 +607,11 @@ fn write_outputs(
 
 /// JSON has no NaN: a class nobody is labelled with has no estimate.
 fn finite(x: f64) -> serde_json::Value {
-    if x.is_finite() { json!(x) } else { serde_json::Value::Null }
+    if x.is_finite() {
+        json!(x)
+    } else {
+        serde_json::Value::Null
+    }
 }
 
 #[cfg(test)]

@@ -77,7 +77,10 @@ impl ModelCard {
 
 /// Name rewrites (regex, replacement) from burn's module paths to PyTorch's
 /// (`to_pytorch`) or back.
-fn renamings(architecture: Architecture, to_pytorch: bool) -> &'static [(&'static str, &'static str)] {
+fn renamings(
+    architecture: Architecture,
+    to_pytorch: bool,
+) -> &'static [(&'static str, &'static str)] {
     match (architecture, to_pytorch) {
         (Architecture::Mlp, true) => &[(r"^hidden\.", "0."), (r"^output\.", "2.")],
         (Architecture::Mlp, false) => &[(r"^0\.", "hidden."), (r"^2\.", "output.")],
@@ -126,8 +129,13 @@ pub struct Loaded {
 /// Read `dir/model.json` and `dir/model.safetensors` onto `device`.
 pub fn load(dir: &Path, device: &Device) -> Result<Loaded> {
     let card_path = dir.join(DESCRIPTION);
-    let text = std::fs::read(&card_path)
-        .with_context(|| format!("cannot read {} (is {} a model folder written by taks audit?)", card_path.display(), dir.display()))?;
+    let text = std::fs::read(&card_path).with_context(|| {
+        format!(
+            "cannot read {} (is {} a model folder written by taks audit?)",
+            card_path.display(),
+            dir.display()
+        )
+    })?;
     let card: ModelCard = serde_json::from_slice(&text)
         .map_err(|e| anyhow!("{}: not a taks model card: {e}", card_path.display()))?;
     if card.format != FORMAT || card.version != VERSION {
@@ -143,7 +151,12 @@ pub fn load(dir: &Path, device: &Device) -> Result<Loaded> {
     if !weights.is_file() {
         bail!("cannot read {}: no such file", weights.display());
     }
-    let mut network = Classifier::new(card.architecture, card.input.shape(), card.classes.len(), device);
+    let mut network = Classifier::new(
+        card.architecture,
+        card.input.shape(),
+        card.classes.len(),
+        device,
+    );
     let mut store = SafetensorsStore::from_file(&weights)
         .skip_enum_variants(true)
         .with_from_adapter(PyTorchToBurnAdapter);
@@ -169,9 +182,17 @@ pub fn load(dir: &Path, device: &Device) -> Result<Loaded> {
 /// The card's numbers agree with each other.
 fn check_card(card: &ModelCard, path: &Path) -> Result<()> {
     let groups = match &card.input {
-        Input::Image { channels, height, width } => {
+        Input::Image {
+            channels,
+            height,
+            width,
+        } => {
             if !matches!(channels, 1 | 3) || *height == 0 || *width == 0 {
-                bail!("{}: input {:?} is not an image size", path.display(), card.input);
+                bail!(
+                    "{}: input {:?} is not an image size",
+                    path.display(),
+                    card.input
+                );
             }
             *channels
         }
@@ -182,7 +203,10 @@ fn check_card(card: &ModelCard, path: &Path) -> Result<()> {
     }
     let n = &card.normalisation;
     if n.mean.len() != groups || n.std.len() != groups || n.std.iter().any(|s| !(*s > 0.0)) {
-        bail!("{}: the normalisation does not fit the input", path.display());
+        bail!(
+            "{}: the normalisation does not fit the input",
+            path.display()
+        );
     }
     Ok(())
 }

@@ -60,7 +60,10 @@ pub fn run(args: PredictArgs) -> Result<()> {
             let single = args.inputs.len() == 1;
             for path in &args.inputs {
                 if path.is_dir() {
-                    bail!("{}: this model takes CSV rows, not a folder of images", path.display());
+                    bail!(
+                        "{}: this model takes CSV rows, not a folder of images",
+                        path.display()
+                    );
                 }
                 let rows = csv_table::read_features(path, features)?;
                 for r in 0..rows.len() / features.len() {
@@ -96,17 +99,17 @@ pub fn run(args: PredictArgs) -> Result<()> {
     writeln!(out, "id,predicted_label,confidence")?;
     for (c, chunk) in values.chunks(CHUNK * sample_size).enumerate() {
         let rows = chunk.len() / sample_size;
-        let x = Tensor::<2>::from_data(TensorData::new(chunk.to_vec(), [rows, sample_size]), &chosen.device);
+        let x = Tensor::<2>::from_data(
+            TensorData::new(chunk.to_vec(), [rows, sample_size]),
+            &chosen.device,
+        );
         let p = softmax(loaded.network.forward(x), 1);
         let p: Vec<f32> = p
             .into_data()
             .try_into_vec::<f32>()
             .map_err(|e| anyhow::anyhow!("reading predictions: {e:?}"))?;
         for (r, row) in p.chunks_exact(card.classes.len()).enumerate() {
-            let (best, confidence) = row
-                .iter()
-                .enumerate()
-                .fold((0, f32::NEG_INFINITY), |b, (j, &v)| if v > b.1 { (j, v) } else { b });
+            let (best, confidence) = taks_core::audit::argmax(row);
             let line = writeln!(
                 out,
                 "{},{},{confidence:.4}",
@@ -135,7 +138,10 @@ fn image_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", dir.display()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+            .filter(|p| {
+                !p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            })
             .collect();
         entries.sort();
         for path in entries {

@@ -111,13 +111,24 @@ code {{ font-size: 12px; }}
     }
     html += "</table>\n";
     if !data.skipped.is_empty() {
-        html += "<h2>Skipped files</h2>\n<table id=\"skipped\"><tr><th>file</th><th>reason</th></tr>\n";
+        html +=
+            "<h2>Skipped files</h2>\n<table id=\"skipped\"><tr><th>file</th><th>reason</th></tr>\n";
         for s in &data.skipped {
-            let _ = writeln!(html, "<tr><td><code>{}</code></td><td>{}</td></tr>", escape(&s.id), escape(&s.reason));
+            let _ = writeln!(
+                html,
+                "<tr><td><code>{}</code></td><td>{}</td></tr>",
+                escape(&s.id),
+                escape(&s.reason)
+            );
         }
         html += "</table>\n";
     }
-    let _ = writeln!(html, "<p>{flagged} label issues of {} samples. Written by taks {}.</p>\n</body></html>", data.ids.len(), env!("CARGO_PKG_VERSION"));
+    let _ = writeln!(
+        html,
+        "<p>{flagged} label issues of {} samples. Written by taks {}.</p>\n</body></html>",
+        data.ids.len(),
+        env!("CARGO_PKG_VERSION")
+    );
     html
 }
 
@@ -135,10 +146,21 @@ fn sample_cell(data: &AuditData, i: usize) -> String {
         .map(|(j, v)| v * norm.std[j / per_group] + norm.mean[j / per_group])
         .collect();
     match input {
-        Input::Image { channels, height, width } => {
-            let bytes: Vec<u8> = raw.iter().map(|v| (v * 255.0).round().clamp(0.0, 255.0) as u8).collect();
+        Input::Image {
+            channels,
+            height,
+            width,
+        } => {
+            let bytes: Vec<u8> = raw
+                .iter()
+                .map(|v| (v * 255.0).round().clamp(0.0, 255.0) as u8)
+                .collect();
             let png = thumbnail_png(&bytes, *channels, *width as u32, *height as u32, THUMBNAIL);
-            format!("<img alt=\"{}\" src=\"data:image/png;base64,{}\">", escape(&data.ids[i]), base64(&png))
+            format!(
+                "<img alt=\"{}\" src=\"data:image/png;base64,{}\">",
+                escape(&data.ids[i]),
+                base64(&png)
+            )
         }
         Input::Table { features } => {
             let shown: Vec<String> = raw
@@ -147,7 +169,11 @@ fn sample_cell(data: &AuditData, i: usize) -> String {
                 .take(FEATURES_SHOWN)
                 .map(|(v, name)| format!("{}={v}", escape(name)))
                 .collect();
-            let more = if features.len() > FEATURES_SHOWN { " ..." } else { "" };
+            let more = if features.len() > FEATURES_SHOWN {
+                " ..."
+            } else {
+                ""
+            };
             format!("<code>{}{more}</code>", shown.join(" "))
         }
     }
@@ -164,7 +190,11 @@ fn histogram(outcome: &AuditOutcome) -> String {
             false => clean[bin] += 1,
         }
     }
-    let top = (0..BINS).map(|b| clean[b] + issue[b]).max().unwrap_or(1).max(1) as f64;
+    let top = (0..BINS)
+        .map(|b| clean[b] + issue[b])
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
     let (w, h, bar) = (600.0, 200.0, 600.0 / BINS as f64);
     let mut svg = format!(
         "<svg id=\"histogram\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" viewBox=\"0 0 {w} {}\">\n",
@@ -214,7 +244,11 @@ fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let v = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
         for k in 0..4 {
             if k <= chunk.len() {
@@ -242,6 +276,9 @@ mod tests {
 
     #[test]
     fn markup_in_names_is_escaped() {
-        assert_eq!(escape("<a href=\"x\">&"), "&lt;a href=&quot;x&quot;&gt;&amp;");
+        assert_eq!(
+            escape("<a href=\"x\">&"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;"
+        );
     }
 }

@@ -35,7 +35,11 @@ pub struct NoiseEstimate {
 /// Estimate from `probabilities` `[n * classes]` (softmax rows) and the given labels.
 pub fn estimate(probabilities: &[f32], classes: usize, labels: &[u32]) -> NoiseEstimate {
     let n = labels.len();
-    assert_eq!(probabilities.len(), n * classes, "one row of probabilities per sample");
+    assert_eq!(
+        probabilities.len(),
+        n * classes,
+        "one row of probabilities per sample"
+    );
     let mut given = vec![0usize; classes];
     let mut mean = vec![0f64; classes];
     for (row, &l) in probabilities.chunks_exact(classes).zip(labels) {
@@ -93,7 +97,11 @@ mod tests {
         for class in 0..2u32 {
             for i in 0..per_class {
                 let confident = 0.9 - 0.1 * (i % 3) as f32;
-                p.extend(if class == 0 { [confident, 1.0 - confident] } else { [1.0 - confident, confident] });
+                p.extend(if class == 0 {
+                    [confident, 1.0 - confident]
+                } else {
+                    [1.0 - confident, confident]
+                });
                 labels.push(if class == 0 && i < flipped { 1 } else { class });
             }
         }

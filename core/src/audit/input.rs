@@ -8,10 +8,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::data::Dataset;
-use crate::model::Architecture;
-use crate::{Error, Result};
 use crate::formats::csv_table::Table;
 use crate::formats::image_folder::Decoded;
+use crate::model::Architecture;
+use crate::{Error, Result};
 
 /// The raw input a model expects.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,7 +73,11 @@ impl Normalisation {
             .zip(&mean)
             .map(|(sq, m)| {
                 let var = (sq / count - m * m).max(0.0);
-                if var.sqrt() > 1e-6 { var.sqrt() as f32 } else { 1.0 }
+                if var.sqrt() > 1e-6 {
+                    var.sqrt() as f32
+                } else {
+                    1.0
+                }
             })
             .collect();
         Normalisation {
@@ -153,13 +157,25 @@ pub struct Prepared {
 }
 
 /// Decoded images -> a normalised dataset.
-pub fn prepare_images(decoded: &Decoded, channels: usize, height: usize, width: usize, classes: usize) -> Prepared {
+pub fn prepare_images(
+    decoded: &Decoded,
+    channels: usize,
+    height: usize,
+    width: usize,
+    classes: usize,
+) -> Prepared {
     let input = Input::Image {
         channels,
         height,
         width,
     };
-    prepare(scaled_pixels(&decoded.pixels), decoded.files.iter().map(|f| f.label).collect(), input, channels, classes)
+    prepare(
+        scaled_pixels(&decoded.pixels),
+        decoded.files.iter().map(|f| f.label).collect(),
+        input,
+        channels,
+        classes,
+    )
 }
 
 /// A parsed table -> a normalised dataset.
@@ -168,10 +184,22 @@ pub fn prepare_table(table: &Table) -> Prepared {
     let input = Input::Table {
         features: table.features.clone(),
     };
-    prepare(table.values.clone(), table.labels.clone(), input, features, table.classes.len())
+    prepare(
+        table.values.clone(),
+        table.labels.clone(),
+        input,
+        features,
+        table.classes.len(),
+    )
 }
 
-fn prepare(mut values: Vec<f32>, labels: Vec<u32>, input: Input, groups: usize, classes: usize) -> Prepared {
+fn prepare(
+    mut values: Vec<f32>,
+    labels: Vec<u32>,
+    input: Input,
+    groups: usize,
+    classes: usize,
+) -> Prepared {
     let shape = input.shape();
     let sample_size = shape.iter().product();
     let normalisation = Normalisation::fit(&values, sample_size, groups);
@@ -195,12 +223,27 @@ mod tests {
     #[test]
     fn networks_and_sizes_by_input() {
         let pick = |common, colour| choose_for_images(common, colour, None, None).unwrap();
-        let image = |channels, height, width| Input::Image { channels, height, width };
+        let image = |channels, height, width| Input::Image {
+            channels,
+            height,
+            width,
+        };
         assert_eq!(pick((28, 28), false), (Architecture::Mlp, image(1, 28, 28)));
         assert_eq!(pick((30, 20), true), (Architecture::Cnn, image(3, 32, 32)));
-        assert_eq!(pick((100, 80), false), (Architecture::ResNet18, image(3, 80, 100)));
-        assert_eq!(pick((640, 480), true), (Architecture::ResNet18, image(3, 224, 224)));
-        let forced = choose_for_images((28, 28), false, Some(Architecture::ResNet18), Some((64, 48)));
+        assert_eq!(
+            pick((100, 80), false),
+            (Architecture::ResNet18, image(3, 80, 100))
+        );
+        assert_eq!(
+            pick((640, 480), true),
+            (Architecture::ResNet18, image(3, 224, 224))
+        );
+        let forced = choose_for_images(
+            (28, 28),
+            false,
+            Some(Architecture::ResNet18),
+            Some((64, 48)),
+        );
         assert_eq!(forced.unwrap(), (Architecture::ResNet18, image(3, 48, 64)));
         let err = choose_for_images((28, 28), true, Some(Architecture::Cnn), Some((30, 30)));
         assert!(err.unwrap_err().to_string().contains("multiple of 8"));

@@ -189,7 +189,9 @@ pub async fn run(
         )));
     }
     if settings.epochs == 0 || settings.probe_epochs == 0 {
-        return Err(Error::Config("epochs and probe epochs must be at least 1".into()));
+        return Err(Error::Config(
+            "epochs and probe epochs must be at least 1".into(),
+        ));
     }
     // Fold f holds every folds-th sample from f: data sorted by class (an image
     // folder) splits evenly.
@@ -259,10 +261,7 @@ pub async fn run(
         .chunks_exact(data.classes)
         .enumerate()
         .map(|(i, row)| {
-            let (suggested, confidence) = row
-                .iter()
-                .enumerate()
-                .fold((0, f32::NEG_INFINITY), |best, (j, &p)| if p > best.1 { (j, p) } else { best });
+            let (suggested, confidence) = argmax(row);
             let given = labels.noisy_labels[i];
             let label_quality = (1.0 - cumulative[i] as f64 / epochs).clamp(0.0, 1.0);
             SampleAudit {
@@ -285,6 +284,17 @@ pub async fn run(
         probe_history,
         history,
     })
+}
+
+/// The class with the highest probability (the first of equals) and its probability.
+pub fn argmax(probabilities: &[f32]) -> (usize, f32) {
+    let mut best = (0, f32::NEG_INFINITY);
+    for (j, &p) in probabilities.iter().enumerate() {
+        if p > best.1 {
+            best = (j, p);
+        }
+    }
+    best
 }
 
 /// Up to [`CHECK_SAMPLES`] samples spread evenly over `data` (which is often sorted by

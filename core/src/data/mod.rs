@@ -260,7 +260,8 @@ impl DatasetKind {
 }
 
 const CIFAR10_MEAN_STD: ([f32; 3], [f32; 3]) = ([0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616]);
-const CIFAR100_MEAN_STD: ([f32; 3], [f32; 3]) = ([0.5071, 0.4865, 0.4409], [0.2673, 0.2564, 0.2762]);
+const CIFAR100_MEAN_STD: ([f32; 3], [f32; 3]) =
+    ([0.5071, 0.4865, 0.4409], [0.2673, 0.2564, 0.2762]);
 
 /// Per-channel (mean, std) normalisation, the usual one for CIFAR.
 fn load_cifar(dir: &Path, variant: cifar::Variant) -> Result<Split> {

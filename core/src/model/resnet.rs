@@ -119,7 +119,9 @@ impl ResNet18 {
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         let batch = x.dims()[0];
         let mut x = x.reshape([batch, self.channels, self.height, self.width]);
-        x = self.maxpool.forward(relu(self.bn1.forward(self.conv1.forward(x))));
+        x = self
+            .maxpool
+            .forward(relu(self.bn1.forward(self.conv1.forward(x))));
         for block in self
             .layer1
             .iter()
