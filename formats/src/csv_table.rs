@@ -155,6 +155,15 @@ fn header(reader: &mut csv::Reader<&[u8]>, path: &Path) -> Result<Vec<String>> {
     if header.iter().all(String::is_empty) {
         return Err(FormatError::malformed(path, "is empty (no header row)"));
     }
+    // A repeated name would make "the column called x" ambiguous for predict.
+    for (i, name) in header.iter().enumerate() {
+        if header[..i].contains(name) {
+            return Err(FormatError::malformed(
+                path,
+                format!("has two columns named '{name}'"),
+            ));
+        }
+    }
     Ok(header)
 }
 
@@ -228,5 +237,6 @@ mod tests {
         assert!(err("").contains("empty"));
         assert!(err("label\nx\n").contains("no feature columns"));
         assert!(err("a,label\n1,\n").contains("empty label"));
+        assert!(err("a,a,label\n1,2,x\n").contains("two columns named 'a'"));
     }
 }

@@ -74,8 +74,8 @@ impl Scan {
 }
 
 /// List the class folders of `dir` and read every file's image header. Errors only for
-/// what makes the folder unusable as a whole (missing, unreadable, no class folders);
-/// each bad file is a [`Skipped`].
+/// what makes the folder unusable as a whole (missing, a folder that cannot be listed,
+/// no class folders); each bad file is a [`Skipped`].
 pub fn scan(dir: &Path) -> Result<Scan> {
     let mut classes = Vec::new();
     let mut skipped = Vec::new();

@@ -183,11 +183,14 @@ pub fn run(args: AuditArgs) -> Result<()> {
     let data = read_data(&args)?;
     let read_seconds = started.elapsed().as_secs_f64();
     let n = data.ids.len();
-    if n < 4 || data.classes.len() < 2 {
+    let mut present = data.labels.noisy_labels.clone();
+    present.sort_unstable();
+    present.dedup();
+    if n < 4 || present.len() < 2 {
         bail!(
             "{} has {n} usable samples in {} classes; an audit needs at least 4 samples and 2 classes{}",
             data.source,
-            data.classes.len(),
+            present.len(),
             match data.skipped.len() {
                 0 => String::new(),
                 s => format!(
@@ -543,7 +546,7 @@ fn write_outputs(
         "architecture": settings.architecture.name(),
         "input": data.prepared.input,
         "estimated_noise_rate": outcome.estimate.rate,
-        "estimate_method": "confident joint of a short probe run's probabilities (see README)",
+        "estimate_method": "calibrated confident joint of the probe folds' out-of-sample probabilities (see README)",
         "k": outcome.k,
         "k_ratio": outcome.k_ratio,
         "label_issues": flagged,

@@ -187,16 +187,33 @@ fn check_card(card: &ModelCard, path: &Path) -> Result<()> {
             height,
             width,
         } => {
-            if !matches!(channels, 1 | 3) || *height == 0 || *width == 0 {
+            if !matches!(channels, 1 | 3)
+                || !(1..=4096).contains(height)
+                || !(1..=4096).contains(width)
+            {
                 bail!(
                     "{}: input {:?} is not an image size",
                     path.display(),
                     card.input
                 );
             }
+            if card.architecture == Architecture::Cnn && (height != width || height % 8 != 0) {
+                bail!(
+                    "{}: the CNN takes square images with a side that is a multiple of 8, not {width}x{height}",
+                    path.display()
+                );
+            }
             *channels
         }
-        Input::Table { features } => features.len(),
+        Input::Table { features } => {
+            if features.is_empty() || card.architecture != Architecture::Mlp {
+                bail!(
+                    "{}: a table model is an MLP over at least one feature column",
+                    path.display()
+                );
+            }
+            features.len()
+        }
     };
     if card.classes.len() < 2 {
         bail!("{}: a model needs at least 2 classes", path.display());

@@ -3,9 +3,10 @@
 //! Inputs are prepared exactly as `model.json` says the audit prepared its data. For an
 //! image model, an input is an image file or a folder searched recursively for images;
 //! for a table model, a CSV file with the model's feature columns (any label column is
-//! ignored). Prints `id,predicted_label,confidence` per input to stdout. A file that
-//! cannot be read is reported on stderr and left out; every prediction that could be
-//! made is still printed, and the exit status is then 1.
+//! ignored). Prints `id,predicted_label,confidence` per input to stdout. An image that
+//! cannot be decoded is reported on stderr and left out; every prediction that could
+//! be made is still printed, and the exit status is then 1. A CSV without the model's
+//! columns is an error before anything is printed.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

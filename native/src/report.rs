@@ -5,7 +5,7 @@
 //! from an archive exactly the same. It shows the summary, the per-class table, the
 //! histogram of label quality (label issues in red) and the most suspect samples with
 //! their given and suggested labels: images as thumbnails of what the network saw, rows
-//! of a CSV as their first feature values.
+//! of a CSV as their first feature values (un-normalised, to 5 significant digits).
 
 use std::fmt::Write;
 
@@ -133,7 +133,7 @@ code {{ font-size: 12px; }}
 }
 
 /// A thumbnail for an image (from the sample as the network saw it), the first feature
-/// values for a CSV row (as the file gave them).
+/// values for a CSV row (un-normalised).
 fn sample_cell(data: &AuditData, i: usize) -> String {
     let input = &data.prepared.input;
     let size: usize = input.shape().iter().product();
@@ -167,7 +167,7 @@ fn sample_cell(data: &AuditData, i: usize) -> String {
                 .iter()
                 .zip(features)
                 .take(FEATURES_SHOWN)
-                .map(|(v, name)| format!("{}={v}", escape(name)))
+                .map(|(v, name)| format!("{}={}", escape(name), round(*v)))
                 .collect();
             let more = if features.len() > FEATURES_SHOWN {
                 " ..."
@@ -230,6 +230,12 @@ fn histogram(outcome: &AuditOutcome) -> String {
         h + 15.0
     );
     svg
+}
+
+/// A value un-normalised from f32, to 5 significant digits (12, not 12.000001).
+fn round(v: f32) -> String {
+    let text = format!("{v:.4e}");
+    text.parse::<f64>().map_or(text, |x| x.to_string())
 }
 
 fn escape(text: &str) -> String {

@@ -188,6 +188,10 @@ def audit_inputs():
     write("audit-csv-header-only.csv", "a,label\n")
     write("audit-csv-one-class.csv", "a,label\n1,x\n2,x\n3,x\n4,x\n5,x\n")
     write("audit-csv-not-utf8.csv", b"a,label\n1,\xff\xfe\n")
+    write("audit-csv-duplicate-column.csv", "a,a,label\n1,2,x\n3,4,y\n")
+    for i in range(4):
+        write(f"audit-one-readable-class/cat/{i}.png", png(4, 4, 40 * i))
+    write("audit-one-readable-class/dog/broken.png", b"\x89PNG\r\n\x1a\n broken")
     # Model folders for `predict`.
     card = {"format": "taks-model", "version": 1, "architecture": "mlp", "classes": ["a", "b"],
             "input": {"kind": "table", "features": ["x", "y"]},
@@ -205,6 +209,11 @@ def audit_inputs():
           safetensors(None, [("0.weight", "F32", [256, 2], bytes(256 * 2 * 4)), ("0.bias", "F32", [256], bytes(1024)),
                              ("2.weight", "F32", [2, 256], bytes(2048)), ("2.bias", "F32", [2], bytes(8))]))
     write("model-card-garbage/model.json", "{oops")
+    write("model-card-cnn-not-square/model.json", json.dumps(dict(
+        card, architecture="cnn", input={"kind": "image", "channels": 1, "height": 32, "width": 16},
+        normalisation={"mean": [0], "std": [1]})))
+    write("model-card-no-features/model.json", json.dumps(dict(
+        card, input={"kind": "table", "features": []}, normalisation={"mean": [], "std": []})))
     write("model-card-version/model.json", json.dumps(dict(card, version=7)))
     write("model-card-bad-normalisation/model.json",
           json.dumps(dict(card, normalisation={"mean": [0], "std": [1]})))

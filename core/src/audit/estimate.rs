@@ -2,9 +2,9 @@
 //!
 //! The estimate is confident learning's calibrated confident joint (Northcutt, Jiang and
 //! Chuang, "Confident Learning", JAIR 2021), computed from out-of-sample probabilities
-//! that cost one short training instead of cleanlab's k full ones: the audit's probe
-//! trains a network for a few epochs on each half of the data and predicts the other
-//! half (two-fold cross-fitting; see [`crate::audit`]). In-sample probabilities would not
+//! from short trainings instead of cleanlab's full ones: the audit's probe trains a
+//! network for a few epochs on all folds but one and predicts that one, for every
+//! fold (cross-fitting; see [`crate::audit`]). In-sample probabilities would not
 //! do: on 3,000 digits an MLP memorises enough wrong labels within five epochs that the
 //! estimate fell from the true 24% to 17%.
 //!
@@ -90,19 +90,26 @@ pub fn estimate(probabilities: &[f32], classes: usize, labels: &[u32]) -> NoiseE
 mod tests {
     use super::*;
 
-    /// Samples of two well-separated classes, `flipped` of class 0's given label 1.
+    /// Samples of two well-separated classes, `flipped` of class 0's given label 1. The
+    /// model is sure of the flipped ones (p = 0.95), as a good model is of a clear
+    /// picture with a wrong label; the others spread over 0.7-0.9.
     fn probabilities(per_class: usize, flipped: usize) -> (Vec<f32>, Vec<u32>) {
         let mut p = Vec::new();
         let mut labels = Vec::new();
         for class in 0..2u32 {
             for i in 0..per_class {
-                let confident = 0.9 - 0.1 * (i % 3) as f32;
+                let is_flipped = class == 0 && i < flipped;
+                let confident = if is_flipped {
+                    0.95
+                } else {
+                    0.9 - 0.1 * (i % 3) as f32
+                };
                 p.extend(if class == 0 {
                     [confident, 1.0 - confident]
                 } else {
                     [1.0 - confident, confident]
                 });
-                labels.push(if class == 0 && i < flipped { 1 } else { class });
+                labels.push(if is_flipped { 1 } else { class });
             }
         }
         (p, labels)

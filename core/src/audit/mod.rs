@@ -2,14 +2,15 @@
 //! be, and a model trained without them, from one TAkS run.
 //!
 //! Two stages, both on every sample the user gave:
-//! 1. **Probe** ([`estimate`]): two short Standard runs, each on one half of the data
-//!    (alternate samples), each predicting the half it did not see; those out-of-sample
-//!    probabilities give the noise-rate estimate, and from it k = n (1 - estimate)
-//!    unless the user set k.
+//! 1. **Probe** ([`estimate`]): the data is split into folds (every `folds`-th
+//!    sample); for each, a short Standard run on the other folds predicts it. Those
+//!    out-of-sample probabilities give the noise-rate estimate, and from it
+//!    k = n (1 - estimate) unless the user set k.
 //! 2. **Selection**: a TAkS run with that k. Every epoch scores all n samples, so every
 //!    sample, selected or not, collects its noise-risk theta_t (paper Eq. 6) into L_T;
-//!    the network only ever fits the k-sets, so a wrong label is never learnt and keeps
-//!    contradicting the model.
+//!    the network fits only the k-sets, which keep the samples with the largest
+//!    cumulative risk out, so a wrong label is seldom learnt and keeps contradicting
+//!    the model.
 //!
 //! The per-sample verdict ([`SampleAudit`]):
 //! - `label_quality` = 1 - L_T / T, the mean over epochs of 1 - theta_t: 1 when the
@@ -44,9 +45,13 @@ pub use estimate::NoiseEstimate;
 /// noise), and leaving those hard samples out of training as well is what made audits
 /// flag them. Measured on Fashion-MNIST folders with 23% structured noise, k-ratio 0.70
 /// found the mislabelled files with F1 0.78 and k-ratio 0.60 with 0.75; on the digits
-/// table 0.80 gave 0.96 and 0.70 gave 0.90 (README, "Auditing your own data").
-fn k_ratio_from(rate: f64) -> f64 {
-    (1.0 - rate).clamp(0.05, 1.0)
+/// table 0.80 gave 0.96 and 0.70 gave 0.90 (measured by hand with
+/// `scripts/audit-compare/`). Never below one sample, however small the data.
+fn k_ratio_from(rate: f64, n: usize) -> f64 {
+    (1.0 - rate)
+        .clamp(0.05, 1.0)
+        .max((1.0 + 1e-9) / n as f64)
+        .min(1.0)
 }
 
 /// The test slice every epoch reports agreement on: at most this many samples, spread
@@ -130,7 +135,7 @@ impl AuditSettings {
 /// Which stage an epoch belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    /// The probe run on half 0 or 1 of the data.
+    /// The probe run that predicts fold `f` (0-based).
     Probe(usize),
     Selection,
 }
@@ -188,6 +193,16 @@ pub async fn run(
             data.classes
         )));
     }
+    let mut present = labels.noisy_labels.clone();
+    present.sort_unstable();
+    present.dedup();
+    if present.len() < 2 {
+        return Err(Error::Config(format!(
+            "an audit needs samples of at least 2 classes; only {} of the {} classes has any",
+            present.len(),
+            data.classes
+        )));
+    }
     if settings.epochs == 0 || settings.probe_epochs == 0 {
         return Err(Error::Config(
             "epochs and probe epochs must be at least 1".into(),
@@ -231,7 +246,7 @@ pub async fn run(
 
     let k_ratio = settings
         .k_ratio
-        .unwrap_or_else(|| k_ratio_from(estimate.rate));
+        .unwrap_or_else(|| k_ratio_from(estimate.rate, n));
     let config = settings.train_config(Method::Taks, k_ratio, settings.epochs);
     let split = Split {
         test: check_slice(&data),
