@@ -248,9 +248,11 @@ pub async fn run(
         .k_ratio
         .unwrap_or_else(|| k_ratio_from(estimate.rate, n));
     let config = settings.train_config(Method::Taks, k_ratio, settings.epochs);
+    let classes = data.classes;
+    // The data moves to the device here: no host copy is kept.
     let split = Split {
         test: check_slice(&data),
-        train: data.clone(),
+        train: data,
     };
     let mut taks = Trainer::with_labels(config, split, labels.clone(), device)?;
     let k = taks.k();
@@ -273,7 +275,7 @@ pub async fn run(
     let probabilities = taks.train_probabilities().await?;
     let epochs = settings.epochs as f64;
     let samples = probabilities
-        .chunks_exact(data.classes)
+        .chunks_exact(classes)
         .enumerate()
         .map(|(i, row)| {
             let (suggested, confidence) = argmax(row);
