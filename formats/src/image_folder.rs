@@ -79,15 +79,7 @@ impl Scan {
 pub fn scan(dir: &Path) -> Result<Scan> {
     let mut classes = Vec::new();
     let mut skipped = Vec::new();
-    for entry in sorted_entries(dir)? {
-        let name = entry
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .to_string();
-        if name.starts_with('.') {
-            continue;
-        }
+    for (name, entry) in visible_entries(dir)? {
         if entry.is_dir() {
             classes.push((name, entry));
         } else {
@@ -105,7 +97,9 @@ pub fn scan(dir: &Path) -> Result<Scan> {
     }
     let mut candidates = Vec::new();
     for (label, (name, path)) in classes.iter().enumerate() {
-        collect_files(path, name, label as u32, &mut candidates)?;
+        for (relative, file) in files_under(path)? {
+            candidates.push((format!("{name}/{relative}"), file, label as u32));
+        }
     }
     let headers = in_parallel(&candidates, |(_, path, _)| read_header(path));
     let mut files = Vec::with_capacity(candidates.len());
@@ -260,39 +254,48 @@ fn read_header(path: &Path) -> std::result::Result<(u32, u32, bool), String> {
     Ok((width, height, colour))
 }
 
-/// Every non-hidden file under `dir`, recursively, as (id, path, label), sorted by path.
-fn collect_files(
-    dir: &Path,
-    id_prefix: &str,
-    label: u32,
-    out: &mut Vec<(String, PathBuf, u32)>,
-) -> Result<()> {
-    for entry in sorted_entries(dir)? {
-        let name = entry
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .to_string();
-        if name.starts_with('.') {
-            continue;
+/// Every file under `dir`, recursively, as (path relative to `dir` with `/`
+/// separators, path), in sorted order; names starting with `.` are left out.
+pub fn files_under(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+    fn walk(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) -> Result<()> {
+        for (name, entry) in visible_entries(dir)? {
+            let relative = match prefix {
+                "" => name,
+                _ => format!("{prefix}/{name}"),
+            };
+            if entry.is_dir() {
+                walk(&entry, &relative, out)?;
+            } else {
+                out.push((relative, entry));
+            }
         }
-        let id = format!("{id_prefix}/{name}");
-        if entry.is_dir() {
-            collect_files(&entry, &id, label, out)?;
-        } else {
-            out.push((id, entry, label));
-        }
+        Ok(())
     }
-    Ok(())
+    let mut out = Vec::new();
+    walk(dir, "", &mut out)?;
+    Ok(out)
 }
 
-fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>> {
+/// The entries of `dir` as (name, path), sorted, without those whose name starts with
+/// `.` (`.DS_Store`, `.git`, editors' files).
+fn visible_entries(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     let read = std::fs::read_dir(dir).map_err(|e| FormatError::io(dir, e))?;
     let mut entries = read
         .map(|e| e.map(|e| e.path()).map_err(|e| FormatError::io(dir, e)))
         .collect::<Result<Vec<_>>>()?;
     entries.sort();
-    Ok(entries)
+    Ok(entries
+        .into_iter()
+        .map(|path| {
+            let name = path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            (name, path)
+        })
+        .filter(|(name, _)| !name.starts_with('.'))
+        .collect())
 }
 
 /// `f` over `items` on every available core, results in the items' order.

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 use serde_json::json;
 use taks_core::audit::input::{self, Input, Normalisation, Prepared};
@@ -25,6 +25,7 @@ use web_time::Instant;
 
 use crate::device::{self, DeviceChoice};
 use crate::model_file::{self, ModelCard};
+use crate::out_dir;
 use crate::report;
 
 #[derive(Args, Debug)]
@@ -215,7 +216,8 @@ pub fn run(args: AuditArgs) -> Result<()> {
         bail!("--k-ratio {k} of {n} samples selects nothing");
     }
     let chosen = device::choose(args.device)?;
-    let out = prepare_out_dir(args.out.as_deref(), &data.source_name())?;
+    let default = format!("audits/{}", data.source_name());
+    let out = out_dir::prepare(args.out.as_deref(), &default, "suspects.csv", "an audit")?;
     let say = |line: String| {
         if !args.quiet {
             eprintln!("{line}");
@@ -414,33 +416,6 @@ fn read_builtin(kind: DatasetKind, args: &AuditArgs) -> Result<AuditData> {
         skipped: Vec::new(),
         source: kind.name().to_string(),
     })
-}
-
-fn prepare_out_dir(explicit: Option<&Path>, name: &str) -> Result<PathBuf> {
-    let dir = match explicit {
-        Some(dir) => {
-            if dir.join("suspects.csv").exists() {
-                bail!(
-                    "{} already holds an audit (suspects.csv); choose another --out",
-                    dir.display()
-                );
-            }
-            dir.to_path_buf()
-        }
-        None => {
-            let base = format!("audits/{name}");
-            let mut dir = PathBuf::from(&base);
-            let mut i = 2;
-            while dir.exists() {
-                dir = PathBuf::from(format!("{base}-{i}"));
-                i += 1;
-            }
-            dir
-        }
-    };
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("creating output folder {}", dir.display()))?;
-    Ok(dir)
 }
 
 /// The samples, most suspect first: ascending label quality, ties in data order.

@@ -9,6 +9,7 @@ mod config;
 mod device;
 mod experiment;
 mod model_file;
+mod out_dir;
 mod picks;
 mod plot;
 mod predict;

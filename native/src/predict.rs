@@ -9,7 +9,7 @@
 //! columns is an error before anything is printed.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use burn::tensor::activation::softmax;
@@ -17,7 +17,7 @@ use burn::tensor::{Tensor, TensorData};
 use clap::Args;
 use taks_core::audit::input::{Input, scaled_pixels};
 use taks_core::formats::csv_table;
-use taks_core::formats::image_folder::decode_one;
+use taks_core::formats::image_folder::{decode_one, files_under};
 
 use crate::audit::csv_field;
 use crate::device::{self, DeviceChoice};
@@ -135,29 +135,10 @@ pub fn run(args: PredictArgs) -> Result<()> {
 
 /// Files as given; folders searched recursively (hidden entries skipped), sorted.
 fn image_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                !p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-            })
-            .collect();
-        entries.sort();
-        for path in entries {
-            if path.is_dir() {
-                walk(&path, out)?;
-            } else {
-                out.push(path);
-            }
-        }
-        Ok(())
-    }
     let mut out = Vec::new();
     for input in inputs {
         if input.is_dir() {
-            walk(input, &mut out)?;
+            out.extend(files_under(input)?.into_iter().map(|(_, path)| path));
         } else {
             out.push(input.clone());
         }

@@ -28,7 +28,7 @@ use taks_core::train::Trainer;
 
 use crate::cli::TrainArgs;
 use crate::device::Chosen;
-use crate::{config, device, plot, table};
+use crate::{config, device, out_dir, plot, table};
 
 pub fn run(args: TrainArgs) -> Result<()> {
     if args.checkpoint_every == 0 {
@@ -67,7 +67,17 @@ pub fn run(args: TrainArgs) -> Result<()> {
     let chosen = device::choose(args.run.device)?;
     let out = match &args.resume {
         Some(dir) => dir.clone(),
-        None => prepare_out_dir(args.out.as_deref(), &config)?,
+        None => {
+            let default = format!(
+                "runs/{}-{}{:.0}-{}-seed{}",
+                config.dataset.name(),
+                config.noise.name(),
+                config.noise_rate * 100.0,
+                config.method.name(),
+                config.seed
+            );
+            out_dir::prepare(args.out.as_deref(), &default, "metrics.csv", "a run")?
+        }
     };
     let say = |line: String| {
         if !args.quiet {
@@ -340,42 +350,6 @@ fn append(path: &Path) -> Result<File> {
         .append(true)
         .open(path)
         .with_context(|| format!("opening {}", path.display()))
-}
-
-/// The run folder: the explicit one (which must not already hold a run) or a fresh,
-/// numbered default under runs/.
-fn prepare_out_dir(explicit: Option<&Path>, config: &TrainConfig) -> Result<PathBuf> {
-    let dir = match explicit {
-        Some(dir) => {
-            if dir.join("metrics.csv").exists() {
-                bail!(
-                    "{} already holds a run (metrics.csv); choose another --out",
-                    dir.display()
-                );
-            }
-            dir.to_path_buf()
-        }
-        None => {
-            let base = format!(
-                "runs/{}-{}{:.0}-{}-seed{}",
-                config.dataset.name(),
-                config.noise.name(),
-                config.noise_rate * 100.0,
-                config.method.name(),
-                config.seed
-            );
-            let mut dir = PathBuf::from(&base);
-            let mut i = 2;
-            while dir.exists() {
-                dir = PathBuf::from(format!("{base}-{i}"));
-                i += 1;
-            }
-            dir
-        }
-    };
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("creating run folder {}", dir.display()))?;
-    Ok(dir)
 }
 
 fn write_config(
