@@ -13,6 +13,7 @@ mod cli_values;
 pub mod config;
 pub mod data;
 pub mod error;
+mod flex_host;
 pub mod gpu;
 pub mod holdout;
 pub mod methods;

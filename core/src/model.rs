@@ -13,6 +13,7 @@ use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
+mod mlp_host;
 pub mod resnet;
 pub use resnet::ResNet18;
 
@@ -142,6 +143,14 @@ impl Classifier {
             Architecture::Mlp => Classifier::Mlp(Mlp::new(shape.iter().product(), classes, device)),
             Architecture::Cnn => Classifier::Cnn(Cnn::new(shape[0], shape[1], classes, device)),
             Architecture::ResNet18 => Classifier::ResNet18(ResNet18::new(shape, classes, device)),
+        }
+    }
+
+    /// The MLP, when this is one (its graph-free CPU paths live in `mlp_host`).
+    pub(crate) fn as_mlp(&self) -> Option<&Mlp> {
+        match self {
+            Classifier::Mlp(m) => Some(m),
+            _ => None,
         }
     }
 

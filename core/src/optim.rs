@@ -22,6 +22,8 @@ use burn::tensor::Tensor;
 
 use crate::{Error, Result};
 
+mod host;
+
 /// One parameter's Adam state, flattened to `[numel]`.
 #[derive(Clone)]
 pub struct Moments {
@@ -106,8 +108,78 @@ impl Adam {
     /// Adam's update of one parameter, in its own shape with the operations of burn's
     /// Adam in the same order (a default `taks train` ends on the same 91.00% test
     /// accuracy as with burn's optimiser). The moments are stored flat, so one list
-    /// holds parameters of every rank; reshaping them back is free.
+    /// holds parameters of every rank; reshaping them back is free. On flex an ungated
+    /// step is one fused pass ([`host`]) with bit-identical results.
     fn update<const D: usize>(
+        &self,
+        lr: f32,
+        beta_1: f32,
+        mut x: Tensor<D>,
+        mut grad: Tensor<D>,
+        mut state: Option<Moments>,
+        gate: Option<&Tensor<1>>,
+    ) -> (Tensor<D>, Moments) {
+        if gate.is_none() {
+            let step = host::Step {
+                lr,
+                beta_1,
+                beta_2: self.beta_2,
+                epsilon: self.epsilon,
+            };
+            match host::update(&step, (x, grad, state)) {
+                Ok(done) => return done,
+                Err(inputs) => (x, grad, state) = inputs,
+            }
+            if crate::gpu::supports(&x) {
+                return self.wgsl_update(lr, beta_1, x, grad, state);
+            }
+        }
+        self.generic_update(lr, beta_1, x, grad, state, gate)
+    }
+
+    /// [`Adam::update`] as one WGSL kernel ([`crate::gpu::adam`]) on a wgpu device. Before
+    /// the first step the moments are zeros, which gives the generic path's first moments
+    /// (`0 * beta + y` is `y`).
+    fn wgsl_update<const D: usize>(
+        &self,
+        lr: f32,
+        beta_1: f32,
+        x: Tensor<D>,
+        grad: Tensor<D>,
+        state: Option<Moments>,
+    ) -> (Tensor<D>, Moments) {
+        let dims = x.dims();
+        let numel = dims.iter().product::<usize>();
+        let time = state.as_ref().map_or(0, |s| s.time) + 1;
+        let scalars = crate::gpu::adam::AdamScalars {
+            beta_1,
+            beta_2: self.beta_2,
+            epsilon: self.epsilon,
+            correction_2: 1.0 - self.beta_2.powi(time as i32),
+            step_size: lr / (1.0 - beta_1.powi(time as i32)),
+        };
+        let (m, v) = match state {
+            Some(s) => (s.first, s.second),
+            None => {
+                let zeros = Tensor::<1>::zeros([numel], &x.device());
+                (zeros.clone(), zeros)
+            }
+        };
+        let (x, grad) = (x.reshape([numel]), grad.reshape([numel]));
+        let (x, first, second) = crate::gpu::adam::step(&x, &grad, &m, &v, scalars)
+            .expect("gpu::supports said the kernels run on this device");
+        (
+            x.reshape(dims),
+            Moments {
+                first,
+                second,
+                time,
+            },
+        )
+    }
+
+    /// [`Adam::update`] as tensor operations, for every device.
+    fn generic_update<const D: usize>(
         &self,
         lr: f32,
         beta_1: f32,

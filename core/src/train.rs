@@ -31,6 +31,9 @@ use crate::selection::{self, Selector, indices_tensor, read_floats};
 use crate::{Error, Result};
 
 pub mod checkpoint;
+mod launches;
+
+pub use launches::LaunchCounts;
 
 /// A dataset part resident on the device: `[n, C*H*W]` images and Int labels.
 struct DeviceSet {
@@ -206,6 +209,11 @@ impl Trainer {
         self.train.len
     }
 
+    /// Number of classes.
+    pub fn classes(&self) -> usize {
+        self.classes
+    }
+
     pub fn labels(&self) -> &NoisyLabels {
         &self.labels
     }
@@ -244,6 +252,12 @@ impl Trainer {
             self.config.eval_batch_size,
         );
         read_floats(softmax(logits, 1), "probabilities").await
+    }
+
+    /// The training samples `[n * features]` as the networks see them (normalised, in
+    /// order), read back from the device: for handing the same data to another tool.
+    pub async fn train_images(&self) -> Result<Vec<f32>> {
+        read_floats(self.train.images.clone(), "training images").await
     }
 
     /// Whether [`Trainer::prepare`] still has work to do (F-correction's first stage).
@@ -416,46 +430,47 @@ impl Trainer {
         self.shuffle.shuffle(&mut order);
         let order = set.select(0, indices_tensor(&order, &self.device));
         let rule = self.rule.take().expect("prepared before the first epoch");
-        let mut networks = self.networks.take().expect("networks present");
+        let networks = self.networks.take().expect("networks present");
         let nets = networks.len();
         let forget_rate = methods::forget_rate(self.config.forget_rate, epoch);
-        let zero = || Tensor::<1>::zeros([1], &self.device);
-        let mut loss_sum = zero();
+        let device = self.device.clone();
+        let zero = || Tensor::<1>::zeros([1], &device);
+        let loss_sum = zero();
         // Per network: clean samples picked, samples picked (None until a rule picks).
-        let mut picks: Option<(Vec<Tensor<1>>, Vec<Tensor<1>>)> = None;
+        let picks: Option<(Vec<Tensor<1>>, Vec<Tensor<1>>)> = None;
         let batch = self.config.batch_size;
-        for (b, start) in (0..selected).step_by(batch).enumerate() {
-            let len = batch.min(selected - start);
-            let idx = order.clone().narrow(0, start, len);
-            let x = self.train.images.clone().select(0, idx.clone());
-            let y = self.train.labels.clone().select(0, idx.clone());
-            let at = BatchAt {
-                epoch,
-                batch: b,
-                forget_rate,
-            };
-            let step = rule.batch(&networks.forward(x), &y, at);
-            loss_sum = loss_sum
-                + step
-                    .loss
-                    .clone()
-                    .detach()
-                    .without_autodiff()
-                    .mul_scalar(len as f32);
-            if let Some(masks) = step.picked {
-                let clean = self.clean.clone().select(0, idx);
-                let (clean_sums, counts) =
-                    picks.get_or_insert_with(|| (vec![zero(); nets], vec![zero(); nets]));
-                for (i, mask) in masks.into_iter().enumerate() {
-                    let mask = mask.detach().without_autodiff();
-                    clean_sums[i] = clean_sums[i].clone() + (mask.clone() * clean.clone()).sum();
-                    counts[i] = counts[i].clone() + mask.sum();
+        let on_cpu = crate::flex_host::is_f32(&self.train.images);
+        let epoch_loop = || {
+            let (mut networks, mut loss_sum, mut picks) = (networks, loss_sum, picks);
+            for (b, start) in (0..selected).step_by(batch).enumerate() {
+                let len = batch.min(selected - start);
+                let idx = order.clone().narrow(0, start, len);
+                let at = BatchAt {
+                    epoch,
+                    batch: b,
+                    forget_rate,
+                };
+                let step;
+                (networks, step) = self.train_batch(rule.as_ref(), networks, idx, at, lr, beta_1);
+                loss_sum = loss_sum + step.loss_sum;
+                if let Some(masks) = step.picked {
+                    let (clean_sums, counts) =
+                        picks.get_or_insert_with(|| (vec![zero(); nets], vec![zero(); nets]));
+                    for (i, (clean, count)) in masks.into_iter().enumerate() {
+                        clean_sums[i] = clean_sums[i].clone() + clean;
+                        counts[i] = counts[i].clone() + count;
+                    }
                 }
             }
-            let gate = step.apply.map(|g| g.detach().without_autodiff());
-            let grads = GradientsParams::from_grads(step.loss.backward(), &networks);
-            networks = self.adam.step(lr, beta_1, networks, grads, gate);
-        }
+            (networks, loss_sum, picks)
+        };
+        // On the CPU the batches run on a thread of flex's pool, so the matmuls they split
+        // in halves hand one half to the other thread instead of waking two.
+        let (networks, loss_sum, picks) = if on_cpu {
+            in_thread_pool(epoch_loop)
+        } else {
+            epoch_loop()
+        };
         self.rule = Some(rule);
         self.networks = Some(networks);
         // Methods that train on every sample of their set: the set itself was picked.
@@ -471,6 +486,60 @@ impl Trainer {
             scalars: Tensor::cat(scalars, 0),
             samples: selected,
         }
+    }
+
+    /// One batch of the samples `idx`: forward, the rule's loss, backward, Adam's step.
+    fn train_batch(
+        &mut self,
+        rule: &dyn Rule,
+        networks: Networks,
+        idx: Tensor<1, Int>,
+        at: BatchAt,
+        lr: f64,
+        beta_1: f32,
+    ) -> (Networks, BatchSums) {
+        let len = idx.dims()[0];
+        let x = self.train.images.clone().select(0, idx.clone());
+        let y = self.train.labels.clone().select(0, idx.clone());
+        // The MLP on the CPU with plain cross-entropy: gradients by hand, no graph.
+        let by_hand = match networks.first().as_mlp() {
+            Some(mlp) if networks.len() == 1 && rule.is_mean_cross_entropy() => {
+                mlp.host_cross_entropy_step(x.clone(), y.clone())
+            }
+            _ => None,
+        };
+        if let Some(step) = by_hand {
+            let loss_sum = step.loss.mul_scalar(len as f32);
+            let networks = self.adam.step(lr, beta_1, networks, step.grads, None);
+            return (
+                networks,
+                BatchSums {
+                    loss_sum,
+                    picked: None,
+                },
+            );
+        }
+        let step = rule.batch(&networks.forward(x), &y, at);
+        let loss_sum = step
+            .loss
+            .clone()
+            .detach()
+            .without_autodiff()
+            .mul_scalar(len as f32);
+        let picked = step.picked.map(|masks| {
+            let clean = self.clean.clone().select(0, idx);
+            masks
+                .into_iter()
+                .map(|mask| {
+                    let mask = mask.detach().without_autodiff();
+                    ((mask.clone() * clean.clone()).sum(), mask.sum())
+                })
+                .collect()
+        });
+        let gate = step.apply.map(|g| g.detach().without_autodiff());
+        let grads = GradientsParams::from_grads(step.loss.backward(), &networks);
+        let networks = self.adam.step(lr, beta_1, networks, grads, gate);
+        (networks, BatchSums { loss_sum, picked })
     }
 
     /// Each network's accuracy on the test set (not part of the timed epoch).
@@ -500,6 +569,13 @@ impl Trainer {
     }
 }
 
+/// What one batch adds to the epoch's sums, on the device: its loss times its size and,
+/// when the rule picks samples, per network (clean samples picked, samples picked).
+struct BatchSums {
+    loss_sum: Tensor<1>,
+    picked: Option<Vec<(Tensor<1>, Tensor<1>)>>,
+}
+
 /// What one epoch's training leaves to read: `[loss sum, clean picked per network...,
 /// picked per network...]` on the device, and how many samples it trained on.
 struct Trained {
@@ -507,8 +583,26 @@ struct Trained {
     samples: usize,
 }
 
-/// Logits `[n, C]` of every sample of `images`, in order, in eval mode, in chunks.
+/// Run `f` on a thread of the global thread pool (flex's): there, `rayon::join` runs one
+/// side at once and leaves the other to the second thread, where from outside the pool
+/// it would wake two threads and sleep (measured here: a split matmul of the MLP's step
+/// after 0.3 ms of other work took 0.26 ms inside the pool, 0.33 ms from outside).
+#[cfg(not(target_arch = "wasm32"))]
+fn in_thread_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    rayon::scope(|_| f())
+}
+
+#[cfg(target_arch = "wasm32")]
+fn in_thread_pool<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// Logits `[n, C]` of every sample of `images`, in order, in eval mode, in chunks (for
+/// the MLP on the CPU, chunks in parallel and without tensor dispatch: same bits).
 fn score(net: &Classifier, images: &Tensor<2>, chunk: usize) -> Tensor<2> {
+    if let Some(logits) = net.as_mlp().and_then(|m| m.host_logits(images, chunk)) {
+        return logits;
+    }
     let n = images.dims()[0];
     let parts: Vec<Tensor<2>> = (0..n)
         .step_by(chunk)

@@ -256,6 +256,62 @@ fn risk_then_select_stays_on_device() {
 }
 
 #[test]
+fn adam_matches_cpu() {
+    let dev = device();
+    for (n, time) in [(1usize, 1), (1000, 3), (100_003, 40)] {
+        let mut rng = Lcg(n as u64);
+        let mut draw =
+            |scale: f32| -> Vec<f32> { (0..n).map(|_| (rng.uniform() - 0.5) * scale).collect() };
+        let (x, g, m) = (draw(2.0), draw(0.2), draw(0.05));
+        let v: Vec<f32> = draw(0.02).into_iter().map(f32::abs).collect();
+        let (beta_1, beta_2, lr) = (0.9f32, 0.999f32, 1e-3f32);
+        let s = gpu::adam::AdamScalars {
+            beta_1,
+            beta_2,
+            epsilon: 1e-8,
+            correction_2: 1.0 - beta_2.powi(time),
+            step_size: lr / (1.0 - beta_1.powi(time)),
+        };
+        let t =
+            |values: &[f32]| Tensor::<1>::from_data(TensorData::new(values.to_vec(), [n]), &dev);
+        let (x_out, m_out, v_out) =
+            gpu::adam::step(&t(&x), &t(&g), &t(&m), &t(&v), s).expect("on wgpu");
+        let (x_out, m_out, v_out) = (floats(x_out), floats(m_out), floats(v_out));
+        for i in 0..n {
+            let m1 = m[i] * beta_1 + g[i] * (1.0 - beta_1);
+            let v1 = v[i] * beta_2 + g[i] * g[i] * (1.0 - beta_2);
+            let x1 = x[i] - m1 / ((v1 / s.correction_2).sqrt() + s.epsilon) * s.step_size;
+            assert!(
+                close(m_out[i], m1, 1e-6),
+                "n {n}, m[{i}]: {} vs {m1}",
+                m_out[i]
+            );
+            assert!(
+                close(v_out[i], v1, 1e-6),
+                "n {n}, v[{i}]: {} vs {v1}",
+                v_out[i]
+            );
+            // The step itself moves x by about lr; compare the step, not just x.
+            let (step, expected) = (x_out[i] - x[i], x1 - x[i]);
+            assert!(
+                (step - expected).abs()
+                    <= 1e-5 * expected.abs().max(lr) + 2.0 * f32::EPSILON * x[i].abs(),
+                "n {n}, x[{i}]: step {step} vs {expected}"
+            );
+        }
+    }
+    let flex = Tensor::<1>::zeros([3], &Device::flex());
+    let s = gpu::adam::AdamScalars {
+        beta_1: 0.9,
+        beta_2: 0.999,
+        epsilon: 1e-8,
+        correction_2: 0.001,
+        step_size: 0.01,
+    };
+    assert!(gpu::adam::step(&flex, &flex, &flex, &flex, s).is_none());
+}
+
+#[test]
 fn other_devices_fall_back() {
     let dev = Device::flex();
     let x = Tensor::<2>::zeros([4, 3], &dev);

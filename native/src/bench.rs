@@ -1,20 +1,34 @@
 //! `taks bench`: epoch time per method and device, and the time ratio against
-//! `standard` (the paper's "x T" column).
+//! `standard` (the paper's "x T" column); on a GPU, the kernel launches per training
+//! step and per scoring chunk; with `--torch`, the same TAkS epoch as a tight PyTorch
+//! loop ([`crate::bench_torch`]) and taks's time over it.
 //!
 //! An epoch is timed as the training loop reports it: exactly the work the method
 //! needs (its selection and the scoring pass it takes, if any, and the training), never
 //! test evaluation; F-correction's first stage runs before the timed epochs. All methods
 //! are timed in one process, one after the other, so the ratios compare like with like.
 //! The first `--warmup` epochs of each run are not counted (shader compilation and
-//! autotuning on wgpu, allocator growth everywhere).
+//! autotuning on wgpu, allocator growth everywhere). Launches are counted after the
+//! timed epochs, so counting costs the timings nothing.
 
 use anyhow::{Result, bail};
 use clap::ValueEnum;
-use taks_core::train::Trainer;
+use taks_core::methods::Method;
+use taks_core::train::{LaunchCounts, Trainer};
 
 use crate::cli::BenchArgs;
 use crate::device::{self, DeviceChoice};
-use crate::{config, picks};
+use crate::{bench_torch, config, picks};
+
+/// One timed run.
+struct Timed {
+    method: Method,
+    n: usize,
+    k: usize,
+    mean: f64,
+    min: f64,
+    launches: Option<LaunchCounts>,
+}
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let timed = args.run.epochs.unwrap_or(3);
@@ -29,10 +43,16 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .iter()
         .map(|&m| config::build(&run_args, m, args.warmup + timed))
         .collect::<Result<Vec<_>>>()?;
+    let torch_config = match &args.torch {
+        Some(_) if !args.devices.contains(&DeviceChoice::Cpu) => {
+            bail!("--torch compares CPU epochs: add cpu to --devices")
+        }
+        Some(_) => Some(config::build(&run_args, Method::Taks, args.warmup + timed)?),
+        None => None,
+    };
     let split = args.run.dataset.load(args.run.data_dir.as_deref())?;
     let mut gpu = None;
-    println!("| device | method | n | k | mean epoch s | min epoch s | x T (vs standard) |");
-    println!("|---|---|---|---|---|---|---|");
+    let mut tables = Vec::new();
     for &choice in &args.devices {
         let chosen = match (choice, gpu.take()) {
             (DeviceChoice::Gpu, Some(g)) => g,
@@ -55,26 +75,98 @@ pub fn run(args: BenchArgs) -> Result<()> {
                     seconds.push(m.epoch_seconds);
                 }
             }
-            let mean = seconds.iter().sum::<f64>() / seconds.len() as f64;
-            let min = seconds.iter().cloned().fold(f64::INFINITY, f64::min);
-            results.push((config.method, trainer.train_len(), trainer.k(), mean, min));
+            let launches = match choice {
+                DeviceChoice::Cpu => None,
+                _ => Some(pollster::block_on(trainer.count_launches())?),
+            };
+            results.push(Timed {
+                method: config.method,
+                n: trainer.train_len(),
+                k: trainer.k(),
+                mean: seconds.iter().sum::<f64>() / seconds.len() as f64,
+                min: seconds.iter().cloned().fold(f64::INFINITY, f64::min),
+                launches,
+            });
         }
-        let standard = results
-            .iter()
-            .find(|r| r.0 == taks_core::methods::Method::Standard)
-            .map(|r| r.3);
-        for (method, n, k, mean, min) in &results {
-            let ratio = standard
-                .map(|s| format!("{:.2}", mean / s))
-                .unwrap_or_else(|| "-".into());
-            println!(
-                "| {} | {} | {n} | {k} | {mean:.3} | {min:.3} | {ratio} |",
-                device_name,
-                method.name()
-            );
-        }
+        let torch = match (&args.torch, &torch_config, choice) {
+            (Some(python), Some(config), DeviceChoice::Cpu) => {
+                let trainer = Trainer::new(config.clone(), split.clone(), &chosen.device)?;
+                Some(bench_torch::run(python, &trainer, args.warmup, timed)?)
+            }
+            _ => None,
+        };
+        tables.push((device_name, results, torch));
         if choice == DeviceChoice::Gpu {
             gpu = Some(chosen);
+        }
+    }
+
+    println!("| device | method | n | k | mean epoch s | min epoch s | x T (vs standard) |");
+    println!("|---|---|---|---|---|---|---|");
+    for (device_name, results, torch) in &tables {
+        let standard = results
+            .iter()
+            .find(|r| r.method == Method::Standard)
+            .map(|r| r.mean);
+        for r in results {
+            let ratio = standard
+                .map(|s| format!("{:.2}", r.mean / s))
+                .unwrap_or_else(|| "-".into());
+            println!(
+                "| {device_name} | {} | {} | {} | {:.3} | {:.3} | {ratio} |",
+                r.method.name(),
+                r.n,
+                r.k,
+                r.mean,
+                r.min
+            );
+        }
+        if let Some(t) = torch {
+            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+            let min = t
+                .epoch_seconds
+                .iter()
+                .cloned()
+                .fold(f64::INFINITY, f64::min);
+            println!(
+                "| {device_name} | PyTorch {} loop, {} threads (train {:.3} + score {:.3}) | {} | {} | {:.3} | {min:.3} | - |",
+                t.torch,
+                t.threads,
+                mean(&t.train_seconds),
+                mean(&t.score_seconds),
+                t.n,
+                t.k,
+                mean(&t.epoch_seconds),
+            );
+        }
+    }
+    for (device_name, results, torch) in &tables {
+        let (Some(t), Some(taks)) = (torch, results.iter().find(|r| r.method == Method::Taks))
+        else {
+            continue;
+        };
+        let torch_mean = t.epoch_seconds.iter().sum::<f64>() / t.epoch_seconds.len() as f64;
+        println!(
+            "\ntaks / PyTorch, TAkS epoch on {device_name}: {:.2} ({:.3} s / {torch_mean:.3} s)",
+            taks.mean / torch_mean,
+            taks.mean
+        );
+    }
+    let counted: Vec<_> = tables
+        .iter()
+        .flat_map(|(d, results, _)| results.iter().map(move |r| (d, r)))
+        .filter_map(|(d, r)| r.launches.map(|l| (d, r.method, l)))
+        .collect();
+    if !counted.is_empty() {
+        println!("\n| device | method | kernel launches per training step | per scoring chunk |");
+        println!("|---|---|---|---|");
+        for (device_name, method, l) in counted {
+            println!(
+                "| {device_name} | {} | {} | {} |",
+                method.name(),
+                l.training_step,
+                l.scoring_chunk
+            );
         }
     }
     Ok(())

@@ -212,4 +212,9 @@ pub struct BenchArgs {
     /// Epochs not timed at the start (shader compilation, allocator warm-up).
     #[arg(long, default_value_t = 1)]
     pub warmup: usize,
+    /// Also time the same TAkS epoch as a tight PyTorch loop with this Python (which
+    /// needs torch and numpy), in the same run, and print taks's time over it (MLP
+    /// datasets, on the CPU).
+    #[arg(long, value_name = "PYTHON")]
+    pub torch: Option<PathBuf>,
 }

@@ -4,6 +4,7 @@
 mod audit;
 mod bench;
 mod bench_select;
+mod bench_torch;
 mod cli;
 mod config;
 mod device;

@@ -83,9 +83,16 @@ pub(crate) const SELECT_SCATTER: Wgsl = Wgsl {
     body: include_str!("../../../shaders/select_scatter.wgsl"),
 };
 
+pub(crate) const ADAM: Wgsl = Wgsl {
+    name: "taks_adam",
+    prelude: "",
+    body: include_str!("../../../shaders/adam.wgsl"),
+};
+
 /// Every shader, for the validation test.
 #[cfg(test)]
-pub(crate) const ALL: [Wgsl; 6] = [
+pub(crate) const ALL: [Wgsl; 7] = [
+    ADAM,
     NOISE_RISK,
     SELECT_HISTOGRAM,
     SELECT_DIGIT,

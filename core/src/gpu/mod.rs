@@ -1,12 +1,14 @@
-//! Hand-written WGSL kernels for the two per-epoch hot spots of TAkS, run through burn's
-//! wgpu backend on ordinary type-erased `Tensor`s:
+//! Hand-written WGSL kernels for the per-epoch hot spots of TAkS and the per-step one of
+//! training, run through burn's wgpu backend on ordinary type-erased `Tensor`s:
 //!
 //! * [`noise_risk_objective`] — `shaders/noise_risk.wgsl`: per-sample noise risk
 //!   `theta = (1 - s p) / 2`, cumulative risk `L + theta` and the FTPL objective
 //!   `L + eta r` (or `theta` for the greedy rule) in one pass over the logits;
 //! * [`select_k_smallest`] — `shaders/select_*.wgsl`: the exact k smallest objectives
 //!   (ties by smaller index, NaN largest) as a k-hot mask and an ascending index list,
-//!   by a 4 x 8-bit radix select plus a block-wise prefix-sum compaction: O(n) work.
+//!   by a 4 x 8-bit radix select plus a block-wise prefix-sum compaction: O(n) work;
+//! * [`adam::step`] — `shaders/adam.wgsl`: Adam's step of one parameter in one kernel
+//!   instead of a dozen, for the launch-bound training step of a small network.
 //!
 //! Why: with the model on the GPU, reading all n logits back each epoch to score and sort on
 //! the CPU would dominate; these keep scoring and selection on the device and let the caller
@@ -22,8 +24,10 @@
 //! 32-bit integers (I32 or U32 as they are, anything else cast to I32). Outputs: theta,
 //! cumulative, objective and mask are F32; selected indices are I32 (n < 2^31).
 
+pub mod adam;
 mod bridge;
 mod kernels;
+pub mod launches;
 mod noise_risk;
 mod select;
 

@@ -22,6 +22,10 @@ impl Rule for Itlm {
         EpochSet::SmallestLoss { keep: self.keep }
     }
 
+    fn is_mean_cross_entropy(&self) -> bool {
+        true
+    }
+
     fn batch(&self, logits: &[Tensor<2>], labels: &Tensor<1, Int>, _: BatchAt) -> Batch {
         Batch {
             loss: small_loss::cross_entropy(logits[0].clone(), labels).mean(),

@@ -171,7 +171,8 @@ pub struct Batch {
 }
 
 /// One method's rule. See the module docs for why these two hooks are all there is.
-pub trait Rule {
+/// `Send + Sync` so that an epoch can run on the CPU backend's thread pool.
+pub trait Rule: Send + Sync {
     /// How the epoch's training set is chosen.
     fn epoch_set(&self) -> EpochSet {
         EpochSet::All
@@ -179,6 +180,13 @@ pub trait Rule {
 
     /// The loss of one batch from each network's logits `[B, C]` and the noisy labels `[B]`.
     fn batch(&self, logits: &[Tensor<2>], labels: &Tensor<1, Int>, at: BatchAt) -> Batch;
+
+    /// True when [`Rule::batch`] is the plain mean cross-entropy of the first network,
+    /// every sample used and no gate: then the training loop may compute the step's
+    /// gradients without an autodiff graph where it can (the MLP on the CPU).
+    fn is_mean_cross_entropy(&self) -> bool {
+        false
+    }
 }
 
 /// The rule of `config.method`. F-correction needs its estimated transition matrix

@@ -15,6 +15,10 @@ impl Rule for Standard {
         self.set
     }
 
+    fn is_mean_cross_entropy(&self) -> bool {
+        true
+    }
+
     fn batch(&self, logits: &[Tensor<2>], labels: &Tensor<1, Int>, _: BatchAt) -> Batch {
         Batch {
             loss: small_loss::cross_entropy(logits[0].clone(), labels).mean(),

@@ -1,0 +1,34 @@
+//! Counting the kernels a piece of work launches on a GPU device.
+//!
+//! A small network's training step on a GPU is bound by dispatches, not arithmetic:
+//! each launch costs microseconds of driver and queue work, and the MLP's matmuls are a
+//! microsecond each on a big GPU. The count is the figure to cut, so `taks bench` prints
+//! it. cubecl calls its launch observer on the issuing thread for every kernel it hands
+//! to a device (ours and burn's alike; the wgpu runtime's dispatches are exactly these),
+//! so the count covers everything a step enqueues. Launches that could not be
+//! fused or skipped are all counted, compile failures included; on flex nothing is
+//! launched and the count stays 0.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use cubecl::logging::{LaunchObservation, LaunchObserver};
+
+#[derive(Default)]
+struct Count(AtomicUsize);
+
+impl LaunchObserver for Count {
+    fn launched(&self, _kernel: &'static str) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The number of kernels `work` launched (process-wide: nothing else may launch
+/// meanwhile, which holds for the single-threaded trainer).
+pub fn count<T>(work: impl FnOnce() -> T) -> (T, usize) {
+    let count = Arc::new(Count::default());
+    let watching = LaunchObservation::new(count.clone());
+    let out = work();
+    drop(watching);
+    (out, count.0.load(Ordering::Relaxed))
+}

@@ -1,0 +1,307 @@
+//! The MLP on flex without an autodiff graph: a training step of mean cross-entropy
+//! with its gradients written out by hand, and a scoring pass over chunks in parallel.
+//!
+//! Why: on the CPU a TAkS epoch of the paper's MLP is 164 steps of 128 samples plus the
+//! scoring of all n, and both spend most of their time outside the arithmetic. Through
+//! burn's autodiff a step is some forty tensor operations, each allocating its output and
+//! recording a graph node, and gemm's own threading barely helps matrices with 128 rows
+//! (measured here: 143 GFLOP/s on one thread, 136 on two). By hand the step is five
+//! matmuls and three host loops: bias and ReLU fused into one pass, softmax,
+//! cross-entropy and its gradient into another, the ReLU mask into a third; and the two
+//! large matmuls are split in column halves over the thread pool. Scoring runs whole chunks in
+//! parallel (each chunk exactly as [`Mlp::forward`] computes it, so the logits are the
+//! same bits), with bias and ReLU fused.
+//!
+//! The gradients are the exact ones of `mean(cross_entropy(forward(x), y))`, summed in a
+//! different order than burn's backward pass, so a run's weights differ from the autodiff
+//! path's in the last bits (`tests` checks the gradients against autodiff to 1e-5).
+//! Everything returns `None` off flex; the caller then takes the generic path.
+
+use burn::module::ParamId;
+use burn::optim::GradientsParams;
+use burn::tensor::{Int, Tensor};
+
+use super::Mlp;
+use crate::flex_host::{dense, from_values, is_f32, primitive, tensor, values};
+
+/// One step's gradients and the batch's mean loss (`[1]`, on flex).
+pub(crate) struct Step {
+    pub grads: GradientsParams,
+    pub loss: Tensor<1>,
+}
+
+/// The MLP's weights as plain flex tensors: `[in, 256]`, `[256]`, `[256, C]`, `[C]`.
+struct Weights {
+    w1: Tensor<2>,
+    b1: Tensor<1>,
+    w2: Tensor<2>,
+    b2: Tensor<1>,
+    ids: [ParamId; 4],
+}
+
+impl Mlp {
+    fn host_weights(&self) -> Option<Weights> {
+        let (b1, b2) = (self.hidden.bias.as_ref()?, self.output.bias.as_ref()?);
+        let w = Weights {
+            w1: self.hidden.weight.val().inner(),
+            b1: b1.val().inner(),
+            w2: self.output.weight.val().inner(),
+            b2: b2.val().inner(),
+            ids: [self.hidden.weight.id, b1.id, self.output.weight.id, b2.id],
+        };
+        (is_f32(&w.w1) && is_f32(&w.b1) && is_f32(&w.w2) && is_f32(&w.b2)).then_some(w)
+    }
+
+    /// Gradients of the mean cross-entropy of `x` `[B, in]` against `labels` `[B]`, and
+    /// the loss, by hand; `None` off flex.
+    pub(crate) fn host_cross_entropy_step(
+        &self,
+        x: Tensor<2>,
+        labels: Tensor<1, Int>,
+    ) -> Option<Step> {
+        let w = self.host_weights()?;
+        if !is_f32(&x) {
+            return None;
+        }
+        let [batch, _] = x.dims();
+        let labels: Vec<i64> = labels.into_data().iter::<i64>().collect();
+
+        // Forward: h = relu(x w1 + b1), z = h w2 + b2.
+        let h = bias_relu(split_columns(x.clone(), w.w1.clone()), &w.b1);
+        let z = primitive(h.clone().matmul(w.w2.clone()));
+        let z = values(&z);
+        let b2 = primitive(w.b2.clone());
+        let b2 = values(&b2);
+        let classes = b2.len();
+
+        // Softmax, cross-entropy and dL/dz = (softmax(z) - onehot(y)) / B in one pass.
+        let mut dz = vec![0.0f32; batch * classes];
+        let mut loss_sum = 0.0f32;
+        for (r, (row, d)) in z
+            .chunks_exact(classes)
+            .zip(dz.chunks_exact_mut(classes))
+            .enumerate()
+        {
+            let mut max = f32::NEG_INFINITY;
+            for (j, (dj, &zj)) in d.iter_mut().zip(row).enumerate() {
+                *dj = zj + b2[j];
+                max = max.max(*dj);
+            }
+            let mut sum = 0.0f32;
+            for dj in d.iter_mut() {
+                *dj = (*dj - max).exp();
+                sum += *dj;
+            }
+            let y = labels[r] as usize;
+            // -log softmax(z)_y = log(sum) - (z_y - max); NaN logits give a NaN loss.
+            loss_sum += sum.ln() - d[y].ln();
+            for dj in d.iter_mut() {
+                *dj /= sum * batch as f32;
+            }
+            d[y] -= 1.0 / batch as f32;
+        }
+        let loss = loss_sum / batch as f32;
+        let dz = tensor::<2>(from_values(dz, vec![batch, classes]));
+
+        // Backward.
+        let dw2 = h.clone().transpose().matmul(dz.clone());
+        let db2 = column_sums(&dz);
+        let dh = relu_mask(dz.matmul(w.w2.transpose()), &h);
+        let db1 = column_sums(&dh);
+        let dw1 = split_columns(x.transpose(), dh);
+
+        let mut grads = GradientsParams::new();
+        grads.register(w.ids[0], dw1);
+        grads.register(w.ids[1], db1);
+        grads.register(w.ids[2], dw2);
+        grads.register(w.ids[3], db2);
+        let loss = tensor::<1>(from_values(vec![loss], vec![1]));
+        Some(Step { grads, loss })
+    }
+
+    /// Logits `[n, C]` of every row of `images` `[n, in]`, in chunks of `chunk` rows
+    /// scored in parallel; `None` off flex. Each chunk's logits are the bits
+    /// [`Mlp::forward`] gives for it.
+    pub(crate) fn host_logits(&self, images: &Tensor<2>, chunk: usize) -> Option<Tensor<2>> {
+        let w = self.host_weights()?;
+        if !is_f32(images) {
+            return None;
+        }
+        let n = images.dims()[0];
+        let starts: Vec<usize> = (0..n).step_by(chunk.max(1)).collect();
+        let one = |start: usize| -> Tensor<2> {
+            let x = images.clone().narrow(0, start, chunk.min(n - start));
+            let h = bias_relu(x.matmul(w.w1.clone()), &w.b1);
+            h.matmul(w.w2.clone()) + w.b2.clone().unsqueeze::<2>()
+        };
+        Some(Tensor::cat(parallel_map(&starts, one), 0))
+    }
+}
+
+/// `a b`, the columns of `b` in two halves computed side by side where there are
+/// threads. gemm's own threading gains little on these shapes; measured here for the
+/// MLP's step, [128, 784] x [784, 256]: 164 GFLOP/s as one call, 236 as two column
+/// halves (213 as two row halves); x^T dh, [784, 128] x [128, 256]: 51 and 191.
+fn split_columns(a: Tensor<2>, b: Tensor<2>) -> Tensor<2> {
+    let n = b.dims()[1];
+    if n < 64 || threads() < 2 {
+        return a.matmul(b);
+    }
+    let half = n / 2;
+    let (left, right) = join(
+        || a.clone().matmul(b.clone().narrow(1, 0, half)),
+        || a.clone().matmul(b.clone().narrow(1, half, n - half)),
+    );
+    Tensor::cat(vec![left, right], 1)
+}
+
+/// relu(h + bias), bias broadcast over rows, in one pass (in place when `h` is unshared).
+/// NaN stays NaN, as in burn's relu.
+fn bias_relu(h: Tensor<2>, bias: &Tensor<1>) -> Tensor<2> {
+    let bias = primitive(bias.clone());
+    let bias = values(&bias);
+    let mut h = dense(primitive(h));
+    for row in h.storage_mut::<f32>().chunks_exact_mut(bias.len()) {
+        for (v, &b) in row.iter_mut().zip(bias.iter()) {
+            let s = *v + b;
+            *v = if s.is_nan() || s > 0.0 { s } else { 0.0 };
+        }
+    }
+    tensor(h)
+}
+
+/// `grad` where the ReLU output `out` is positive (or NaN), else 0: relu's backward.
+fn relu_mask(grad: Tensor<2>, out: &Tensor<2>) -> Tensor<2> {
+    let out = primitive(out.clone());
+    let out = values(&out);
+    let mut grad = dense(primitive(grad));
+    for (g, &o) in grad.storage_mut::<f32>().iter_mut().zip(out.iter()) {
+        if !(o.is_nan() || o > 0.0) {
+            *g = 0.0;
+        }
+    }
+    tensor(grad)
+}
+
+/// Sum over rows: `[B, C]` -> `[C]`.
+fn column_sums(t: &Tensor<2>) -> Tensor<1> {
+    let [_, c] = t.dims();
+    let p = primitive(t.clone());
+    let v = values(&p);
+    let mut sums = vec![0.0f32; c];
+    for row in v.chunks_exact(c) {
+        for (s, &x) in sums.iter_mut().zip(row) {
+            *s += x;
+        }
+    }
+    tensor(from_values(sums, vec![c]))
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn threads() -> usize {
+    rayon::current_num_threads()
+}
+
+#[cfg(target_arch = "wasm32")]
+fn threads() -> usize {
+    1
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
+    rayon::join(a, b)
+}
+
+#[cfg(target_arch = "wasm32")]
+fn join<A, B>(a: impl FnOnce() -> A, b: impl FnOnce() -> B) -> (A, B) {
+    (a(), b())
+}
+
+/// `f` of every item, in order, spread over the thread pool where there is one.
+#[cfg(not(target_arch = "wasm32"))]
+fn parallel_map<T: Send>(items: &[usize], f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    use rayon::prelude::*;
+    items.par_iter().map(|&i| f(i)).collect()
+}
+
+#[cfg(target_arch = "wasm32")]
+fn parallel_map<T>(items: &[usize], f: impl Fn(usize) -> T) -> Vec<T> {
+    items.iter().map(|&i| f(i)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::{Device, Distribution, TensorData};
+
+    use super::*;
+    use crate::methods::small_loss::cross_entropy;
+
+    fn host(t: Tensor<2>) -> Vec<f32> {
+        t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap()
+    }
+
+    /// The hand-written gradients against burn's autodiff on the same batch.
+    #[test]
+    fn gradients_match_autodiff() {
+        let device = Device::flex().autodiff();
+        let mlp = Mlp::new(40, 7, &device);
+        let (batch, classes) = (130, 7);
+        let x = Tensor::<2>::random([batch, 40], Distribution::Normal(0.0, 1.0), &Device::flex());
+        let labels: Vec<i64> = (0..batch as i64).map(|i| (i * 5 + 3) % classes).collect();
+        let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [batch]), &Device::flex());
+
+        let by_hand = mlp
+            .host_cross_entropy_step(x.clone(), y.clone())
+            .expect("flex takes the host path");
+        let loss = cross_entropy(mlp.forward(x.clone()), &y).mean();
+        let mut autodiff = GradientsParams::from_grads(loss.clone().backward(), &mlp);
+        let expected_loss = loss.into_data().iter::<f32>().next().unwrap();
+        let got_loss = by_hand.loss.into_data().iter::<f32>().next().unwrap();
+        assert!(
+            (got_loss - expected_loss).abs() < 1e-5,
+            "{got_loss} vs {expected_loss}"
+        );
+
+        let mut by_hand = by_hand.grads;
+        let w = mlp.host_weights().unwrap();
+        for (i, id) in w.ids.into_iter().enumerate() {
+            let (a, b) = if i % 2 == 0 {
+                (
+                    host(by_hand.remove::<2>(id).unwrap()),
+                    host(autodiff.remove::<2>(id).unwrap()),
+                )
+            } else {
+                let f = |t: Tensor<1>| t.into_data().try_to_vec::<f32>().unwrap();
+                (
+                    f(by_hand.remove::<1>(id).unwrap()),
+                    f(autodiff.remove::<1>(id).unwrap()),
+                )
+            };
+            assert_eq!(a.len(), b.len());
+            assert!(b.iter().any(|v| *v != 0.0), "parameter {i} has a gradient");
+            for (j, (a, b)) in a.iter().zip(&b).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                    "parameter {i}[{j}]: {a} vs {b}"
+                );
+            }
+        }
+    }
+
+    /// The parallel scoring pass gives exactly the logits of the ordinary forward pass.
+    #[test]
+    fn host_logits_are_the_forward_pass_bits() {
+        let device = Device::flex();
+        let mlp = Mlp::new(30, 5, &device);
+        let x = Tensor::<2>::random([1000, 30], Distribution::Normal(0.0, 1.0), &device);
+        let chunk = 256;
+        let expected: Vec<Tensor<2>> = (0..1000)
+            .step_by(chunk)
+            .map(|s| mlp.forward(x.clone().narrow(0, s, chunk.min(1000 - s))))
+            .collect();
+        let expected = host(Tensor::cat(expected, 0));
+        let got = host(mlp.host_logits(&x, chunk).expect("flex"));
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&expected));
+    }
+}

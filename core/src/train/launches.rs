@@ -1,0 +1,59 @@
+//! How many kernels one training step and one scoring chunk launch on a GPU device, as
+//! the epoch runs them (see [`crate::gpu::launches`] for why the count matters).
+
+use burn::tensor::Tensor;
+
+use super::Trainer;
+use crate::Result;
+use crate::gpu::launches::count;
+use crate::methods::{self, BatchAt};
+use crate::optim::schedule;
+
+/// Kernel launches of the two repeated parts of an epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchCounts {
+    /// One training batch: gather, forward, the rule's loss, backward, Adam.
+    pub training_step: usize,
+    /// One chunk of the scoring pass (eval-mode forward of `eval_batch_size` samples).
+    pub scoring_chunk: usize,
+}
+
+impl Trainer {
+    /// Count the launches of the next epoch's first training batch and of one scoring
+    /// chunk. The batch really runs (it is the same code as the epoch's), on copies of
+    /// the networks and optimiser that are dropped afterwards, so the run is unchanged.
+    pub async fn count_launches(&mut self) -> Result<LaunchCounts> {
+        self.prepare().await?;
+        let e = self.epoch;
+        let (lr, beta_1) = schedule(
+            self.config.learning_rate,
+            e,
+            self.config.epochs,
+            self.config.decay_start,
+        );
+        let set = self.epoch_set().await?;
+        let len = self.config.batch_size.min(set.dims()[0]);
+        let idx = set.narrow(0, 0, len);
+        let rule = self.rule.take().expect("prepared above");
+        let networks = self.networks.clone().expect("networks present");
+        let adam = self.adam.clone();
+        let at = BatchAt {
+            epoch: e + 1,
+            batch: 0,
+            forget_rate: methods::forget_rate(self.config.forget_rate, e + 1),
+        };
+        let (_, training_step) =
+            count(|| self.train_batch(rule.as_ref(), networks, idx, at, lr, beta_1));
+        self.adam = adam;
+        self.rule = Some(rule);
+
+        let net = self.networks();
+        let chunk = self.config.eval_batch_size.min(self.train.len);
+        let x: Tensor<2> = self.train.images.clone().narrow(0, 0, chunk);
+        let (_, scoring_chunk) = count(|| net.first().forward(x));
+        Ok(LaunchCounts {
+            training_step,
+            scoring_chunk,
+        })
+    }
+}

@@ -1,0 +1,112 @@
+//! `taks bench --torch PYTHON`: the same TAkS epoch as a tight PyTorch loop, timed in the
+//! same run, so the ratio compares like with like on one machine at one moment.
+//!
+//! The loop is `scripts/bench/torch_epoch.py`, compiled into the binary and written next
+//! to the data it reads, so it works from any directory. taks hands it its own training
+//! samples (normalised), noisy labels and first k-set as raw little-endian files: both
+//! loops train the same MLP on the same data with the same batch size, learning rate,
+//! scoring chunk and eta. PyTorch gets as many threads as taks's thread pool. Only the
+//! MLP is compared; the script times training and scoring separately, and both are shown.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use taks_core::model::Architecture;
+use taks_core::train::Trainer;
+
+const SCRIPT: &str = include_str!("../../scripts/bench/torch_epoch.py");
+
+/// What the script measured.
+#[derive(Debug, Deserialize)]
+pub struct TorchEpochs {
+    pub torch: String,
+    pub threads: usize,
+    pub n: usize,
+    pub k: usize,
+    pub epoch_seconds: Vec<f64>,
+    pub train_seconds: Vec<f64>,
+    pub score_seconds: Vec<f64>,
+}
+
+/// A scratch folder removed when dropped, whatever happened in between.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Time `warmup + timed` epochs of the PyTorch loop with `python` on the data, labels,
+/// first k-set and settings of `trainer` (a TAkS trainer that has not stepped yet).
+pub fn run(python: &Path, trainer: &Trainer, warmup: usize, timed: usize) -> Result<TorchEpochs> {
+    let config = trainer.config();
+    if config.architecture != Architecture::Mlp {
+        bail!(
+            "--torch compares the MLP only; {} trains the {}",
+            config.dataset.name(),
+            config.architecture.name()
+        );
+    }
+    let n = trainer.train_len();
+    let images = pollster::block_on(trainer.train_images())?;
+    let first = match trainer.selector() {
+        Some(selector) => pollster::block_on(selector.current_indices_host())?,
+        None => bail!("--torch needs the TAkS run's first k-set"),
+    };
+    let labels = &trainer.labels().noisy_labels;
+    let classes = trainer.classes();
+
+    let dir = std::env::temp_dir().join(format!("taks-bench-torch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let scratch = Scratch(dir);
+    let write = |name: &str, bytes: Vec<u8>| -> Result<PathBuf> {
+        let path = scratch.0.join(name);
+        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    };
+    let le_f32 = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let le_u32 = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let script = write("torch_epoch.py", SCRIPT.as_bytes().to_vec())?;
+    let images_path = write("images.f32", le_f32(&images))?;
+    let labels_path = write("labels.u32", le_u32(labels))?;
+    let first_path = write("first.u32", le_u32(&first))?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+
+    let output = Command::new(python)
+        .arg(&script)
+        .args(["--images".as_ref(), images_path.as_os_str()])
+        .args(["--labels".as_ref(), labels_path.as_os_str()])
+        .args(["--first".as_ref(), first_path.as_os_str()])
+        .args(["--features", &(images.len() / n).to_string()])
+        .args(["--classes", &classes.to_string()])
+        .args(["--eta", &config.eta(n).to_string()])
+        .args(["--lr", &config.learning_rate.to_string()])
+        .args(["--batch-size", &config.batch_size.to_string()])
+        .args(["--chunk", &config.eval_batch_size.to_string()])
+        .args(["--epochs", &timed.to_string()])
+        .args(["--warmup", &warmup.to_string()])
+        .args(["--threads", &threads.to_string()])
+        .args(["--seed", &config.seed.to_string()])
+        .output()
+        .with_context(|| format!("running {}", python.display()))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        bail!("the PyTorch loop failed ({}): {last}", output.status);
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or("");
+    serde_json::from_str(line)
+        .with_context(|| format!("reading the PyTorch loop's result from {stdout:?}"))
+}

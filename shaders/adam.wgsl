@@ -1,0 +1,58 @@
+// adam.wgsl — one Adam step of one parameter in one pass (core/src/optim.rs's update).
+//
+// One invocation per element i (workgroup size 256, 2-D grid as in noise_risk.wgsl):
+//
+//   m'_i = m_i * beta_1 + g_i * (1 - beta_1)
+//   v'_i = v_i * beta_2 + (g_i * g_i) * (1 - beta_2)
+//   x'_i = x_i - (m'_i / (sqrt(v'_i / c_2) + epsilon)) * (lr / c_1)
+//
+// the operations of the generic tensor update in the same order, with the
+// scalars (1 - beta_1, 1 - beta_2, c_2, lr / c_1) computed on the host exactly as there.
+// The generic update is about a dozen kernels per parameter; this is one.
+//
+// Bindings (group 0, all storage read_write, f32 as u32 bits except params):
+//   0 x      [n] weights          4 x_out [n]
+//   1 g      [n] gradient         5 m_out [n]
+//   2 m      [n] first moment     6 v_out [n]
+//   3 v      [n] second moment    7 params u32 [8]: n, then the bits of beta_1,
+//                                   keep_1, beta_2, keep_2, c_2, epsilon, step_size
+// Outputs are fresh buffers: nothing is written where another tensor may still read.
+
+@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> g: array<f32>;
+@group(0) @binding(2) var<storage, read_write> m: array<f32>;
+@group(0) @binding(3) var<storage, read_write> v: array<f32>;
+@group(0) @binding(4) var<storage, read_write> x_out: array<f32>;
+@group(0) @binding(5) var<storage, read_write> m_out: array<f32>;
+@group(0) @binding(6) var<storage, read_write> v_out: array<f32>;
+@group(0) @binding(7) var<storage, read_write> params: array<u32>;
+
+const WG: u32 = 256u;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let n = params[0];
+    let i = (wg.y * nwg.x + wg.x) * WG + lid.x;
+    if (i >= n) {
+        return;
+    }
+    let beta_1 = bitcast<f32>(params[1]);
+    let keep_1 = bitcast<f32>(params[2]);
+    let beta_2 = bitcast<f32>(params[3]);
+    let keep_2 = bitcast<f32>(params[4]);
+    let correction_2 = bitcast<f32>(params[5]);
+    let epsilon = bitcast<f32>(params[6]);
+    let step_size = bitcast<f32>(params[7]);
+
+    let grad = g[i];
+    let first = m[i] * beta_1 + grad * keep_1;
+    let second = v[i] * beta_2 + (grad * grad) * keep_2;
+    let denom = sqrt(second / correction_2) + epsilon;
+    x_out[i] = x[i] - (first / denom) * step_size;
+    m_out[i] = first;
+    v_out[i] = second;
+}
