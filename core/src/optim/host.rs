@@ -32,11 +32,14 @@ pub(super) struct Step {
 pub(super) type Inputs<const D: usize> = (Tensor<D>, Tensor<D>, Option<Moments>);
 
 /// Adam's step of weight `x` with gradient `grad` and moments `state` (`None` before the
-/// first step), as the generic update computes it; `Err` gives the inputs back when any
-/// of them is not an f32 flex tensor.
+/// first step), as the generic update computes it, gated by `gate` (1.0 or absent: step;
+/// 0.0: leave weights and moments as they are, the step counter still advancing); `Err`
+/// gives the inputs back when any of them is not an f32 flex tensor, or the gate is
+/// neither 0 nor 1.
 pub(super) fn update<const D: usize>(
     step: &Step,
     inputs: Inputs<D>,
+    gate: Option<&Tensor<1>>,
 ) -> Result<(Tensor<D>, Moments), Inputs<D>> {
     let (x, grad, state) = inputs;
     let all_f32_flex = is_f32(&x)
@@ -44,8 +47,37 @@ pub(super) fn update<const D: usize>(
         && state
             .as_ref()
             .is_none_or(|s| is_f32(&s.first) && is_f32(&s.second));
-    if !all_f32_flex {
+    // On flex the gate is a host value: reading it costs nothing.
+    let open = match gate {
+        None => Some(true),
+        Some(g) if is_f32(g) => match values(&primitive(g.clone())).first() {
+            Some(&1.0) => Some(true),
+            Some(&0.0) => Some(false),
+            _ => None,
+        },
+        Some(_) => None,
+    };
+    let (true, Some(open)) = (all_f32_flex, open) else {
         return Err((x, grad, state));
+    };
+    if !open {
+        // What the generic path's `x + 0 (x_new - x)` leaves: x, the moments (zeros
+        // before the first step), one more step counted for bias correction.
+        let numel = x.dims().iter().product::<usize>();
+        let time = state.as_ref().map_or(0, |s| s.time) + 1;
+        let zeros = || tensor(from_values(vec![0.0; numel], vec![numel]));
+        let (first, second) = match state {
+            Some(s) => (s.first, s.second),
+            None => (zeros(), zeros()),
+        };
+        return Ok((
+            x,
+            Moments {
+                first,
+                second,
+                time,
+            },
+        ));
     }
     // Each tensor is moved into its primitive, so nothing else holds its buffer unless
     // the autodiff graph or a caller still does (then `storage_mut` copies it first).
@@ -192,7 +224,7 @@ mod tests {
                 beta_2: adam.beta_2,
                 epsilon: adam.epsilon,
             };
-            let Ok((xf, mf)) = update(&s, (fused.0, g.clone(), fused.1)) else {
+            let Ok((xf, mf)) = update(&s, (fused.0, g.clone(), fused.1), None) else {
                 panic!("flex tensors take the fused path");
             };
             let (xg, mg) = adam.generic_update(1e-3, beta_1, generic.0, g, generic.1, None);
@@ -240,7 +272,7 @@ mod tests {
             epsilon: adam.epsilon,
         };
         let grad = t(vec![0.0, 0.0, 0.0]);
-        let Ok((xf, mf)) = update(&s, (x.clone(), grad.clone(), Some(state()))) else {
+        let Ok((xf, mf)) = update(&s, (x.clone(), grad.clone(), Some(state())), None) else {
             panic!("flex tensors take the fused path");
         };
         let (xg, mg) = adam.generic_update(1e-3, 0.9, x, grad, Some(state()), None);
