@@ -27,5 +27,18 @@ pub mod selection;
 pub mod train;
 
 pub use error::{Error, Result};
+
+/// Threads the CPU backend's pool runs on (1 on wasm32): the CPU fast paths split their
+/// work over it, and `taks bench --torch` gives PyTorch as many.
+pub fn cpu_threads() -> usize {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        rayon::current_num_threads()
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        1
+    }
+}
 /// The file formats (datasets, checkpoints), re-exported for the front ends.
 pub use taks_formats as formats;

@@ -47,7 +47,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
         Some(_) if !args.devices.contains(&DeviceChoice::Cpu) => {
             bail!("--torch compares CPU epochs: add cpu to --devices")
         }
-        Some(_) => Some(config::build(&run_args, Method::Taks, args.warmup + timed)?),
+        Some(_) if !methods.contains(&Method::Taks) => {
+            bail!("--torch compares the TAkS epoch: add taks to --methods")
+        }
+        Some(python) => {
+            let config = config::build(&run_args, Method::Taks, args.warmup + timed)?;
+            bench_torch::check(python, &config)?;
+            Some(config)
+        }
         None => None,
     };
     let split = args.run.dataset.load(args.run.data_dir.as_deref())?;

@@ -5,14 +5,16 @@
 //! to the data it reads, so it works from any directory. taks hands it its own training
 //! samples (normalised), noisy labels and first k-set as raw little-endian files: both
 //! loops train the same MLP on the same data with the same batch size, learning rate,
-//! scoring chunk and eta. PyTorch gets as many threads as taks's thread pool. Only the
-//! MLP is compared; the script times training and scoring separately, and both are shown.
+//! scoring chunk and eta. PyTorch gets as many threads as taks's thread pool
+//! ([`taks_core::cpu_threads`]). Only the MLP is compared; the script times training and
+//! scoring separately, and both are shown.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
+use taks_core::config::TrainConfig;
 use taks_core::model::Architecture;
 use taks_core::train::Trainer;
 
@@ -39,10 +41,9 @@ impl Drop for Scratch {
     }
 }
 
-/// Time `warmup + timed` epochs of the PyTorch loop with `python` on the data, labels,
-/// first k-set and settings of `trainer` (a TAkS trainer that has not stepped yet).
-pub fn run(python: &Path, trainer: &Trainer, warmup: usize, timed: usize) -> Result<TorchEpochs> {
-    let config = trainer.config();
+/// Refuse early what the comparison cannot run: a network other than the MLP, or a
+/// Python that cannot import torch and numpy (checked before any epoch is timed).
+pub fn check(python: &Path, config: &TrainConfig) -> Result<()> {
     if config.architecture != Architecture::Mlp {
         bail!(
             "--torch compares the MLP only; {} trains the {}",
@@ -50,6 +51,30 @@ pub fn run(python: &Path, trainer: &Trainer, warmup: usize, timed: usize) -> Res
             config.architecture.name()
         );
     }
+    let output = Command::new(python)
+        .args(["-c", "import torch, numpy"])
+        .output()
+        .with_context(|| format!("--torch: cannot run {}", python.display()))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        bail!(
+            "--torch: {} cannot import torch and numpy: {last}",
+            python.display()
+        );
+    }
+    Ok(())
+}
+
+/// Time `warmup + timed` epochs of the PyTorch loop with `python` on the data, labels,
+/// first k-set and settings of `trainer` (a TAkS trainer that has not stepped yet).
+pub fn run(python: &Path, trainer: &Trainer, warmup: usize, timed: usize) -> Result<TorchEpochs> {
+    let config = trainer.config();
+    check(python, config)?;
     let n = trainer.train_len();
     let images = pollster::block_on(trainer.train_images())?;
     let first = match trainer.selector() {
@@ -60,7 +85,8 @@ pub fn run(python: &Path, trainer: &Trainer, warmup: usize, timed: usize) -> Res
     let classes = trainer.classes();
 
     let dir = std::env::temp_dir().join(format!("taks-bench-torch-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    // A fresh folder of our own: a leftover of the same name is an error, not reused.
+    std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let scratch = Scratch(dir);
     let write = |name: &str, bytes: Vec<u8>| -> Result<PathBuf> {
         let path = scratch.0.join(name);
@@ -73,7 +99,7 @@ pub fn run(python: &Path, trainer: &Trainer, warmup: usize, timed: usize) -> Res
     let images_path = write("images.f32", le_f32(&images))?;
     let labels_path = write("labels.u32", le_u32(labels))?;
     let first_path = write("first.u32", le_u32(&first))?;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = taks_core::cpu_threads();
 
     let output = Command::new(python)
         .arg(&script)

@@ -22,7 +22,9 @@ pub struct AdamScalars {
 }
 
 /// New weights, first and second moment of `x` (all flat `[n]`, f32) after one step with
-/// gradient `g` and moments `m`, `v`; `None` when they are not on a wgpu device.
+/// gradient `g` and moments `m`, `v`; `None` when they are not on a wgpu device. The four
+/// inputs must be four buffers: WebGPU refuses a buffer bound to two writable bindings
+/// (native Vulkan does not check).
 pub fn step(
     x: &Tensor<1>,
     g: &Tensor<1>,

@@ -9,6 +9,10 @@
 //! - what one batch minimises ([`Rule::batch`]), given the logits of each network the
 //!   method trains (two for Decouple, Co-teaching, Co-teaching+ and JoCoR).
 //!
+//! A third, optional hook ([`Rule::is_mean_cross_entropy`]) is not a difference in the
+//! method but a promise about its loss, which lets the loop take a faster route to the
+//! same gradients (the MLP on the CPU, without an autodiff graph).
+//!
 //! Every rule follows the authors' code (REFERENCE.md, "Baselines"). Inside a batch the
 //! small-loss choices stay on the device ([`small_loss`]): no per-batch read-back, so the
 //! same code runs on flex, on a native GPU and on WebGPU.
@@ -170,7 +174,7 @@ pub struct Batch {
     pub apply: Option<Tensor<1>>,
 }
 
-/// One method's rule. See the module docs for why these two hooks are all there is.
+/// One method's rule. See the module docs for why these hooks are all there is.
 /// `Send + Sync` so that an epoch can run on the CPU backend's thread pool.
 pub trait Rule: Send + Sync {
     /// How the epoch's training set is chosen.

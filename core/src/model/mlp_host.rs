@@ -87,14 +87,17 @@ impl Mlp {
                 *dj = zj + b2[j];
                 max = max.max(*dj);
             }
+            let y = labels[r] as usize;
+            // -log softmax(z)_y = log(sum) - (z_y - max), finite however far z_y lies
+            // below the maximum (log of its underflowed exp would not be); NaN logits
+            // give a NaN loss.
+            let shifted_y = d[y] - max;
             let mut sum = 0.0f32;
             for dj in d.iter_mut() {
                 *dj = (*dj - max).exp();
                 sum += *dj;
             }
-            let y = labels[r] as usize;
-            // -log softmax(z)_y = log(sum) - (z_y - max); NaN logits give a NaN loss.
-            loss_sum += sum.ln() - d[y].ln();
+            loss_sum += sum.ln() - shifted_y;
             for dj in d.iter_mut() {
                 *dj /= sum * batch as f32;
             }
@@ -197,14 +200,8 @@ fn column_sums(t: &Tensor<2>) -> Tensor<1> {
     tensor(from_values(sums, vec![c]))
 }
 
-#[cfg(not(target_arch = "wasm32"))]
 fn threads() -> usize {
-    rayon::current_num_threads()
-}
-
-#[cfg(target_arch = "wasm32")]
-fn threads() -> usize {
-    1
+    crate::cpu_threads()
 }
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -286,6 +283,50 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A sample whose label's logit lies far below the maximum (a confident fit to a
+    /// wrong label) has a large but finite loss, as burn's log-softmax gives it.
+    #[test]
+    fn the_loss_stays_finite_far_from_the_label() {
+        let device = Device::flex();
+        let mlp = Mlp::new(4, 3, &device);
+        // Inputs large enough that the logits spread by hundreds.
+        let x = Tensor::<2>::from_data(
+            TensorData::new(
+                vec![
+                    3000.0f32, -3000.0, 2500.0, -2500.0, -3000.0, 3000.0, -2500.0, 2500.0,
+                ],
+                [2, 4],
+            ),
+            &device,
+        );
+        let logits = host(mlp.forward(x.clone()));
+        let spread = |row: &[f32]| {
+            let max = row.iter().cloned().fold(f32::MIN, f32::max);
+            let min = row.iter().cloned().fold(f32::MAX, f32::min);
+            (max - min, row.iter().position(|v| *v == min).unwrap())
+        };
+        let (gap0, worst0) = spread(&logits[..3]);
+        let (gap1, worst1) = spread(&logits[3..]);
+        assert!(
+            gap0 > 120.0 && gap1 > 120.0,
+            "logit spreads {gap0}, {gap1}: exp underflows past ~104"
+        );
+        let labels = vec![worst0 as i64, worst1 as i64];
+        let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [2]), &device);
+        let expected = cross_entropy(mlp.forward(x.clone()), &y).mean();
+        let expected = expected.into_data().iter::<f32>().next().unwrap();
+        let step = mlp.host_cross_entropy_step(x, y).expect("flex");
+        let got = step.loss.into_data().iter::<f32>().next().unwrap();
+        assert!(
+            expected.is_finite() && got.is_finite(),
+            "{got} vs {expected}"
+        );
+        assert!(
+            (got - expected).abs() <= 1e-4 * expected.abs(),
+            "{got} vs {expected}"
+        );
     }
 
     /// The parallel scoring pass gives exactly the logits of the ordinary forward pass.
