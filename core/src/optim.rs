@@ -319,8 +319,9 @@ mod tests {
         let t = |v: Vec<f32>| Tensor::<1>::from_data(TensorData::new(v, [2]), &device);
         let host = |x: Tensor<1>| x.into_data().try_to_vec::<f32>().unwrap();
         let adam = Adam::default();
-        let fused = |x, g, s, gate| adam.update(0.1, 0.9, x, g, s, gate);
-        let generic = |x, g, s, gate| adam.generic_update(0.1, 0.9, x, g, s, gate);
+        let fused = |x, g, s, gate: Option<&Tensor<1>>| adam.update(0.1, 0.9, x, g, s, gate);
+        let generic =
+            |x, g, s, gate: Option<&Tensor<1>>| adam.generic_update(0.1, 0.9, x, g, s, gate);
         for (path, update) in [("fused", &fused as Update), ("generic", &generic as Update)] {
             let (w1, s1) = update(t(vec![1.0, 2.0]), t(vec![0.5, -0.5]), None, None);
             let closed = Tensor::<1>::zeros([1], &device);
