@@ -41,6 +41,13 @@ impl Drop for Scratch {
     }
 }
 
+/// The last non-blank line a failed Python printed on stderr (its exception).
+fn last_line(stderr: &[u8]) -> String {
+    let stderr = String::from_utf8_lossy(stderr);
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+    last.unwrap_or("").to_string()
+}
+
 /// Refuse early what the comparison cannot run: a network other than the MLP, or a
 /// Python that cannot import torch and numpy (checked before any epoch is timed).
 pub fn check(python: &Path, config: &TrainConfig) -> Result<()> {
@@ -56,12 +63,7 @@ pub fn check(python: &Path, config: &TrainConfig) -> Result<()> {
         .output()
         .with_context(|| format!("--torch: cannot run {}", python.display()))?;
     if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
+        let last = last_line(&output.stderr);
         bail!(
             "--torch: {} cannot import torch and numpy: {last}",
             python.display()
@@ -119,12 +121,7 @@ pub fn run(python: &Path, trainer: &Trainer, warmup: usize, timed: usize) -> Res
         .output()
         .with_context(|| format!("running {}", python.display()))?;
     if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
+        let last = last_line(&output.stderr);
         bail!("the PyTorch loop failed ({}): {last}", output.status);
     }
     let stdout = String::from_utf8_lossy(&output.stdout);
