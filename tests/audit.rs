@@ -1,7 +1,8 @@
 //! `taks audit` and `taks predict` end to end, on data laid out the way users' data is:
 //! real digits written as PNG files into class folders (and as a CSV table), with
 //! realistic confusions filed under the wrong class, against the truth we filed them by.
-//! Plus ResNet-18 on a 224x224 colour folder, on flex and on a wgpu adapter (lavapipe).
+//! Plus ResNet-18 on a 224x224 colour folder on flex (its numbers on wgpu against flex:
+//! `core/tests/gpu_resnet.rs`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -426,9 +427,4 @@ fn resnet_audit(device: &str) {
 #[test]
 fn resnet18_audits_a_224_colour_folder_on_the_cpu() {
     resnet_audit("cpu");
-}
-
-#[test]
-fn resnet18_audits_a_224_colour_folder_on_wgpu() {
-    resnet_audit("gpu");
 }

@@ -1,7 +1,8 @@
 //! `taks bench`: epoch time per method and device, and the time ratio against
 //! `standard` (the paper's "x T" column); on a GPU, the kernel launches per training
 //! step and per scoring chunk; with `--torch`, the same TAkS epoch as a tight PyTorch
-//! loop ([`crate::bench_torch`]) and taks's time over it.
+//! loop ([`crate::bench_torch`]) and taks's time over it. `--generated` and `--model`
+//! time any network at any image size ([`crate::bench_data`]).
 //!
 //! An epoch is timed as the training loop reports it: exactly the work the method
 //! needs (its selection and the scoring pass it takes, if any, and the training), never
@@ -39,25 +40,37 @@ pub fn run(args: BenchArgs) -> Result<()> {
     // Every method's settings, validated before anything is loaded or timed.
     let mut run_args = args.run.clone();
     run_args.epochs = Some(args.warmup + timed);
-    let configs = methods
-        .iter()
-        .map(|&m| config::build(&run_args, m, args.warmup + timed))
-        .collect::<Result<Vec<_>>>()?;
+    if args.eval_batch == Some(0) {
+        bail!("--eval-batch must be at least 1");
+    }
+    let build = |method: Method| -> Result<_> {
+        let mut config = config::build(&run_args, method, args.warmup + timed)?;
+        config.architecture = args.model.unwrap_or(config.architecture);
+        config.eval_batch_size = args.eval_batch.unwrap_or(config.eval_batch_size);
+        config.validate()?;
+        Ok(config)
+    };
+    let configs = methods.iter().map(|&m| build(m)).collect::<Result<Vec<_>>>()?;
     let torch_config = match &args.torch {
-        Some(_) if !args.devices.contains(&DeviceChoice::Cpu) => {
-            bail!("--torch compares CPU epochs: add cpu to --devices")
-        }
         Some(_) if !methods.contains(&Method::Taks) => {
             bail!("--torch compares the TAkS epoch: add taks to --methods")
         }
+        Some(_) if args.devices.contains(&DeviceChoice::Auto) => {
+            bail!("--torch needs the device named: cpu or gpu, not auto")
+        }
         Some(python) => {
-            let config = config::build(&run_args, Method::Taks, args.warmup + timed)?;
-            bench_torch::check(python, &config)?;
+            let config = build(Method::Taks)?;
+            for &device in &args.devices {
+                bench_torch::check(python, device == DeviceChoice::Gpu)?;
+            }
             Some(config)
         }
         None => None,
     };
-    let split = args.run.dataset.load(args.run.data_dir.as_deref())?;
+    let split = match args.generated {
+        Some(generated) => generated.split(args.run.seed),
+        None => args.run.dataset.load(args.run.data_dir.as_deref())?,
+    };
     let mut gpu = None;
     let mut tables = Vec::new();
     for &choice in &args.devices {
@@ -95,10 +108,18 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 launches,
             });
         }
-        let torch = match (&args.torch, &torch_config, choice) {
-            (Some(python), Some(config), DeviceChoice::Cpu) => {
+        let torch = match (&args.torch, &torch_config) {
+            (Some(python), Some(config)) => {
                 let trainer = Trainer::new(config.clone(), split.clone(), &chosen.device)?;
-                Some(bench_torch::run(python, &trainer, args.warmup, timed)?)
+                let (shape, cuda) = (split.train.shape, choice == DeviceChoice::Gpu);
+                Some(bench_torch::run(
+                    python,
+                    &trainer,
+                    shape,
+                    cuda,
+                    args.warmup,
+                    timed,
+                )?)
             }
             _ => None,
         };
@@ -136,9 +157,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 .cloned()
                 .fold(f64::INFINITY, f64::min);
             println!(
-                "| {device_name} | PyTorch {} loop, {} threads (train {:.3} + score {:.3}) | {} | {} | {:.3} | {min:.3} | - |",
+                "| {device_name} | PyTorch {} loop on {} (train {:.3} + score {:.3}) | {} | {} | {:.3} | {min:.3} | - |",
                 t.torch,
-                t.threads,
+                t.device,
                 mean(&t.train_seconds),
                 mean(&t.score_seconds),
                 t.n,

@@ -1,30 +1,30 @@
 //! `taks bench --torch PYTHON`: the same TAkS epoch as a tight PyTorch loop, timed in the
 //! same run, so the ratio compares like with like on one machine at one moment.
 //!
-//! The loop is `scripts/bench/torch_epoch.py`, compiled into the binary and written next
+//! The loop is `native/src/torch_epoch.py`, compiled into the binary and written next
 //! to the data it reads, so it works from any directory. taks hands it its own training
 //! samples (normalised), noisy labels and first k-set as raw little-endian files: both
-//! loops train the same MLP on the same data with the same batch size, learning rate,
-//! scoring chunk and eta. PyTorch gets as many threads as taks's thread pool
-//! ([`taks_core::cpu_threads`]). Only the MLP is compared; the script times training and
-//! scoring separately, and both are shown.
+//! loops train the same network (the MLP, the CNN or ResNet-18, built the same way) on
+//! the same data with the same batch size, learning rate, scoring chunk and eta. On the
+//! CPU PyTorch gets as many threads as taks's thread pool ([`taks_core::cpu_threads`]);
+//! on a GPU it runs on CUDA with its defaults. The script times training and scoring
+//! separately, and both are shown.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
-use taks_core::config::TrainConfig;
-use taks_core::model::Architecture;
 use taks_core::train::Trainer;
 
-const SCRIPT: &str = include_str!("../../scripts/bench/torch_epoch.py");
+const SCRIPT: &str = include_str!("torch_epoch.py");
 
 /// What the script measured.
 #[derive(Debug, Deserialize)]
 pub struct TorchEpochs {
     pub torch: String,
-    pub threads: usize,
+    /// Where it ran: "cpu, N threads" or the CUDA device's name.
+    pub device: String,
     pub n: usize,
     pub k: usize,
     pub epoch_seconds: Vec<f64>,
@@ -48,35 +48,38 @@ fn last_line(stderr: &[u8]) -> String {
     last.unwrap_or("").to_string()
 }
 
-/// Refuse early what the comparison cannot run: a network other than the MLP, or a
-/// Python that cannot import torch and numpy (checked before any epoch is timed).
-pub fn check(python: &Path, config: &TrainConfig) -> Result<()> {
-    if config.architecture != Architecture::Mlp {
-        bail!(
-            "--torch compares the MLP only; {} trains the {}",
-            config.dataset.name(),
-            config.architecture.name()
-        );
-    }
+/// Refuse early what the comparison cannot run: a Python that cannot import torch and
+/// numpy, or (for `cuda`) whose torch sees no CUDA device (checked before any epoch is
+/// timed).
+pub fn check(python: &Path, cuda: bool) -> Result<()> {
+    let probe = match cuda {
+        true => "import torch, numpy; assert torch.cuda.is_available(), 'torch sees no CUDA device'",
+        false => "import torch, numpy",
+    };
     let output = Command::new(python)
-        .args(["-c", "import torch, numpy"])
+        .args(["-c", probe])
         .output()
         .with_context(|| format!("--torch: cannot run {}", python.display()))?;
     if !output.status.success() {
         let last = last_line(&output.stderr);
-        bail!(
-            "--torch: {} cannot import torch and numpy: {last}",
-            python.display()
-        );
+        bail!("--torch: {} cannot run the loop: {last}", python.display());
     }
     Ok(())
 }
 
 /// Time `warmup + timed` epochs of the PyTorch loop with `python` on the data, labels,
-/// first k-set and settings of `trainer` (a TAkS trainer that has not stepped yet).
-pub fn run(python: &Path, trainer: &Trainer, warmup: usize, timed: usize) -> Result<TorchEpochs> {
+/// first k-set, network and settings of `trainer` (a TAkS trainer that has not stepped
+/// yet) whose samples are `shape` = [C, H, W], on CUDA when `cuda`, else on the CPU with
+/// taks's thread count.
+pub fn run(
+    python: &Path,
+    trainer: &Trainer,
+    shape: [usize; 3],
+    cuda: bool,
+    warmup: usize,
+    timed: usize,
+) -> Result<TorchEpochs> {
     let config = trainer.config();
-    check(python, config)?;
     let n = trainer.train_len();
     let images = pollster::block_on(trainer.train_images())?;
     let first = match trainer.selector() {
@@ -102,13 +105,16 @@ pub fn run(python: &Path, trainer: &Trainer, warmup: usize, timed: usize) -> Res
     let labels_path = write("labels.u32", le_u32(labels))?;
     let first_path = write("first.u32", le_u32(&first))?;
     let threads = taks_core::cpu_threads();
+    let [c, h, w] = shape;
 
     let output = Command::new(python)
         .arg(&script)
         .args(["--images".as_ref(), images_path.as_os_str()])
         .args(["--labels".as_ref(), labels_path.as_os_str()])
         .args(["--first".as_ref(), first_path.as_os_str()])
-        .args(["--features", &(images.len() / n).to_string()])
+        .args(["--model", config.architecture.name()])
+        .args(["--shape", &format!("{c},{h},{w}")])
+        .args(["--device", if cuda { "cuda" } else { "cpu" }])
         .args(["--classes", &classes.to_string()])
         .args(["--eta", &config.eta(n).to_string()])
         .args(["--lr", &config.learning_rate.to_string()])

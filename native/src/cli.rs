@@ -213,8 +213,20 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub warmup: usize,
     /// Also time the same TAkS epoch as a tight PyTorch loop with this Python (which
-    /// needs torch and numpy), in the same run, and print taks's time over it (MLP
-    /// datasets, on the CPU).
+    /// needs torch and numpy), in the same run, on the same device (the CPU, or CUDA for
+    /// `gpu`), and print taks's time over it.
     #[arg(long, value_name = "PYTHON")]
     pub torch: Option<PathBuf>,
+    /// Time on generated images instead of the dataset's files: N training samples of
+    /// C x H x W (e.g. 50000x3x32x32 for CIFAR's shape, 2000x3x224x224 for ResNet-18's),
+    /// ten classes. The dataset still names the noise recipe and the paper's settings.
+    #[arg(long, value_name = "NxCxHxW")]
+    pub generated: Option<crate::bench_data::Generated>,
+    /// Network to time. Default: the dataset's (the MLP for 28x28 grey, else the CNN).
+    #[arg(long, value_enum)]
+    pub model: Option<taks_core::model::Architecture>,
+    /// Samples per scoring forward pass. Default: 4096. ResNet-18 at 224x224 needs fewer,
+    /// so that one activation fits a GPU buffer (e.g. 256).
+    #[arg(long, value_name = "N")]
+    pub eval_batch: Option<usize>,
 }

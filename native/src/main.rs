@@ -3,6 +3,7 @@
 
 mod audit;
 mod bench;
+mod bench_data;
 mod bench_select;
 mod bench_torch;
 mod cli;

@@ -214,13 +214,13 @@ fn load_idx_folder(dir: &Path, classes: usize) -> Result<Split> {
 /// and works the same from any directory and in the browser.
 pub fn bundled_mnist_digits() -> Result<Split> {
     const TRAIN_IMAGES: &[u8] =
-        include_bytes!("../../../data/mnist-digits/train-images-idx3-ubyte.gz");
+        include_bytes!("../../data/mnist-digits/train-images-idx3-ubyte.gz");
     const TRAIN_LABELS: &[u8] =
-        include_bytes!("../../../data/mnist-digits/train-labels-idx1-ubyte.gz");
+        include_bytes!("../../data/mnist-digits/train-labels-idx1-ubyte.gz");
     const TEST_IMAGES: &[u8] =
-        include_bytes!("../../../data/mnist-digits/t10k-images-idx3-ubyte.gz");
+        include_bytes!("../../data/mnist-digits/t10k-images-idx3-ubyte.gz");
     const TEST_LABELS: &[u8] =
-        include_bytes!("../../../data/mnist-digits/t10k-labels-idx1-ubyte.gz");
+        include_bytes!("../../data/mnist-digits/t10k-labels-idx1-ubyte.gz");
     let part = |images: &[u8], labels: &[u8], name: &str| -> Result<Dataset> {
         let path = PathBuf::from(format!("<bundled mnist-digits {name}>"));
         let gunzip = |bytes: &[u8]| -> Result<Vec<u8>> {

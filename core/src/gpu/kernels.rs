@@ -8,7 +8,7 @@ use burn::backend::wgpu::{KernelSource, SourceTemplate};
 use cubecl::prelude::KernelId;
 
 /// Shared prelude (`order_key`, state layout) prepended to every `select_*` pass.
-pub(crate) const SELECT_COMMON: &str = include_str!("../../../shaders/select_common.wgsl");
+pub(crate) const SELECT_COMMON: &str = include_str!("../../shaders/select_common.wgsl");
 
 /// One hand-written WGSL compute shader: an optional prelude followed by the pass itself.
 /// The entry point is `main` with `@workgroup_size(256)`.
@@ -55,38 +55,38 @@ pub(crate) const HISTOGRAM_SPAN: u32 = WORKGROUP * 16;
 pub(crate) const NOISE_RISK: Wgsl = Wgsl {
     name: "taks_noise_risk",
     prelude: "",
-    body: include_str!("../../../shaders/noise_risk.wgsl"),
+    body: include_str!("../../shaders/noise_risk.wgsl"),
 };
 pub(crate) const SELECT_HISTOGRAM: Wgsl = Wgsl {
     name: "taks_select_histogram",
     prelude: SELECT_COMMON,
-    body: include_str!("../../../shaders/select_histogram.wgsl"),
+    body: include_str!("../../shaders/select_histogram.wgsl"),
 };
 pub(crate) const SELECT_DIGIT: Wgsl = Wgsl {
     name: "taks_select_digit",
     prelude: SELECT_COMMON,
-    body: include_str!("../../../shaders/select_digit.wgsl"),
+    body: include_str!("../../shaders/select_digit.wgsl"),
 };
 pub(crate) const SELECT_COUNT: Wgsl = Wgsl {
     name: "taks_select_count",
     prelude: SELECT_COMMON,
-    body: include_str!("../../../shaders/select_count.wgsl"),
+    body: include_str!("../../shaders/select_count.wgsl"),
 };
 pub(crate) const SELECT_SCAN: Wgsl = Wgsl {
     name: "taks_select_scan",
     prelude: SELECT_COMMON,
-    body: include_str!("../../../shaders/select_scan.wgsl"),
+    body: include_str!("../../shaders/select_scan.wgsl"),
 };
 pub(crate) const SELECT_SCATTER: Wgsl = Wgsl {
     name: "taks_select_scatter",
     prelude: SELECT_COMMON,
-    body: include_str!("../../../shaders/select_scatter.wgsl"),
+    body: include_str!("../../shaders/select_scatter.wgsl"),
 };
 
 pub(crate) const ADAM: Wgsl = Wgsl {
     name: "taks_adam",
     prelude: "",
-    body: include_str!("../../../shaders/adam.wgsl"),
+    body: include_str!("../../shaders/adam.wgsl"),
 };
 
 /// Every shader, for the validation test.
