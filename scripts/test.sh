@@ -29,6 +29,11 @@ fi
 # Fewer autotuning trials: the wgpu tests run on a software adapter, where each costs seconds.
 export CUBECL_AUTOTUNE_LEVEL="${CUBECL_AUTOTUNE_LEVEL:-minimal}"
 
+# The habits of the workspace first (seconds for fmt; clippy checks burn once, without
+# code generation): formatted as `cargo fmt` writes it, and no clippy warning.
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+
 # One optimised build serves the binary and every test (burn is unusably slow unoptimised).
 cargo test --release --workspace
 

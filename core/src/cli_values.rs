@@ -46,23 +46,11 @@ impl ValueEnum for NoiseKind {
 
 impl ValueEnum for Method {
     fn value_variants<'a>() -> &'a [Self] {
-        &Method::ALL
+        Method::all()
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
-        let help = match self {
-            Method::Taks => "TAkS: Follow-the-Perturbed-Leader sample selection",
-            Method::Greedy => "ablation: the k smallest latest noise-risks",
-            Method::Naive => "ablation: Follow-the-Leader (no perturbation)",
-            Method::Standard => "every sample, plain cross-entropy",
-            Method::FCorrection => "loss correction with an estimated transition matrix",
-            Method::Decouple => "two networks, update on disagreement",
-            Method::CoTeaching => "two networks teach each other their small-loss samples",
-            Method::CoTeachingPlus => "Co-teaching among the samples the networks disagree on",
-            Method::Jocor => "two networks, joint loss with an agreement term",
-            Method::Itlm => "iterative trimmed loss: the smallest-loss samples each epoch",
-        };
-        Some(PossibleValue::new(self.name()).help(help))
+        Some(PossibleValue::new(self.name()).help(self.help()))
     }
 }
 

@@ -1,14 +1,15 @@
-//! The settings of one run, with the paper's defaults.
+//! The settings of one run, as plain data, with the paper's defaults.
 //!
 //! Saved as `config.json` beside every run's metrics, so a result always says how it
-//! was produced.
+//! was produced. The defaults of the settings particular methods read come from the
+//! methods' own table ([`crate::methods::settings`]).
 
 use serde::{Deserialize, Serialize};
 
 use crate::data::DatasetKind;
-use crate::methods::Method;
+use crate::methods::{self, Method, Setting};
 use crate::model::Architecture;
-use crate::noise::{NoiseKind, expected_flip_fraction};
+use crate::noise::NoiseKind;
 use crate::selection::Engine;
 use crate::{Error, Result};
 
@@ -58,14 +59,14 @@ impl TrainConfig {
     /// The paper's settings for a dataset, noise and method: Adam 1e-3, batch 128,
     /// 200 epochs with decay from epoch 80, and the tuned (k_ratio, eta_ratio).
     pub fn paper(dataset: DatasetKind, noise: NoiseKind, noise_rate: f64, method: Method) -> Self {
-        let (k_ratio, eta_ratio) = tuned_ratios(dataset, noise, noise_rate);
+        let paper = |setting: Setting| setting.paper(dataset, noise, noise_rate);
         TrainConfig {
             dataset,
             noise,
             noise_rate,
             method,
-            k_ratio,
-            eta_ratio,
+            k_ratio: paper(Setting::KRatio),
+            eta_ratio: paper(Setting::EtaRatio),
             epochs: 200,
             seed: 0,
             batch_size: 128,
@@ -80,13 +81,9 @@ impl TrainConfig {
             test_limit: None,
             eval_batch_size: 4096,
             selection_engine: Engine::Wgsl,
-            forget_rate: expected_flip_fraction(dataset, noise, noise_rate),
-            co_lambda: co_lambda(dataset, noise, noise_rate),
-            init_epoch: match dataset {
-                DatasetKind::Cifar10 => 20,
-                DatasetKind::Cifar100 => 5,
-                _ => 0,
-            },
+            forget_rate: paper(Setting::ForgetRate),
+            co_lambda: paper(Setting::CoLambda),
+            init_epoch: paper(Setting::InitEpoch) as usize,
         }
     }
 
@@ -105,11 +102,7 @@ impl TrainConfig {
     }
 
     pub fn k(&self, n: usize) -> usize {
-        match self.method {
-            m if m.uses_selector() => (n as f64 * self.k_ratio).floor() as usize,
-            Method::Itlm => ((1.0 - self.forget_rate) * n as f64) as usize,
-            _ => n,
-        }
+        methods::epoch_size(self.method, n, self.k_ratio, self.forget_rate)
     }
 
     /// eta of Algorithm 1: sqrt(k T) * eta_ratio.
@@ -133,11 +126,7 @@ impl TrainConfig {
                 self.eta_ratio
             ));
         }
-        let forgets = matches!(
-            self.method,
-            Method::CoTeaching | Method::CoTeachingPlus | Method::Jocor | Method::Itlm
-        );
-        if forgets && !(0.0..1.0).contains(&self.forget_rate) {
+        if self.method.reads(Setting::ForgetRate) && !(0.0..1.0).contains(&self.forget_rate) {
             return bad(format!(
                 "forget rate {} must be in [0, 1)",
                 self.forget_rate
@@ -175,46 +164,6 @@ fn reference_engine() -> Engine {
     Engine::Reference
 }
 
-/// The tuned (k_ratio, eta_ratio) of the authors' code, for the settings it covers.
-/// Elsewhere we follow the table's pattern: k_ratio = 1 - (expected flipped fraction)
-/// - 0.15, at least 0.05, and the dataset's usual eta_ratio.
-pub fn tuned_ratios(dataset: DatasetKind, noise: NoiseKind, rate: f64) -> (f64, f64) {
-    let cifar = !dataset.is_grey_28();
-    let near = |r: f64| (rate - r).abs() < 1e-9;
-    let table = match (dataset, noise) {
-        (DatasetKind::Cifar10, NoiseKind::Symmetric) if near(0.2) => Some((0.75, 0.0005)),
-        (DatasetKind::Cifar10, NoiseKind::Symmetric) if near(0.5) => Some((0.45, 0.001)),
-        (DatasetKind::Cifar10, NoiseKind::Symmetric) if near(0.8) => Some((0.20, 0.005)),
-        (DatasetKind::Cifar10, NoiseKind::Asymmetric) if near(0.4) => Some((0.80, 0.0005)),
-        (DatasetKind::Cifar100, NoiseKind::Symmetric) if near(0.2) => Some((0.65, 0.0005)),
-        (DatasetKind::Cifar100, NoiseKind::Symmetric) if near(0.5) => Some((0.35, 0.001)),
-        (DatasetKind::Cifar100, NoiseKind::Symmetric) if near(0.8) => Some((0.15, 0.005)),
-        (DatasetKind::Cifar100, NoiseKind::Asymmetric) if near(0.4) => Some((0.70, 0.0005)),
-        (_, NoiseKind::Symmetric) if !cifar && near(0.2) => Some((0.65, 0.005)),
-        (_, NoiseKind::Symmetric) if !cifar && near(0.5) => Some((0.35, 0.005)),
-        (_, NoiseKind::Symmetric) if !cifar && near(0.8) => Some((0.15, 0.005)),
-        (_, NoiseKind::Asymmetric) if !cifar && near(0.4) => Some((0.70, 0.001)),
-        _ => None,
-    };
-    table.unwrap_or_else(|| {
-        let flipped = expected_flip_fraction(dataset, noise, rate);
-        (
-            (1.0 - flipped - 0.15).max(0.05),
-            if cifar { 0.001 } else { 0.005 },
-        )
-    })
-}
-
-/// JoCoR's lambda in the authors' scripts: 0.9 (MNIST, CIFAR-10), 0.65 for CIFAR-10 at
-/// symmetric 80%, 0.85 (CIFAR-100). MNIST's value serves the other 28x28 sets.
-pub fn co_lambda(dataset: DatasetKind, noise: NoiseKind, rate: f64) -> f64 {
-    match dataset {
-        DatasetKind::Cifar100 => 0.85,
-        DatasetKind::Cifar10 if noise == NoiseKind::Symmetric && (rate - 0.8).abs() < 1e-9 => 0.65,
-        _ => 0.9,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,7 +174,7 @@ mod tests {
             DatasetKind::MnistDigits,
             NoiseKind::Symmetric,
             0.5,
-            Method::Taks,
+            Method::TAKS,
         );
         assert_eq!((c.k_ratio, c.eta_ratio), (0.35, 0.005));
         assert_eq!(c.k(8000), 2800);
@@ -234,31 +183,27 @@ mod tests {
             DatasetKind::Cifar10,
             NoiseKind::Asymmetric,
             0.4,
-            Method::Taks,
+            Method::TAKS,
         );
         assert_eq!(
             (c.k_ratio, c.eta_ratio, c.architecture),
             (0.80, 0.0005, Architecture::Cnn)
         );
-        assert_eq!(
-            tuned_ratios(DatasetKind::Mnist, NoiseKind::Pairflip, 0.45),
-            (0.40, 0.005)
-        );
         let s = TrainConfig::paper(
             DatasetKind::Mnist,
             NoiseKind::Symmetric,
             0.5,
-            Method::Standard,
+            Method::STANDARD,
         );
         assert_eq!(s.k(100), 100);
         let j = TrainConfig::paper(
             DatasetKind::Cifar10,
             NoiseKind::Symmetric,
             0.8,
-            Method::Jocor,
+            Method::JOCOR,
         );
         assert_eq!((j.forget_rate, j.co_lambda, j.init_epoch), (0.8, 0.65, 20));
-        let a = TrainConfig::paper(DatasetKind::Mnist, NoiseKind::Asymmetric, 0.4, Method::Itlm);
+        let a = TrainConfig::paper(DatasetKind::Mnist, NoiseKind::Asymmetric, 0.4, Method::ITLM);
         assert_eq!((a.forget_rate, a.co_lambda, a.init_epoch), (0.2, 0.9, 0));
         assert_eq!(a.k(1000), 800);
         assert_eq!(
@@ -266,7 +211,7 @@ mod tests {
                 DatasetKind::Mnist,
                 NoiseKind::Symmetric,
                 0.5,
-                Method::CoTeaching
+                Method::CO_TEACHING
             )
             .k(10),
             10
@@ -275,7 +220,7 @@ mod tests {
 
     #[test]
     fn validation_names_the_setting() {
-        let mut c = TrainConfig::paper(DatasetKind::Mnist, NoiseKind::Symmetric, 0.5, Method::Taks);
+        let mut c = TrainConfig::paper(DatasetKind::Mnist, NoiseKind::Symmetric, 0.5, Method::TAKS);
         c.k_ratio = 1.5;
         assert!(c.validate().unwrap_err().to_string().contains("k-ratio"));
         c.k_ratio = 0.3;
@@ -285,7 +230,7 @@ mod tests {
             DatasetKind::Cifar10,
             NoiseKind::Symmetric,
             0.5,
-            Method::Taks,
+            Method::TAKS,
         );
         c.architecture = Architecture::Mlp;
         assert!(c.validate().is_err());

@@ -8,6 +8,7 @@
 //! output.
 
 pub mod audit;
+pub mod choices;
 #[cfg(feature = "clap")]
 mod cli_values;
 pub mod config;

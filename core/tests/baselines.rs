@@ -35,11 +35,11 @@ fn run(method: Method, epochs: usize) -> Vec<EpochMetrics> {
 #[test]
 fn baselines_do_what_they_are_for() {
     let clean_share = {
-        let t = trainer(Method::Standard, 1);
+        let t = trainer(Method::STANDARD, 1);
         t.labels().clean_count() as f64 / t.train_len() as f64
     };
 
-    let standard = run(Method::Standard, 2);
+    let standard = run(Method::STANDARD, 2);
     for m in &standard {
         assert_eq!(m.selected, 3000);
         assert!((m.label_precision - clean_share).abs() < 1e-6, "{m:?}");
@@ -52,9 +52,9 @@ fn baselines_do_what_they_are_for() {
     // which caps precision below 0.75). Co-teaching+ picks only among the samples the
     // networks disagree on, the hard and the mislabelled ones, so it is less clean.
     for (method, precision) in [
-        (Method::CoTeaching, 0.7),
-        (Method::CoTeachingPlus, 0.6),
-        (Method::Jocor, 0.8),
+        (Method::CO_TEACHING, 0.7),
+        (Method::CO_TEACHING_PLUS, 0.6),
+        (Method::JOCOR, 0.8),
     ] {
         let h = run(method, 10);
         let last = h.last().unwrap();
@@ -76,13 +76,13 @@ fn baselines_do_what_they_are_for() {
     }
 
     // ITLM trains on int(n (1 - tau)) samples, chosen by loss.
-    let itlm = run(Method::Itlm, 3);
+    let itlm = run(Method::ITLM, 3);
     assert!(itlm.iter().all(|m| m.selected == 1500));
     // Chance is 0.50; from random weights ITLM climbs slowly (measured 0.64 at epoch 3).
     assert!(itlm[2].label_precision > 0.6, "{}", itlm[2].label_precision);
 
     // Decouple trains on disagreements: fewer samples than n once the networks learn.
-    let decouple = run(Method::Decouple, 3);
+    let decouple = run(Method::DECOUPLE, 3);
     assert!(decouple.iter().all(|m| m.train_loss.is_finite()));
     // Measured 0.16: the networks soon agree on most samples, which then train nobody.
     assert!(
@@ -99,7 +99,7 @@ fn baselines_do_what_they_are_for() {
 
 #[test]
 fn f_correction_estimates_the_symmetric_transition() {
-    let mut t = trainer(Method::FCorrection, 3);
+    let mut t = trainer(Method::F_CORRECTION, 3);
     assert!(t.needs_preparation());
     pollster::block_on(t.prepare()).unwrap();
     let p = t.preparation().unwrap().clone();

@@ -37,7 +37,7 @@ fn run(method: Method, device: &Device) -> Vec<EpochMetrics> {
 fn baselines_train_alike_on_wgpu_and_flex() {
     let gpu = Device::wgpu(DeviceKind::DefaultDevice);
     let mut runs = Vec::new();
-    for method in [Method::Jocor, Method::Itlm] {
+    for method in [Method::JOCOR, Method::ITLM] {
         runs.push((method, run(method, &gpu), run(method, &Device::flex())));
     }
     for (method, on_gpu, on_cpu) in &runs {
@@ -145,13 +145,13 @@ fn batch_rules_agree_on_wgpu_and_flex() {
         forget_rate: 0.5 * epoch.min(9) as f64 / 9.0,
     };
     for (method, agree, at) in [
-        (Method::CoTeachingPlus, false, at(1, 3)),
-        (Method::CoTeachingPlus, true, at(1, 3)),
-        (Method::CoTeachingPlus, true, at(60, 100)),
-        (Method::Decouple, false, at(1, 0)),
-        (Method::Decouple, true, at(1, 0)),
-        (Method::CoTeaching, false, at(12, 0)),
-        (Method::Jocor, false, at(12, 0)),
+        (Method::CO_TEACHING_PLUS, false, at(1, 3)),
+        (Method::CO_TEACHING_PLUS, true, at(1, 3)),
+        (Method::CO_TEACHING_PLUS, true, at(60, 100)),
+        (Method::DECOUPLE, false, at(1, 0)),
+        (Method::DECOUPLE, true, at(1, 0)),
+        (Method::CO_TEACHING, false, at(12, 0)),
+        (Method::JOCOR, false, at(12, 0)),
     ] {
         let (g, f) = (
             batch(&gpu, method, agree, at),

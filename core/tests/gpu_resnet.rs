@@ -29,7 +29,10 @@ fn host(t: Tensor<2>) -> Vec<f32> {
 fn relative_gap(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
     let scale = a.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-    let gap = a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
+    let gap = a
+        .iter()
+        .zip(b)
+        .fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
     gap / scale
 }
 
@@ -73,10 +76,23 @@ fn resnet18_forward_and_one_adam_step_agree_on_wgpu_and_flex() {
     let flex = Device::flex();
     let gpu = Device::wgpu(DeviceKind::DefaultDevice);
     flex.seed(3);
-    let on_cpu = Classifier::new(Architecture::ResNet18, SHAPE, CLASSES, &flex.clone().autodiff());
-    let weights: Vec<Tensor<1>> = float_tensors(&on_cpu).into_iter().map(|t| t.values).collect();
+    let on_cpu = Classifier::new(
+        Architecture::ResNet18,
+        SHAPE,
+        CLASSES,
+        &flex.clone().autodiff(),
+    );
+    let weights: Vec<Tensor<1>> = float_tensors(&on_cpu)
+        .into_iter()
+        .map(|t| t.values)
+        .collect();
     let on_gpu = replace_float_tensors(
-        Classifier::new(Architecture::ResNet18, SHAPE, CLASSES, &gpu.clone().autodiff()),
+        Classifier::new(
+            Architecture::ResNet18,
+            SHAPE,
+            CLASSES,
+            &gpu.clone().autodiff(),
+        ),
         weights,
     );
 
@@ -96,5 +112,8 @@ fn resnet18_forward_and_one_adam_step_agree_on_wgpu_and_flex() {
     // The step moved the network by far more than the backends differ: the comparison
     // after it checks the gradients and Adam, not two untouched copies.
     let moved = relative_gap(&cpu.before, &cpu.after);
-    assert!(moved > 1e-2, "one step moved the logits by only {moved} of their scale");
+    assert!(
+        moved > 1e-2,
+        "one step moved the logits by only {moved} of their scale"
+    );
 }

@@ -24,7 +24,7 @@ fn a_wgpu_run_resumes_with_its_device_state() {
             DatasetKind::MnistDigits,
             NoiseKind::Symmetric,
             0.5,
-            Method::Taks,
+            Method::TAKS,
         );
         config.epochs = 2;
         config.train_limit = Some(1000);

@@ -22,7 +22,7 @@ fn run(device: &Device) -> (Engine, Vec<(EpochMetrics, Vec<u32>)>) {
         DatasetKind::MnistDigits,
         NoiseKind::Symmetric,
         0.5,
-        Method::Taks,
+        Method::TAKS,
     );
     config.epochs = 4;
     config.train_limit = Some(2000);

@@ -54,10 +54,10 @@ fn resume_is_exact_and_checked() {
 fn resumed_runs_equal_uninterrupted_ones() {
     let path = Path::new("checkpoint.safetensors");
     for method in [
-        Method::Taks,
-        Method::CoTeaching,
-        Method::Itlm,
-        Method::FCorrection,
+        Method::TAKS,
+        Method::CO_TEACHING,
+        Method::ITLM,
+        Method::F_CORRECTION,
     ] {
         let mut straight = trainer(config(method));
         let mut expected = Vec::new();
@@ -91,11 +91,11 @@ fn resumed_runs_equal_uninterrupted_ones() {
 
 fn a_checkpoint_of_other_settings_is_refused() {
     let path = Path::new("run/checkpoint.safetensors");
-    let mut t = trainer(config(Method::Taks));
+    let mut t = trainer(config(Method::TAKS));
     let history = vec![pollster::block_on(t.step()).unwrap()];
     let bytes = pollster::block_on(t.checkpoint(&history)).unwrap().encode();
 
-    let mut other = config(Method::Taks);
+    let mut other = config(Method::TAKS);
     other.seed = 1;
     let err = trainer(other)
         .restore(Checkpoint::decode(&bytes, path).unwrap(), path)
@@ -115,7 +115,7 @@ fn a_checkpoint_of_other_settings_is_refused() {
         .unwrap()
         .clone();
     damaged.tensors.get_mut(&name).unwrap().shape = vec![1];
-    let err = trainer(config(Method::Taks))
+    let err = trainer(config(Method::TAKS))
         .restore(damaged, path)
         .unwrap_err()
         .to_string();
@@ -127,7 +127,7 @@ fn a_checkpoint_of_other_settings_is_refused() {
     if let taks_formats::checkpoint::Values::U32(v) = &mut set.values {
         *v.last_mut().unwrap() = 700;
     }
-    let err = trainer(config(Method::Taks))
+    let err = trainer(config(Method::TAKS))
         .restore(damaged, path)
         .unwrap_err()
         .to_string();

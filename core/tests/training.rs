@@ -25,8 +25,8 @@ fn run(method: Method, epochs: usize) -> Vec<EpochMetrics> {
 #[test]
 fn taks_selects_clean_digits_and_beats_standard() {
     let epochs = 25;
-    let taks = run(Method::Taks, epochs);
-    let standard = run(Method::Standard, epochs);
+    let taks = run(Method::TAKS, epochs);
+    let standard = run(Method::STANDARD, epochs);
     let t = summarize(&taks).unwrap();
     let s = summarize(&standard).unwrap();
     eprintln!("taks: {t:?}\nstandard: {s:?}");
@@ -59,8 +59,8 @@ fn taks_selects_clean_digits_and_beats_standard() {
 /// repeatable when trainers are built one after another (not concurrently): this check
 /// lives in the one test of this binary rather than in a parallel one.
 fn assert_same_seed_same_run() {
-    let a = run(Method::Taks, 2);
-    let b = run(Method::Taks, 2);
+    let a = run(Method::TAKS, 2);
+    let b = run(Method::TAKS, 2);
     assert_eq!(a.len(), 2);
     for (x, y) in a.iter().zip(&b) {
         assert_eq!(x.train_loss, y.train_loss);

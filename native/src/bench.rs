@@ -12,13 +12,16 @@
 //! autotuning on wgpu, allocator growth everywhere). Launches are counted after the
 //! timed epochs, so counting costs the timings nothing.
 
+use std::path::PathBuf;
+
 use anyhow::{Result, bail};
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
 use taks_core::methods::Method;
 use taks_core::train::{LaunchCounts, Trainer};
 
-use crate::cli::BenchArgs;
 use crate::device::{self, DeviceChoice};
+use crate::picks::MethodPick;
+use crate::run_args::RunArgs;
 use crate::{bench_torch, config, picks};
 
 /// One timed run.
@@ -31,6 +34,43 @@ struct Timed {
     launches: Option<LaunchCounts>,
 }
 
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Methods to time, comma-separated, or `all`.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "taks,standard",
+        value_delimiter = ','
+    )]
+    pub methods: Vec<MethodPick>,
+    /// Devices to time on, comma-separated.
+    #[arg(long, value_enum, default_value = "cpu", value_delimiter = ',')]
+    pub devices: Vec<DeviceChoice>,
+    /// Epochs not timed at the start (shader compilation, allocator warm-up).
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Also time the same TAkS epoch as a tight PyTorch loop with this Python (which
+    /// needs torch and numpy), in the same run, on the same device (the CPU, or CUDA for
+    /// `gpu`), and print taks's time over it.
+    #[arg(long, value_name = "PYTHON")]
+    pub torch: Option<PathBuf>,
+    /// Time on generated images instead of the dataset's files: N training samples of
+    /// C x H x W (e.g. 50000x3x32x32 for CIFAR's shape, 2000x3x224x224 for ResNet-18's),
+    /// ten classes. The dataset still names the noise recipe and the paper's settings.
+    #[arg(long, value_name = "NxCxHxW")]
+    pub generated: Option<crate::bench_data::Generated>,
+    /// Network to time. Default: the dataset's (the MLP for 28x28 grey, else the CNN).
+    #[arg(long, value_enum)]
+    pub model: Option<taks_core::model::Architecture>,
+    /// Samples per scoring forward pass. Default: 4096. ResNet-18 at 224x224 needs fewer,
+    /// so that one activation fits a GPU buffer (e.g. 256).
+    #[arg(long, value_name = "N")]
+    pub eval_batch: Option<usize>,
+}
+
 pub fn run(args: BenchArgs) -> Result<()> {
     let timed = args.run.epochs.unwrap_or(3);
     if timed == 0 {
@@ -40,26 +80,25 @@ pub fn run(args: BenchArgs) -> Result<()> {
     // Every method's settings, validated before anything is loaded or timed.
     let mut run_args = args.run.clone();
     run_args.epochs = Some(args.warmup + timed);
-    if args.eval_batch == Some(0) {
-        bail!("--eval-batch must be at least 1");
-    }
     let build = |method: Method| -> Result<_> {
-        let mut config = config::build(&run_args, method, args.warmup + timed)?;
-        config.architecture = args.model.unwrap_or(config.architecture);
-        config.eval_batch_size = args.eval_batch.unwrap_or(config.eval_batch_size);
-        config.validate()?;
-        Ok(config)
+        let mut choices = config::choices(&run_args, method, None);
+        choices.architecture = args.model;
+        choices.eval_batch_size = args.eval_batch;
+        Ok(choices.build()?)
     };
-    let configs = methods.iter().map(|&m| build(m)).collect::<Result<Vec<_>>>()?;
+    let configs = methods
+        .iter()
+        .map(|&m| build(m))
+        .collect::<Result<Vec<_>>>()?;
     let torch_config = match &args.torch {
-        Some(_) if !methods.contains(&Method::Taks) => {
+        Some(_) if !methods.contains(&Method::TAKS) => {
             bail!("--torch compares the TAkS epoch: add taks to --methods")
         }
         Some(_) if args.devices.contains(&DeviceChoice::Auto) => {
             bail!("--torch needs the device named: cpu or gpu, not auto")
         }
         Some(python) => {
-            let config = build(Method::Taks)?;
+            let config = build(Method::TAKS)?;
             for &device in &args.devices {
                 bench_torch::check(python, device == DeviceChoice::Gpu)?;
             }
@@ -68,7 +107,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         None => None,
     };
     let split = match args.generated {
-        Some(generated) => generated.split(args.run.seed),
+        Some(generated) => generated.split(configs[0].seed),
         None => args.run.dataset.load(args.run.data_dir.as_deref())?,
     };
     let mut gpu = None;
@@ -134,7 +173,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     for (device_name, results, torch) in &tables {
         let standard = results
             .iter()
-            .find(|r| r.method == Method::Standard)
+            .find(|r| r.method == Method::STANDARD)
             .map(|r| r.mean);
         for r in results {
             let ratio = standard
@@ -169,7 +208,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
     }
     for (device_name, results, torch) in &tables {
-        let (Some(t), Some(taks)) = (torch, results.iter().find(|r| r.method == Method::Taks))
+        let (Some(t), Some(taks)) = (torch, results.iter().find(|r| r.method == Method::TAKS))
         else {
             continue;
         };

@@ -49,7 +49,10 @@ impl FromStr for Generated {
                 "'{text}' is over {MAX_VALUES} values (4 GiB); time fewer or smaller images"
             ));
         }
-        Ok(Generated { n, shape: [c, h, w] })
+        Ok(Generated {
+            n,
+            shape: [c, h, w],
+        })
     }
 }
 
@@ -100,7 +103,15 @@ mod tests {
                 shape: [3, 32, 32]
             })
         );
-        for bad in ["", "5x3x32", "5x3x32x32x1", "0x3x32x32", "5x2x32x32", "ax3x2x2", "5x3x-2x2"] {
+        for bad in [
+            "",
+            "5x3x32",
+            "5x3x32x32x1",
+            "0x3x32x32",
+            "5x2x32x32",
+            "ax3x2x2",
+            "5x3x-2x2",
+        ] {
             assert!(bad.parse::<Generated>().is_err(), "{bad}");
         }
         let huge = "100000000x3x224x224".parse::<Generated>().unwrap_err();
@@ -132,7 +143,8 @@ mod tests {
             sum.into_iter().map(|s| s / count).collect::<Vec<_>>()
         };
         let means: Vec<Vec<f32>> = (0..CLASSES as u32).map(mean).collect();
-        let dist = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum::<f32>();
+        let dist =
+            |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum::<f32>();
         let nearest_own = split
             .test
             .labels
@@ -143,7 +155,19 @@ mod tests {
                 (0..CLASSES).all(|c| dist(x, &means[l as usize]) <= dist(x, &means[c]))
             })
             .count();
-        assert!(nearest_own >= 15, "{nearest_own} of 20 test samples nearest their class");
-        assert_eq!(split.train.labels, Generated { n: 200, shape: [1, 4, 4] }.split(3).train.labels);
+        assert!(
+            nearest_own >= 15,
+            "{nearest_own} of 20 test samples nearest their class"
+        );
+        assert_eq!(
+            split.train.labels,
+            Generated {
+                n: 200,
+                shape: [1, 4, 4]
+            }
+            .split(3)
+            .train
+            .labels
+        );
     }
 }

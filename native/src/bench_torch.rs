@@ -53,7 +53,9 @@ fn last_line(stderr: &[u8]) -> String {
 /// timed).
 pub fn check(python: &Path, cuda: bool) -> Result<()> {
     let probe = match cuda {
-        true => "import torch, numpy; assert torch.cuda.is_available(), 'torch sees no CUDA device'",
+        true => {
+            "import torch, numpy; assert torch.cuda.is_available(), 'torch sees no CUDA device'"
+        }
         false => "import torch, numpy",
     };
     let output = Command::new(python)

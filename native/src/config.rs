@@ -1,27 +1,35 @@
-//! Turning parsed arguments into one validated [`TrainConfig`].
+//! Turning parsed arguments into one validated [`TrainConfig`], through core's one way
+//! of building a run ([`Choices`]): a flag not given stays `None` and gets the paper's
+//! value there.
 
 use anyhow::Result;
+use taks_core::choices::Choices;
 use taks_core::config::TrainConfig;
 use taks_core::methods::Method;
 
-use crate::cli::RunArgs;
+use crate::run_args::RunArgs;
 
-pub fn build(args: &RunArgs, method: Method, default_epochs: usize) -> Result<TrainConfig> {
-    let mut config = TrainConfig::paper(args.dataset, args.noise, args.noise_rate, method);
-    // `paper` already holds the tuned ratios; the flags override them.
-    config.k_ratio = args.k_ratio.unwrap_or(config.k_ratio);
-    config.eta_ratio = args.eta_ratio.unwrap_or(config.eta_ratio);
-    config.epochs = args.epochs.unwrap_or(default_epochs);
-    config.seed = args.seed;
-    config.batch_size = args.batch_size;
-    config.learning_rate = args.lr;
-    config.decay_start = args.decay_start;
-    config.train_limit = args.train_limit;
-    config.test_limit = args.test_limit;
+/// The choices of `args` for `method`; `default_epochs` when `--epochs` is absent (the
+/// paper's 200 for train, fewer for bench).
+pub fn choices(args: &RunArgs, method: Method, default_epochs: Option<usize>) -> Choices {
     let settings = &args.method_settings;
-    config.forget_rate = settings.forget_rate.unwrap_or(config.forget_rate);
-    config.co_lambda = settings.co_lambda.unwrap_or(config.co_lambda);
-    config.init_epoch = settings.init_epoch.unwrap_or(config.init_epoch);
-    config.validate()?;
-    Ok(config)
+    Choices {
+        k_ratio: args.k_ratio,
+        eta_ratio: args.eta_ratio,
+        epochs: args.epochs.or(default_epochs),
+        seed: args.seed,
+        batch_size: args.batch_size,
+        learning_rate: args.lr,
+        decay_start: args.decay_start,
+        train_limit: args.train_limit,
+        test_limit: args.test_limit,
+        forget_rate: settings.forget_rate,
+        co_lambda: settings.co_lambda,
+        init_epoch: settings.init_epoch,
+        ..Choices::new(args.dataset, args.noise, args.noise_rate, method)
+    }
+}
+
+pub fn build(args: &RunArgs, method: Method, default_epochs: Option<usize>) -> Result<TrainConfig> {
+    Ok(choices(args, method, default_epochs).build()?)
 }

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
+use taks_core::choices::Choices;
 use taks_core::config::TrainConfig;
 use taks_core::data::{DatasetKind, Split};
 use taks_core::methods::Method;
@@ -159,12 +160,14 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         for &(noise, rate) in &noises {
             for &method in &methods {
                 for &seed in &args.seeds {
-                    let mut config = TrainConfig::paper(dataset, noise, rate, method);
-                    config.epochs = args.epochs;
-                    config.seed = seed;
-                    config.train_limit = args.train_limit;
-                    config.test_limit = args.test_limit;
-                    config.validate()?;
+                    let config = Choices {
+                        epochs: Some(args.epochs),
+                        seed: Some(seed),
+                        train_limit: args.train_limit,
+                        test_limit: args.test_limit,
+                        ..Choices::new(dataset, noise, rate, method)
+                    }
+                    .build()?;
                     let dir = args
                         .out
                         .join("runs")
@@ -382,7 +385,7 @@ fn collect(cells: &[Cell]) -> Result<HashMap<Key, Aggregate>> {
 }
 
 fn time_ratio(results: &HashMap<Key, Aggregate>, key: &Key) -> Option<f64> {
-    let standard = results.get(&(key.0, key.1.clone(), Method::Standard))?;
+    let standard = results.get(&(key.0, key.1.clone(), Method::STANDARD))?;
     Some(results.get(key)?.epoch_seconds / standard.epoch_seconds)
 }
 
@@ -456,7 +459,13 @@ fn markdown_table(
 
 fn csv_table(results: &HashMap<Key, Aggregate>) -> String {
     let mut keys: Vec<&Key> = results.keys().collect();
-    keys.sort_by_key(|(d, n, m)| (d.name(), n.clone(), Method::ALL.iter().position(|x| x == m)));
+    keys.sort_by_key(|(d, n, m)| {
+        (
+            d.name(),
+            n.clone(),
+            Method::all().iter().position(|x| x == m),
+        )
+    });
     let mut out = String::from(
         "dataset,noise,method,seeds,epochs,test_accuracy_mean,test_accuracy_std,label_precision_mean,label_precision_std,label_recall_mean,epoch_seconds_mean,time_ratio\n",
     );

@@ -15,7 +15,7 @@ mod out_dir;
 mod picks;
 mod plot;
 mod predict;
-mod report;
+mod run_args;
 mod table;
 mod train;
 mod tune;

@@ -1,5 +1,7 @@
-//! A method list as the user writes it: method names, or `all` for every method. A
-//! value enum so `--help` lists the choices and a typo gets a suggestion.
+//! A method list as the user writes it: method names, or `all` for every registered
+//! method. A value enum so `--help` lists the choices and a typo gets a suggestion.
+
+use std::sync::LazyLock;
 
 use clap::ValueEnum;
 use clap::builder::PossibleValue;
@@ -11,19 +13,16 @@ pub enum MethodPick {
     One(Method),
 }
 
-const PICKS: [MethodPick; 11] = {
-    let mut picks = [MethodPick::All; 11];
-    let mut i = 0;
-    while i < Method::ALL.len() {
-        picks[i + 1] = MethodPick::One(Method::ALL[i]);
-        i += 1;
-    }
-    picks
-};
+/// `all`, then every registered method.
+static PICKS: LazyLock<Vec<MethodPick>> = LazyLock::new(|| {
+    std::iter::once(MethodPick::All)
+        .chain(Method::all().iter().map(|&m| MethodPick::One(m)))
+        .collect()
+});
 
 impl ValueEnum for MethodPick {
     fn value_variants<'a>() -> &'a [Self] {
-        &PICKS
+        &PICKS[..]
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
@@ -37,7 +36,7 @@ impl ValueEnum for MethodPick {
 /// The methods picked, in order, each once; `all` anywhere means every method.
 pub fn methods(picks: &[MethodPick]) -> Vec<Method> {
     if picks.contains(&MethodPick::All) {
-        return Method::ALL.to_vec();
+        return Method::all().to_vec();
     }
     let mut out = Vec::new();
     for pick in picks {

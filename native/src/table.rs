@@ -31,7 +31,7 @@ pub fn render(rows: &[Row]) -> String {
     );
     for row in rows {
         let standard = rows.iter().find(|r| {
-            r.config.method == Method::Standard
+            r.config.method == Method::STANDARD
                 && r.config.dataset == row.config.dataset
                 && r.config.noise == row.config.noise
                 && r.config.noise_rate == row.config.noise_rate

@@ -17,18 +17,48 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use taks_core::config::TrainConfig;
 use taks_core::data::Split;
 use taks_core::formats::atomic::write_atomically;
 use taks_core::formats::checkpoint::Checkpoint;
+use taks_core::methods::Method;
 use taks_core::metrics::{EpochMetrics, Summary, summarize};
 use taks_core::train::Trainer;
 
-use crate::cli::TrainArgs;
 use crate::device::Chosen;
+use crate::run_args::{RUN_SETTINGS, RunArgs};
 use crate::{config, device, out_dir, plot, table};
+
+#[derive(Args, Debug)]
+pub struct TrainArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Method: TAkS, its ablations (greedy, naive) or one of the paper's baselines.
+    #[arg(long, value_enum, default_value_t = Method::TAKS)]
+    pub method: Method,
+    /// Run folder. Default: runs/<dataset>-<noise><rate>-<method>-seed<seed>, numbered
+    /// when it exists. An explicit folder that already holds a run is an error.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Continue the stopped run in this folder from its last checkpoint, with the
+    /// settings in its config.json (only --data-dir, --device, --quiet and
+    /// --checkpoint-every may be given; selected.csv goes on if the run wrote one).
+    #[arg(long, value_name = "DIR", conflicts_with_all = RUN_SETTINGS)]
+    pub resume: Option<PathBuf>,
+    /// Write checkpoint.safetensors every N epochs (and after the last).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub checkpoint_every: usize,
+    /// Also write the indices selected in every epoch to selected.csv (taks, greedy and
+    /// naive only: the methods with an epoch-level selection).
+    #[arg(long)]
+    pub save_selections: bool,
+    /// No progress bar and no per-epoch lines; only the final summary.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
 
 pub fn run(args: TrainArgs) -> Result<()> {
     if args.checkpoint_every == 0 {
@@ -41,7 +71,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
             (config, data_dir, dir.join("selected.csv").exists())
         }
         None => {
-            let config = config::build(&args.run, args.method, 200)?;
+            let config = config::build(&args.run, args.method, None)?;
             if args.save_selections && !config.method.uses_selector() {
                 bail!(
                     "--save-selections needs a method with an epoch-level selection (taks, greedy, naive), not {}",

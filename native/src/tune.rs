@@ -19,7 +19,7 @@ use taks_core::metrics::summarize;
 use taks_core::noise::{expected_flip_fraction, inject};
 use taks_core::train::Trainer;
 
-use crate::cli::RunArgs;
+use crate::run_args::RunArgs;
 use crate::{config, device, train};
 
 #[derive(clap::Args, Debug)]
@@ -64,7 +64,7 @@ fn k_grid(gamma: f64) -> Vec<f64> {
 }
 
 pub fn run(args: TuneArgs) -> Result<()> {
-    let base = config::build(&args.run, taks_core::methods::Method::Taks, 200)?;
+    let base = config::build(&args.run, taks_core::methods::Method::TAKS, None)?;
     let gamma = args
         .gamma
         .unwrap_or_else(|| expected_flip_fraction(base.dataset, base.noise, base.noise_rate));

@@ -95,6 +95,7 @@ async function runDemo({ webgpu, query, timeoutMs }) {
         histogramNote: note.hidden ? '' : note.textContent,
         histogramBars: document.querySelectorAll('#chart-histogram rect').length,
         regretPaths: document.querySelectorAll('#chart-regret path').length,
+        options: [...document.querySelectorAll('#method option')].map((o) => o.value),
       };
     });
     if (state.status === 'error') state.logs = logs;
@@ -243,4 +244,24 @@ test('CPU fallback: JoCoR alone has no noise-risk histogram', { timeout: 120_000
   assert.equal(r.histogramBars, 0);
   assert.equal(r.regretPaths, 0);
   assert.ok(r.selected > 0 && r.rejected === 0, `every digit shows as selected (${r.selected}/${r.rejected})`);
+});
+
+// The picker and the table come from the wasm module's registry: every registered method
+// is offered, and one the page names nowhere itself (Greedy, a TAkS ablation with its
+// own selector) runs with its regret drawn.
+test('CPU fallback: every registered method is offered; Greedy alone runs', { timeout: 120_000 }, async () => {
+  const r = await runDemo({
+    webgpu: false,
+    query: 'backend=cpu&method=greedy&noise=symmetric&rate=0.5&epochs=3&train=2000',
+    timeoutMs: 100_000,
+  });
+  await report('cpu-greedy', r);
+  assert.equal(r.error, '', `the page showed an error: ${r.error}`);
+  assert.equal(r.status, 'done');
+  assert.deepEqual(r.options, ['both', 'all', 'standard', 'f-correction', 'decouple', 'co-teaching',
+    'co-teaching-plus', 'jocor', 'itlm', 'taks', 'greedy', 'naive']);
+  assert.deepEqual(Object.keys(r.methods), ['greedy']);
+  assertSane(r, 'greedy', { accuracy: 0.15, networks: 1 });
+  assert.ok(r.regretPaths >= 2, 'the regret chart draws Greedy regret and its bound');
+  assert.ok(r.rejected > 0, 'Greedy leaves digits out of its k-set');
 });

@@ -15,5 +15,6 @@
 #![cfg(target_arch = "wasm32")]
 
 pub mod backend;
+pub mod methods;
 mod panic;
 pub mod run;

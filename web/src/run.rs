@@ -12,9 +12,11 @@ use std::str::FromStr;
 
 use js_sys::{Float32Array, Object, Promise, Reflect, Uint8Array};
 use serde::Deserialize;
-use taks_core::config::{TrainConfig, tuned_ratios};
+use taks_core::choices::Choices;
+use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
+use taks_core::methods::settings::tuned_ratios;
 use taks_core::noise::NoiseKind;
 use taks_core::selection::Engine;
 use taks_core::train::Trainer;
@@ -81,13 +83,16 @@ impl Run {
         let error = |e: taks_core::Error| JsError::new(&e.to_string());
         let method = Method::from_str(&options.method).map_err(error)?;
         let noise = NoiseKind::from_str(&options.noise).map_err(error)?;
-        let mut config =
-            TrainConfig::paper(DatasetKind::MnistDigits, noise, options.noise_rate, method);
-        config.epochs = options.epochs;
-        config.seed = options.seed;
-        config.train_limit = options.train_limit;
-        config.k_ratio = options.k_ratio.unwrap_or(config.k_ratio);
-        config.eta_ratio = options.eta_ratio.unwrap_or(config.eta_ratio);
+        let config = Choices {
+            epochs: Some(options.epochs),
+            seed: Some(options.seed),
+            train_limit: options.train_limit,
+            k_ratio: options.k_ratio,
+            eta_ratio: options.eta_ratio,
+            ..Choices::new(DatasetKind::MnistDigits, noise, options.noise_rate, method)
+        }
+        .build()
+        .map_err(error)?;
         let device = crate::backend::device()?;
 
         let split = DatasetKind::MnistDigits.load(None).map_err(error)?;

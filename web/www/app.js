@@ -1,9 +1,11 @@
 // The page: settings, buttons, and drawing what the training worker reports.
 // URL parameters preset the form (for links and tests):
-//   ?noise=symmetric&rate=0.5&method=taks|standard|co-teaching|jocor|both|all&k=0.35
+//   ?noise=symmetric&rate=0.5&method=<any registered method>|both|all&k=0.35
 //    &eta=0.005&epochs=20&train=8000&seed=0&backend=auto|webgpu|cpu&autostart=1
 // (both = TAkS and Standard side by side; all = TAkS, Standard, Co-teaching and JoCoR.)
-// State a script can read, per method M in taks, standard, co-teaching, jocor:
+// The method picker and the results table list every method of the wasm module's
+// registry (taks_web.methods_json), which arrives with the backend.
+// State a script can read, per registered method M (taks, standard, co-teaching, ...):
 // #accuracy-M, #precision-M, #seconds-M (mean seconds per epoch so far, after the first
 // once there are more), #samples-M
 // (samples trained on per second); and #status[data-state], #epoch, #throughput,
@@ -14,14 +16,18 @@ import { lineChart, histogram } from './charts.js';
 
 const $ = (id) => document.getElementById(id);
 const GRID = 96;
+// The page's own colours for the methods it runs side by side; others take the palette.
 const COLORS = { taks: '#1f78b4', standard: '#e66101', 'co-teaching': '#6a3d9a', jocor: '#d01c8b' };
-const NAMES = { taks: 'TAkS', standard: 'Standard', 'co-teaching': 'Co-teaching', jocor: 'JoCoR' };
-const METHODS = Object.keys(NAMES);
-// The method picker's choices; the first method of a run feeds the grid and histogram.
+const PALETTE = ['#33a02c', '#b15928', '#ff7f00', '#6a51a3', '#01665e', '#8c510a'];
+let REGISTRY = [];          // [{ name, title, help, networks, selects }] from the wasm module
+const NAMES = {};           // name -> title, from the registry
+let METHODS = [];           // registered names, in the registry's order
+// The method picker's choices (each registered method alone is added from the registry);
+// the first method of a run feeds the grid and histogram.
 const CHOICES = {
-  taks: ['taks'], standard: ['standard'], 'co-teaching': ['co-teaching'], jocor: ['jocor'],
   both: ['taks', 'standard'], all: ['taks', 'standard', 'co-teaching', 'jocor'],
 };
+let wantedMethod = null;    // a ?method= choice waiting for the registry
 // Why a method without TAkS's selector has no cumulative noise-risk to draw.
 const NO_RISK = {
   standard: 'Standard trains on every digit every epoch; it keeps no cumulative noise-risk.',
@@ -94,6 +100,7 @@ function handle(msg) {
         : `the CPU fallback (burn flex, one thread): ${msg.reason}`;
       $('backend').textContent = text;
       $('backend').dataset.kind = msg.kind;
+      applyRegistry(msg.methods);
       if ($('status').dataset.state === 'starting') setStatus('idle');
       if (worker.onbackend) worker.onbackend(msg);
       worker.onbackend = null;
@@ -119,10 +126,15 @@ function handle(msg) {
         $('grid-method').textContent = NAMES[first.method];
         $('histogram-method').textContent = NAMES[first.method];
         $('grid-note').hidden = first.engine !== 'none';
+        const spec = REGISTRY.find((m) => m.name === first.method) || {};
         $('grid-note').textContent = first.engine !== 'none' ? '' : (first.method === 'standard'
           ? 'Standard trains on every digit, so every digit shows as selected.'
-          : `${NAMES[first.method]} passes every digit through both networks and chooses inside each batch, so every digit shows as selected.`);
-        const regret = msg.runs.some((r) => r.method === 'taks');
+          : spec.networks > 1
+            ? `${NAMES[first.method]} passes every digit through both networks and chooses inside each batch, so every digit shows as selected.`
+            : `${NAMES[first.method]} keeps no k-set across epochs (${spec.help}), so every digit shows as selected.`);
+        // The methods with the FPL selector (TAkS and its ablations) have a regret.
+        const selects = (r) => (REGISTRY.find((m) => m.name === r.method) || {}).selects;
+        const regret = msg.runs.some(selects);
         $('regret-note').hidden = regret;
         $('chart-regret').style.display = regret ? '' : 'none';
       }
@@ -196,12 +208,56 @@ async function start() {
   worker.postMessage({ type: 'start', settings: s });
 }
 
+// The registry's rows: the picker's "only" options and the table's rows, once.
+function applyRegistry(methods) {
+  if (REGISTRY.length || !methods) return;
+  REGISTRY = methods;
+  METHODS = methods.map((m) => m.name);
+  const picker = $('method');
+  methods.forEach((m, i) => {
+    NAMES[m.name] = m.title;
+    COLORS[m.name] ||= PALETTE[i % PALETTE.length];
+    CHOICES[m.name] = [m.name];
+    const option = document.createElement('option');
+    option.value = m.name;
+    option.textContent = `${m.title} only` + (m.networks > 1 ? ' (two networks)' : '');
+    option.title = m.help;
+    picker.append(option);
+    const row = document.createElement('tr');
+    row.id = `row-${m.name}`;
+    row.dataset.method = m.name;
+    row.title = m.help;
+    const name = document.createElement('th');
+    name.className = 'method-name';
+    name.textContent = m.title;
+    name.style.color = COLORS[m.name];
+    const nets = document.createElement('td');
+    nets.textContent = m.networks;
+    row.append(name, nets);
+    for (const what of ['accuracy', 'precision', 'seconds', 'samples']) {
+      const cell = document.createElement('td');
+      const value = document.createElement('b');
+      value.id = `${what}-${m.name}`;
+      value.dataset.value = '';
+      value.textContent = '–';
+      cell.append(value);
+      row.append(cell);
+    }
+    $('methods-table').append(row);
+  });
+  if (wantedMethod && CHOICES[wantedMethod]) picker.value = wantedMethod;
+  wantedMethod = null;
+  showRows();
+}
+
 function describeRun(r) {
   const name = NAMES[r.method];
-  if (r.method === 'taks') return `${name}: k = ${r.k} of ${r.n}, eta = ${r.eta.toFixed(2)}`;
-  if (r.method === 'standard') return `${name}: all ${r.n}`;
+  const spec = REGISTRY.find((m) => m.name === r.method) || {};
+  if (spec.selects) return `${name}: k = ${r.k} of ${r.n}, eta = ${r.eta.toFixed(2)}`;
+  const nets = spec.networks > 1 ? ` through ${spec.networks} networks` : '';
   const tau = r.config && r.config.forget_rate;
-  return `${name}: all ${r.n} through 2 networks` + (Number.isFinite(tau) ? `, forget rate ${tau.toFixed(2)}` : '');
+  const forgets = r.method !== 'standard' && spec.networks > 1 && Number.isFinite(tau);
+  return `${name}: ${r.k === r.n ? `all ${r.n}` : `${r.k} of ${r.n}`}${nets}` + (forgets ? `, forget rate ${tau.toFixed(2)}` : '');
 }
 
 function resetView(epochs) {
@@ -259,10 +315,12 @@ function drawCharts() {
   lineChart($('chart-accuracy'), series('test_accuracy'), { xmax: totalEpochs, ymin: 0, ymax: 1 });
   lineChart($('chart-precision'), series('label_precision'), { xmax: totalEpochs, ymin: 0, ymax: 1 });
   lineChart($('chart-seconds'), series('epoch_seconds'), { xmax: totalEpochs, ymin: 0 });
-  // Only TAkS has a regret (the other methods report null).
-  const taks = (history.taks || []).filter((r) => r.regret != null && r.regret_bound != null);
+  // Only the methods with the FPL selector have a regret (the others report null): the
+  // run's first such method is drawn.
+  const selecting = runMethods.find((m) => (REGISTRY.find((r) => r.name === m) || {}).selects);
+  const taks = (history[selecting] || []).filter((r) => r.regret != null && r.regret_bound != null);
   lineChart($('chart-regret'), [
-    { label: 'regret', color: COLORS.taks, points: taks.map((r) => [r.epoch, r.regret]) },
+    { label: `regret (${NAMES[selecting] || 'none'})`, color: COLORS[selecting], points: taks.map((r) => [r.epoch, r.regret]) },
     { label: 'bound 2 sqrt(2kt ln C(n,k))', color: '#555', dash: '4 3', points: taks.map((r) => [r.epoch, r.regret_bound]) },
   ], { xmax: totalEpochs, ymin: Math.min(0, ...taks.map((r) => r.regret)), format: (v) => v.toExponential(1) });
 }
@@ -329,6 +387,8 @@ function applyQuery() {
   const q = new URLSearchParams(location.search);
   const map = { noise: 'noise', rate: 'rate', method: 'method', k: 'k-ratio', eta: 'eta-ratio', epochs: 'epochs', train: 'train', seed: 'seed', backend: 'backend-choice' };
   for (const [param, id] of Object.entries(map)) if (q.has(param)) $(id).value = q.get(param);
+  // A single method is an option only once the registry has arrived.
+  if (q.has('method') && !CHOICES[q.get('method')]) wantedMethod = q.get('method');
   return { explicitRatios: q.has('k') || q.has('eta'), autostart: q.get('autostart') === '1' };
 }
 
@@ -343,7 +403,7 @@ async function main() {
   $('rate').onchange = askDefaults;
   $('backend-choice').onchange = () => newWorker();
   $('method').onchange = showRows;
-  for (const m of METHODS) $(`row-${m}`).querySelector('.method-name').style.color = COLORS[m];
+
   showRows();
   await newWorker();
   if (!explicitRatios) askDefaults();

@@ -108,7 +108,7 @@ self.onmessage = async ({ data }) => {
     await ready;
     switch (data.type) {
       case 'init':
-        post({ type: 'backend', ...(await chooseBackend(data.backend)) });
+        post({ type: 'backend', ...(await chooseBackend(data.backend)), methods: JSON.parse(taks.methods_json()) });
         break;
       case 'defaults': {
         const [kRatio, etaRatio] = taks.paper_ratios(data.noise, data.rate);

@@ -221,7 +221,7 @@ pub async fn run(
         let fit_labels: Vec<u32> = fit.iter().map(|&i| labels.noisy_labels[i]).collect();
         let truth: Vec<u32> = fit.iter().map(|&i| labels.true_labels[i]).collect();
         let mut probe = Trainer::with_labels(
-            settings.train_config(Method::Standard, 1.0, settings.probe_epochs),
+            settings.train_config(Method::STANDARD, 1.0, settings.probe_epochs),
             Split {
                 test: check_slice(&train),
                 train,
@@ -247,7 +247,7 @@ pub async fn run(
     let k_ratio = settings
         .k_ratio
         .unwrap_or_else(|| k_ratio_from(estimate.rate, n));
-    let config = settings.train_config(Method::Taks, k_ratio, settings.epochs);
+    let config = settings.train_config(Method::TAKS, k_ratio, settings.epochs);
     let classes = data.classes;
     // The data moves to the device here: no host copy is kept.
     let split = Split {

@@ -217,10 +217,8 @@ pub fn bundled_mnist_digits() -> Result<Split> {
         include_bytes!("../../data/mnist-digits/train-images-idx3-ubyte.gz");
     const TRAIN_LABELS: &[u8] =
         include_bytes!("../../data/mnist-digits/train-labels-idx1-ubyte.gz");
-    const TEST_IMAGES: &[u8] =
-        include_bytes!("../../data/mnist-digits/t10k-images-idx3-ubyte.gz");
-    const TEST_LABELS: &[u8] =
-        include_bytes!("../../data/mnist-digits/t10k-labels-idx1-ubyte.gz");
+    const TEST_IMAGES: &[u8] = include_bytes!("../../data/mnist-digits/t10k-images-idx3-ubyte.gz");
+    const TEST_LABELS: &[u8] = include_bytes!("../../data/mnist-digits/t10k-labels-idx1-ubyte.gz");
     let part = |images: &[u8], labels: &[u8], name: &str| -> Result<Dataset> {
         let path = PathBuf::from(format!("<bundled mnist-digits {name}>"));
         let gunzip = |bytes: &[u8]| -> Result<Vec<u8>> {

@@ -6,7 +6,18 @@
 
 use burn::tensor::{Int, Tensor};
 
-use super::{Batch, BatchAt, Rule, num_remember, small_loss};
+use super::{Batch, BatchAt, EpochSize, MethodSpec, Rule, Setting, num_remember, small_loss};
+
+pub(crate) const SPEC: MethodSpec = MethodSpec {
+    name: "co-teaching",
+    title: "Co-teaching",
+    help: "two networks teach each other their small-loss samples",
+    networks: 2,
+    settings: &[Setting::ForgetRate],
+    epoch_size: EpochSize::All,
+    selects: false,
+    build: |_| Ok(Box::new(CoTeaching)),
+};
 
 pub(super) struct CoTeaching;
 

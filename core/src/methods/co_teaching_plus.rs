@@ -14,7 +14,25 @@
 use burn::tensor::activation::softmax;
 use burn::tensor::{Int, Tensor};
 
-use super::{Batch, BatchAt, Rule, co_teaching, decouple::disagreement, num_remember, small_loss};
+use super::{
+    Batch, BatchAt, EpochSize, MethodSpec, Rule, Setting, co_teaching, decouple::disagreement,
+    num_remember, small_loss,
+};
+
+pub(crate) const SPEC: MethodSpec = MethodSpec {
+    name: "co-teaching-plus",
+    title: "Co-teaching+",
+    help: "Co-teaching among the samples the networks disagree on",
+    networks: 2,
+    settings: &[Setting::ForgetRate, Setting::InitEpoch],
+    epoch_size: EpochSize::All,
+    selects: false,
+    build: |inputs| {
+        Ok(Box::new(CoTeachingPlus {
+            init_epoch: inputs.init_epoch,
+        }))
+    },
+};
 
 pub(super) struct CoTeachingPlus {
     pub init_epoch: usize,

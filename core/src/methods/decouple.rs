@@ -9,7 +9,18 @@
 
 use burn::tensor::{Int, Tensor};
 
-use super::{Batch, BatchAt, Rule, small_loss};
+use super::{Batch, BatchAt, EpochSize, MethodSpec, Rule, small_loss};
+
+pub(crate) const SPEC: MethodSpec = MethodSpec {
+    name: "decouple",
+    title: "Decouple",
+    help: "two networks, update on disagreement",
+    networks: 2,
+    settings: &[],
+    epoch_size: EpochSize::All,
+    selects: false,
+    build: |_| Ok(Box::new(Decouple)),
+};
 
 pub(super) struct Decouple;
 

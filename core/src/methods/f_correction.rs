@@ -2,8 +2,8 @@
 //! runs it, in two stages:
 //! 1. Train Standard on a random 80% of the noisy training set for the run's epochs and
 //!    keep the network of the epoch with the best accuracy on the other 20% (noisy
-//!    labels: no clean data is assumed). The training loop runs this stage before its
-//!    first epoch ([`crate::train::Trainer::prepare`]).
+//!    labels: no clean data is assumed). The training loop runs this [`FirstStage`]
+//!    before its first epoch ([`crate::train::Trainer::prepare`]).
 //! 2. Estimate the transition matrix T from that network's softmax on the whole noisy
 //!    training set ([`estimate_transition`]), then train a fresh network on
 //!    `NLL(log(softmax(f) T + 1e-7), noisy label)` ([`ForwardCorrection`]). Test accuracy
@@ -12,32 +12,79 @@
 use burn::tensor::activation::softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use super::{Batch, BatchAt, Rule};
+use super::{Batch, BatchAt, EpochSize, FirstStage, MethodSpec, Rule};
+use crate::data::DatasetKind;
+use crate::{Error, Result};
+
+pub(crate) const SPEC: MethodSpec = MethodSpec {
+    name: "f-correction",
+    title: "F-correction",
+    help: "loss correction with an estimated transition matrix",
+    networks: 1,
+    settings: &[],
+    epoch_size: EpochSize::All,
+    selects: false,
+    build: |inputs| {
+        Ok(Box::new(ForwardCorrection {
+            transition: None,
+            classes: inputs.classes,
+            // The authors' code keeps the anchors' outlier filter off for CIFAR-100 only.
+            filter_outlier: inputs.dataset != DatasetKind::Cifar100,
+            device: inputs.device.clone(),
+        }))
+    },
+};
 
 /// Share of the noisy training set stage 1 holds out for validation.
 pub const VALIDATION_FRACTION: f64 = 0.2;
 
-/// Stage 2's loss with the estimated T `[C, C]`.
+/// Stage 2's loss with the estimated T `[C, C]`, once stage 1 has run.
 pub(super) struct ForwardCorrection {
-    transition: Tensor<2>,
+    transition: Option<Tensor<2>>,
+    classes: usize,
+    filter_outlier: bool,
+    device: Device,
 }
 
 impl ForwardCorrection {
-    pub(super) fn new(transition: &[f32], classes: usize, device: &Device) -> Self {
-        Self {
-            transition: Tensor::from_data(
-                TensorData::new(transition.to_vec(), [classes, classes]),
-                &device.clone().autodiff(),
-            ),
+    fn set_transition(&mut self, transition: &[f32]) -> Result<()> {
+        let c = self.classes;
+        if transition.len() != c * c {
+            return Err(Error::Config(format!(
+                "a transition matrix of {} values for {c} classes",
+                transition.len()
+            )));
         }
+        self.transition = Some(Tensor::from_data(
+            TensorData::new(transition.to_vec(), [c, c]),
+            &self.device.clone().autodiff(),
+        ));
+        Ok(())
     }
 }
 
 impl Rule for ForwardCorrection {
+    fn first_stage(&self) -> Option<FirstStage> {
+        self.transition.is_none().then_some(FirstStage {
+            holdout: VALIDATION_FRACTION,
+        })
+    }
+
+    fn fit_first_stage(&mut self, probabilities: &[f32]) -> Result<Vec<f32>> {
+        let transition = estimate_transition(probabilities, self.classes, self.filter_outlier);
+        self.set_transition(&transition)?;
+        Ok(transition)
+    }
+
+    fn restore_first_stage(&mut self, fitted: &[f32]) -> Result<()> {
+        self.set_transition(fitted)
+    }
+
     fn batch(&self, logits: &[Tensor<2>], labels: &Tensor<1, Int>, _: BatchAt) -> Batch {
         let [batch, _] = logits[0].dims();
+        let transition = self.transition.clone();
         let corrected = softmax(logits[0].clone(), 1)
-            .matmul(self.transition.clone())
+            .matmul(transition.expect("the first stage runs before the first batch"))
             .add_scalar(1e-7)
             .log();
         let nll = corrected

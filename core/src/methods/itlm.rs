@@ -6,14 +6,25 @@
 
 use burn::tensor::{Int, Tensor};
 
-use super::{Batch, BatchAt, EpochSet, Rule, small_loss};
+use super::{Batch, BatchAt, EpochSet, EpochSize, MethodSpec, Rule, Setting, standard};
+
+pub(crate) const SPEC: MethodSpec = MethodSpec {
+    name: "itlm",
+    title: "ITLM",
+    help: "iterative trimmed loss: the smallest-loss samples each epoch",
+    networks: 1,
+    settings: &[Setting::ForgetRate],
+    epoch_size: EpochSize::Unforgotten,
+    selects: false,
+    build: |inputs| Ok(Box::new(Itlm { keep: inputs.k })),
+};
 
 pub(super) struct Itlm {
     pub keep: usize,
 }
 
 /// `int(n (1 - tau))`, at least one sample.
-pub(super) fn keep(n: usize, tau: f64) -> usize {
+pub(crate) fn keep(n: usize, tau: f64) -> usize {
     (((1.0 - tau) * n as f64) as usize).clamp(1, n.max(1))
 }
 
@@ -27,10 +38,6 @@ impl Rule for Itlm {
     }
 
     fn batch(&self, logits: &[Tensor<2>], labels: &Tensor<1, Int>, _: BatchAt) -> Batch {
-        Batch {
-            loss: small_loss::cross_entropy(logits[0].clone(), labels).mean(),
-            picked: None,
-            apply: None,
-        }
+        standard::mean_cross_entropy(logits, labels)
     }
 }

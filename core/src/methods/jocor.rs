@@ -6,7 +6,22 @@
 
 use burn::tensor::{Int, Tensor};
 
-use super::{Batch, BatchAt, Rule, num_remember, small_loss};
+use super::{Batch, BatchAt, EpochSize, MethodSpec, Rule, Setting, num_remember, small_loss};
+
+pub(crate) const SPEC: MethodSpec = MethodSpec {
+    name: "jocor",
+    title: "JoCoR",
+    help: "two networks, joint loss with an agreement term",
+    networks: 2,
+    settings: &[Setting::ForgetRate, Setting::CoLambda],
+    epoch_size: EpochSize::All,
+    selects: false,
+    build: |inputs| {
+        Ok(Box::new(Jocor {
+            lambda: inputs.co_lambda,
+        }))
+    },
+};
 
 pub(super) struct Jocor {
     pub lambda: f64,

@@ -2,7 +2,7 @@
 //! once per epoch and everything else is plain Rust. The path for the CPU backend, where
 //! "host" and "device" memory are the same anyway.
 
-use super::{Rule, Update, reference};
+use super::{Objective, Params, Update, reference};
 use crate::Result;
 use crate::noise::NoisyLabels;
 
@@ -30,7 +30,7 @@ impl HostEngine {
         &mut self,
         logits: &[f32],
         classes: usize,
-        rule: &Rule,
+        rule: &Params,
         epoch: u32,
     ) -> Result<(Update, Option<Vec<u32>>)> {
         let theta = reference::noise_risk(logits, classes, &self.noisy_labels);
@@ -47,11 +47,11 @@ impl HostEngine {
             .iter()
             .map(|&i| self.cumulative[i as usize] as f64)
             .sum();
-        let next = match rule.objective() {
-            None => None,
-            Some(super::Objective::LatestRisk) => Some(reference::k_smallest(&theta, rule.k)),
-            Some(super::Objective::Perturbed { eta }) => {
-                let objective = reference::fpl_objective(&self.cumulative, eta, rule.seed, epoch);
+        let next = match rule.objective {
+            Objective::LatestRisk => Some(reference::k_smallest(&theta, rule.k)),
+            Objective::Perturbed { eta } => {
+                let objective =
+                    reference::fpl_objective(&self.cumulative, eta as f32, rule.seed, epoch);
                 Some(reference::k_smallest(&objective, rule.k))
             }
         };

@@ -1,12 +1,11 @@
 //! Sample selection: which k samples the next epoch trains on.
 //!
-//! Every method follows the same cycle (Algorithm 1): after an epoch's training, the
-//! scoring pass gives logits for all n samples; from them we measure each sample's
-//! noise-risk theta_t, accumulate L_t = sum theta, and choose the next k-set by the
-//! method's objective:
-//! - `taks`: Follow-the-Perturbed-Leader, the k smallest of L_t + eta r_t;
-//! - `naive`: Follow-the-Leader, the k smallest of L_t (eta = 0);
-//! - `greedy`: the k smallest of the latest theta_t alone.
+//! The cycle of Algorithm 1: after an epoch's training, the scoring pass gives logits
+//! for all n samples; from them we measure each sample's noise-risk theta_t, accumulate
+//! L_t = sum theta, and choose the next k-set by an [`Objective`]: the k smallest of
+//! L_t + eta r_t (Follow-the-Perturbed-Leader; eta = 0 is Follow-the-Leader) or of the
+//! latest theta_t alone. Which method uses which objective is the methods' business
+//! (`crate::methods::taks`); this layer knows no method.
 //!
 //! The [`Selector`] owns that state. Its arithmetic runs on one of two engines with the
 //! same semantics: the plain CPU [`reference`], or the WGSL kernels of [`crate::gpu`]
@@ -19,7 +18,6 @@ mod wgsl;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use crate::methods::Method;
 use crate::noise::NoisyLabels;
 use crate::rng::SplitMix64;
 use crate::{Error, Result};
@@ -47,32 +45,19 @@ pub enum Engine {
 
 /// What ranks the samples when choosing the next k-set.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Objective {
+pub enum Objective {
     /// theta_t alone (greedy).
     LatestRisk,
-    /// L_t + eta r_t (TAkS; eta = 0 is naive).
-    Perturbed { eta: f32 },
+    /// L_t + eta r_t, r ~ N(0, 1) fresh each epoch (TAkS; eta = 0 is naive).
+    Perturbed { eta: f64 },
 }
 
-/// The fixed parameters of a selection rule.
+/// The fixed parameters of a selection.
 #[derive(Debug, Clone)]
-pub(crate) struct Rule {
-    pub method: Method,
+pub(crate) struct Params {
+    pub objective: Objective,
     pub k: usize,
-    pub eta: f32,
     pub seed: u32,
-}
-
-impl Rule {
-    /// None for a method without an FPL selector, whose set never changes.
-    pub fn objective(&self) -> Option<Objective> {
-        match self.method {
-            Method::Greedy => Some(Objective::LatestRisk),
-            Method::Naive => Some(Objective::Perturbed { eta: 0.0 }),
-            Method::Taks => Some(Objective::Perturbed { eta: self.eta }),
-            _ => None,
-        }
-    }
 }
 
 enum State {
@@ -82,7 +67,7 @@ enum State {
 
 /// The selection state of one run.
 pub struct Selector {
-    rule: Rule,
+    rule: Params,
     state: State,
     /// The current k-set as device indices, for gathering batches.
     current_device: Tensor<1, Int>,
@@ -90,12 +75,11 @@ pub struct Selector {
 }
 
 impl Selector {
-    /// Start with k indices drawn uniformly at random (for taks, greedy and naive). On a wgpu
-    /// device the WGSL engine is used unless `engine` asks for the reference.
+    /// Start with k indices drawn uniformly at random. On a wgpu device the WGSL engine is
+    /// used unless `engine` asks for the reference.
     pub fn new(
-        method: Method,
+        objective: Objective,
         k: usize,
-        eta: f64,
         seed: u64,
         labels: &NoisyLabels,
         device: &Device,
@@ -107,7 +91,9 @@ impl Selector {
                 "k = {k} exceeds the {n} training samples"
             )));
         }
-        if !eta.is_finite() || eta < 0.0 {
+        if let Objective::Perturbed { eta } = objective
+            && (!eta.is_finite() || eta < 0.0)
+        {
             return Err(Error::Config(format!(
                 "eta = {eta} must be a finite number >= 0"
             )));
@@ -128,10 +114,9 @@ impl Selector {
             None => State::Host(host::HostEngine::new(labels, first)),
         };
         Ok(Self {
-            rule: Rule {
-                method,
+            rule: Params {
+                objective,
                 k,
-                eta: eta as f32,
                 seed: seed as u32,
             },
             state,
@@ -140,8 +125,8 @@ impl Selector {
         })
     }
 
-    pub fn method(&self) -> Method {
-        self.rule.method
+    pub fn objective(&self) -> Objective {
+        self.rule.objective
     }
 
     /// The engine actually in use (the WGSL one falls back to the reference off wgpu).

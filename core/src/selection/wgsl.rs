@@ -7,7 +7,7 @@
 
 use burn::tensor::{Int, Tensor, TensorData};
 
-use super::{Objective, Rule, Update, read_floats};
+use super::{Objective, Params, Update, read_floats};
 use crate::gpu::{self, RiskMode, RiskParams};
 use crate::noise::NoisyLabels;
 use crate::{Error, Result};
@@ -42,13 +42,12 @@ impl WgslEngine {
     pub(super) async fn update(
         &mut self,
         logits: Tensor<2>,
-        rule: &Rule,
+        rule: &Params,
         epoch: u32,
     ) -> Result<(Update, Option<Tensor<1, Int>>)> {
-        let (mode, eta) = match rule.objective() {
-            Some(Objective::LatestRisk) => (RiskMode::Greedy, 0.0),
-            Some(Objective::Perturbed { eta }) => (RiskMode::Taks, eta),
-            None => (RiskMode::Taks, 0.0),
+        let (mode, eta) = match rule.objective {
+            Objective::LatestRisk => (RiskMode::Greedy, 0.0),
+            Objective::Perturbed { eta } => (RiskMode::Taks, eta as f32),
         };
         let params = RiskParams {
             seed: rule.seed,
@@ -68,9 +67,7 @@ impl WgslEngine {
             0,
         );
         self.cumulative = risk.cumulative;
-        let next = rule
-            .objective()
-            .map(|_| gpu::select_k_smallest(&risk.objective, rule.k).expect("on wgpu"));
+        let next = Some(gpu::select_k_smallest(&risk.objective, rule.k).expect("on wgpu"));
         let values = read_floats(scalars, "selection results").await?;
         let update = Update {
             selection_risk: values[0] as f64,

@@ -23,7 +23,6 @@ use taks_formats::checkpoint::{Checkpoint, Tensor as Saved};
 
 use super::{Preparation, Trainer};
 use crate::config::TrainConfig;
-use crate::methods;
 use crate::metrics::EpochMetrics;
 use crate::optim::Moments;
 use crate::params::{float_tensors, replace_float_tensors};
@@ -120,7 +119,7 @@ impl Trainer {
                 tensors.insert(second, Saved::f32(vec![b.len()], b));
             }
         }
-        if let Some(selector) = &self.selector {
+        if let Some(selector) = self.selector() {
             let cumulative = selector.cumulative_risk_host().await?;
             let current = selector.current_indices_host().await?;
             tensors.insert(
@@ -213,7 +212,8 @@ impl Trainer {
             .map_err(|e| bad(e.to_string()))?;
 
         // The selector's L_t and k-set.
-        if let Some(selector) = self.selector.as_mut() {
+        let rule = self.rule.as_mut().expect("the rule is home between epochs");
+        if let Some(selector) = rule.selector_mut() {
             let k = self.k;
             let cumulative = checkpoint.take_f32(CUMULATIVE, &[n], path)?;
             let current = checkpoint.take_u32(CURRENT, &[k], path)?;
@@ -236,13 +236,8 @@ impl Trainer {
                 }
                 let c = self.classes;
                 preparation.transition = checkpoint.take_f32(TRANSITION, &[c, c], path)?;
-                self.rule = Some(methods::rule(
-                    &self.config,
-                    n,
-                    c,
-                    Some(&preparation.transition),
-                    &self.device,
-                )?);
+                rule.restore_first_stage(&preparation.transition)
+                    .map_err(|e| bad(e.to_string()))?;
                 self.stage_one = None;
                 self.preparation = Some(preparation);
             }

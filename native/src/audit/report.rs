@@ -13,7 +13,8 @@ use taks_core::audit::AuditOutcome;
 use taks_core::audit::input::Input;
 use taks_core::formats::image_folder::thumbnail_png;
 
-use crate::audit::AuditData;
+use super::read::AuditData;
+use super::summary::AuditSummary;
 
 /// Thumbnails fit in this many pixels.
 const THUMBNAIL: u32 = 96;
@@ -25,7 +26,7 @@ pub fn render(
     data: &AuditData,
     outcome: &AuditOutcome,
     order: &[usize],
-    summary: &serde_json::Value,
+    summary: &AuditSummary,
     rows: usize,
 ) -> String {
     let mut html = String::new();
@@ -56,30 +57,29 @@ code {{ font-size: 12px; }}
         k = outcome.k,
         k_pct = outcome.k_ratio * 100.0,
         epochs = outcome.history.len(),
-        arch = summary["architecture"].as_str().unwrap_or_default(),
+        arch = summary.architecture,
         skipped = data.skipped.len(),
     );
-    if let Some(truth) = summary["truth"].as_object() {
+    if let Some(truth) = &summary.truth {
         let _ = writeln!(
             html,
             "<p id=\"truth\">Against the known truth: noise rate {:.1}%, precision {:.3}, recall {:.3}, F1 {:.3}.</p>",
-            truth["noise_rate"].as_f64().unwrap_or(f64::NAN) * 100.0,
-            truth["precision"].as_f64().unwrap_or(f64::NAN),
-            truth["recall"].as_f64().unwrap_or(f64::NAN),
-            truth["f1"].as_f64().unwrap_or(f64::NAN),
+            truth.noise_rate * 100.0,
+            truth.precision,
+            truth.recall,
+            truth.f1,
         );
     }
 
     html += "<h2>Per class</h2>\n<table id=\"per-class\"><tr><th>class</th><th>samples</th><th>label issues</th><th>estimated noise</th></tr>\n";
-    for c in summary["per_class"].as_array().into_iter().flatten() {
+    for c in &summary.per_class {
         let _ = writeln!(
             html,
             "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-            escape(c["class"].as_str().unwrap_or_default()),
-            c["samples"],
-            c["label_issues"],
-            c["estimated_noise"]
-                .as_f64()
+            escape(&c.class),
+            c.samples,
+            c.label_issues,
+            c.estimated_noise
                 .map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0)),
         );
     }

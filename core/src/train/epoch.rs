@@ -1,0 +1,187 @@
+//! One epoch's training: the samples it trains on (the rule's [`EpochSet`]), one pass
+//! over them in shuffled batches with the rule's loss and Adam's step, and the sums the
+//! epoch's metrics are read from, kept on the device until the epoch ends.
+
+use burn::optim::GradientsParams;
+use burn::tensor::{Int, Tensor};
+
+use super::Trainer;
+use super::evaluate::score;
+use crate::Result;
+use crate::methods::{self, BatchAt, EpochSet, Rule};
+use crate::model::Networks;
+use crate::selection::{self, indices_tensor};
+
+impl Trainer {
+    /// The indices this epoch trains on, as the method's [`EpochSet`] says.
+    pub(super) async fn epoch_set(&self) -> Result<Tensor<1, Int>> {
+        let rule = self.rule.as_ref().expect("prepared before the first epoch");
+        Ok(match rule.epoch_set() {
+            EpochSet::All => Tensor::<1, Int>::arange(0..self.train.len as i64, &self.device),
+            EpochSet::Given(indices) => indices,
+            EpochSet::SmallestLoss { keep } => {
+                let networks = self.networks();
+                let logits = score(
+                    networks.first(),
+                    &self.train.images,
+                    self.config.eval_batch_size,
+                );
+                let loss = methods::small_loss::cross_entropy(logits, &self.train.labels);
+                selection::k_smallest_indices(loss, keep).await?
+            }
+        })
+    }
+
+    /// One pass over `set`, shuffled, with the method's batch rule.
+    pub(super) fn train_epoch(
+        &mut self,
+        set: Tensor<1, Int>,
+        lr: f64,
+        beta_1: f32,
+        epoch: usize,
+    ) -> Trained {
+        let selected = set.dims()[0];
+        let mut order: Vec<u32> = (0..selected as u32).collect();
+        self.shuffle.shuffle(&mut order);
+        let order = set.select(0, indices_tensor(&order, &self.device));
+        let rule = self.rule.take().expect("prepared before the first epoch");
+        let networks = self.networks.take().expect("networks present");
+        let nets = networks.len();
+        let forget_rate = methods::forget_rate(self.config.forget_rate, epoch);
+        let device = self.device.clone();
+        let zero = || Tensor::<1>::zeros([1], &device);
+        let loss_sum = zero();
+        // Per network: clean samples picked, samples picked (None until a rule picks).
+        let picks: Option<(Vec<Tensor<1>>, Vec<Tensor<1>>)> = None;
+        let batch = self.config.batch_size;
+        let on_cpu = crate::flex_host::is_f32(&self.train.images);
+        let epoch_loop = || {
+            let (mut networks, mut loss_sum, mut picks) = (networks, loss_sum, picks);
+            for (b, start) in (0..selected).step_by(batch).enumerate() {
+                let len = batch.min(selected - start);
+                let idx = order.clone().narrow(0, start, len);
+                let at = BatchAt {
+                    epoch,
+                    batch: b,
+                    forget_rate,
+                };
+                let step;
+                (networks, step) = self.train_batch(rule.as_ref(), networks, idx, at, lr, beta_1);
+                loss_sum = loss_sum + step.loss_sum;
+                if let Some(masks) = step.picked {
+                    let (clean_sums, counts) =
+                        picks.get_or_insert_with(|| (vec![zero(); nets], vec![zero(); nets]));
+                    for (i, (clean, count)) in masks.into_iter().enumerate() {
+                        clean_sums[i] = clean_sums[i].clone() + clean;
+                        counts[i] = counts[i].clone() + count;
+                    }
+                }
+            }
+            (networks, loss_sum, picks)
+        };
+        // On the CPU the batches run on a thread of flex's pool, so the matmuls they split
+        // in halves hand one half to the other thread instead of waking two.
+        let (networks, loss_sum, picks) = if on_cpu {
+            in_thread_pool(epoch_loop)
+        } else {
+            epoch_loop()
+        };
+        self.rule = Some(rule);
+        self.networks = Some(networks);
+        // Methods that train on every sample of their set: the set itself was picked.
+        let (clean_sums, counts) = picks.unwrap_or_else(|| {
+            let clean = self.clean.clone().select(0, order).sum();
+            let count = zero().add_scalar(selected as f32);
+            (vec![clean; nets], vec![count; nets])
+        });
+        let mut scalars = vec![loss_sum];
+        scalars.extend(clean_sums);
+        scalars.extend(counts);
+        Trained {
+            scalars: Tensor::cat(scalars, 0),
+            samples: selected,
+        }
+    }
+
+    /// One batch of the samples `idx`: forward, the rule's loss, backward, Adam's step.
+    pub(super) fn train_batch(
+        &mut self,
+        rule: &dyn Rule,
+        networks: Networks,
+        idx: Tensor<1, Int>,
+        at: BatchAt,
+        lr: f64,
+        beta_1: f32,
+    ) -> (Networks, BatchSums) {
+        let len = idx.dims()[0];
+        let x = self.train.images.clone().select(0, idx.clone());
+        let y = self.train.labels.clone().select(0, idx.clone());
+        // The MLP on the CPU with plain cross-entropy: gradients by hand, no graph.
+        let by_hand = match networks.first().as_mlp() {
+            Some(mlp) if networks.len() == 1 && rule.is_mean_cross_entropy() => {
+                mlp.host_cross_entropy_step(x.clone(), y.clone())
+            }
+            _ => None,
+        };
+        if let Some(step) = by_hand {
+            let loss_sum = step.loss.mul_scalar(len as f32);
+            let networks = self.adam.step(lr, beta_1, networks, step.grads, None);
+            return (
+                networks,
+                BatchSums {
+                    loss_sum,
+                    picked: None,
+                },
+            );
+        }
+        let step = rule.batch(&networks.forward(x), &y, at);
+        let loss_sum = step
+            .loss
+            .clone()
+            .detach()
+            .without_autodiff()
+            .mul_scalar(len as f32);
+        let picked = step.picked.map(|masks| {
+            let clean = self.clean.clone().select(0, idx);
+            masks
+                .into_iter()
+                .map(|mask| {
+                    let mask = mask.detach().without_autodiff();
+                    ((mask.clone() * clean.clone()).sum(), mask.sum())
+                })
+                .collect()
+        });
+        let gate = step.apply.map(|g| g.detach().without_autodiff());
+        let grads = GradientsParams::from_grads(step.loss.backward(), &networks);
+        let networks = self.adam.step(lr, beta_1, networks, grads, gate);
+        (networks, BatchSums { loss_sum, picked })
+    }
+}
+
+/// What one batch adds to the epoch's sums, on the device: its loss times its size and,
+/// when the rule picks samples, per network (clean samples picked, samples picked).
+pub(super) struct BatchSums {
+    loss_sum: Tensor<1>,
+    picked: Option<Vec<(Tensor<1>, Tensor<1>)>>,
+}
+
+/// What one epoch's training leaves to read: `[loss sum, clean picked per network...,
+/// picked per network...]` on the device, and how many samples it trained on.
+pub(super) struct Trained {
+    pub(super) scalars: Tensor<1>,
+    pub(super) samples: usize,
+}
+
+/// Run `f` on a thread of the global thread pool (flex's): there, `rayon::join` runs one
+/// side at once and leaves the other to the second thread, where from outside the pool
+/// it would wake two threads and sleep (measured here: a split matmul of the MLP's step
+/// after 0.3 ms of other work took 0.26 ms inside the pool, 0.33 ms from outside).
+#[cfg(not(target_arch = "wasm32"))]
+fn in_thread_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    rayon::scope(|_| f())
+}
+
+#[cfg(target_arch = "wasm32")]
+fn in_thread_pool<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}

@@ -1,0 +1,82 @@
+//! Every registered method trains, checkpoints and resumes through the one training loop
+//! on flex, with nothing but its registry row: what a method added from the literature
+//! (one file plus one row, see `core/src/methods/registry.rs`) gets checked by without
+//! a test of its own. Small: 600 digits, 2 epochs (F-correction's first stage included).
+
+use burn::tensor::Device;
+use taks_core::choices::Choices;
+use taks_core::data::DatasetKind;
+use taks_core::methods::Method;
+use taks_core::noise::NoiseKind;
+use taks_core::train::Trainer;
+
+const N: usize = 600;
+
+fn trainer(method: Method) -> Trainer {
+    let config = Choices {
+        epochs: Some(2),
+        train_limit: Some(N),
+        test_limit: Some(200),
+        ..Choices::new(DatasetKind::MnistDigits, NoiseKind::Symmetric, 0.5, method)
+    }
+    .build()
+    .unwrap();
+    let split = DatasetKind::MnistDigits.load(None).unwrap();
+    Trainer::new(config, split, &Device::flex()).unwrap()
+}
+
+#[test]
+fn every_registered_method_trains_an_epoch_and_resumes() {
+    assert_eq!(
+        Method::all().len(),
+        10,
+        "the paper's ten methods are registered"
+    );
+    for &method in Method::all() {
+        let spec = method.spec();
+        let mut t = trainer(method);
+        assert_eq!(t.selector().is_some(), spec.selects, "{method}");
+        assert_eq!(t.networks().len(), spec.networks, "{method}");
+        let first = pollster::block_on(t.step()).unwrap();
+        eprintln!("{method}: {first:?}");
+        assert_eq!(first.epoch, 1);
+        assert!(
+            first.train_loss.is_finite() && first.train_loss > 0.0,
+            "{method}"
+        );
+        // Trained past chance (10 classes) after one epoch on 600 noisy digits.
+        assert!(
+            first.test_accuracy > 0.2,
+            "{method}: accuracy {}",
+            first.test_accuracy
+        );
+        assert_eq!(first.network_accuracies.len(), spec.networks, "{method}");
+        assert_eq!(
+            first.selected,
+            t.k(),
+            "{method}: an epoch trains on k samples"
+        );
+        assert_eq!(first.regret.is_some(), spec.selects, "{method}");
+        if spec.selects {
+            assert!(t.k() < N, "{method} leaves samples out");
+        }
+
+        // The rule's own state goes through the checkpoint: a resumed run's second epoch
+        // is the uninterrupted run's.
+        let saved = pollster::block_on(t.checkpoint(std::slice::from_ref(&first))).unwrap();
+        let straight = pollster::block_on(t.step()).unwrap();
+        let mut resumed = trainer(method);
+        let path = std::path::Path::new("registry-test.safetensors");
+        resumed.restore(saved, path).unwrap();
+        let again = pollster::block_on(resumed.step()).unwrap();
+        assert_eq!(
+            (again.train_loss, again.test_accuracy, again.label_precision),
+            (
+                straight.train_loss,
+                straight.test_accuracy,
+                straight.label_precision
+            ),
+            "{method}: resumed epoch 2 differs"
+        );
+    }
+}

@@ -1,0 +1,271 @@
+//! `taks audit`: find the mislabelled samples of a user's data set and keep a model
+//! trained without them.
+//!
+//! DATA is a folder of class sub-folders of images, a CSV file, or (with `--dataset`) a
+//! built-in set, optionally with injected noise so the audit can be scored against the
+//! truth. Everything about the input is checked before a device is opened or a folder
+//! made; the audit itself is [`taks_core::audit::run`]. The outputs, each written
+//! atomically once the audit is done ([`outputs`]): `suspects.csv`, `summary.json`
+//! ([`summary`]), `report.html` ([`report`]), `model.safetensors` + `model.json`
+//! ([`crate::model_file`]). The data is read by [`read`].
+
+mod outputs;
+mod read;
+mod report;
+mod summary;
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use clap::Args;
+use taks_core::audit::{self, AuditSettings, Stage};
+use taks_core::data::DatasetKind;
+use taks_core::model::Architecture;
+use taks_core::noise::NoiseKind;
+use web_time::Instant;
+
+use crate::device::{self, DeviceChoice};
+use crate::out_dir;
+
+pub use outputs::csv_field;
+use read::read_data;
+
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    /// A folder of class sub-folders holding images (PNG, JPEG, BMP), or a CSV file of
+    /// numeric feature columns and a label column.
+    #[arg(required_unless_present = "dataset", conflicts_with = "dataset")]
+    pub data: Option<PathBuf>,
+    /// Audit the training part of a built-in dataset instead.
+    #[arg(long, value_enum)]
+    pub dataset: Option<DatasetKind>,
+    /// Folder of the built-in dataset's files (as for `taks train`).
+    #[arg(long, requires = "dataset")]
+    pub data_dir: Option<PathBuf>,
+    /// Noise to inject into the built-in dataset, so the audit can be scored against the
+    /// truth (precision, recall and F1 in summary.json).
+    /// Default: clean.
+    #[arg(long, value_enum, requires = "dataset")]
+    pub noise: Option<NoiseKind>,
+    /// Rate of the injected noise. Default: 0.
+    #[arg(long, requires = "noise")]
+    pub noise_rate: Option<f64>,
+    /// Audit only the first N samples of the built-in dataset.
+    #[arg(long, value_name = "N", requires = "dataset")]
+    pub train_limit: Option<usize>,
+    /// The CSV column holding the labels.
+    #[arg(long, default_value = "label")]
+    pub label_column: String,
+    /// Resize every image to this size, WIDTHxHEIGHT. Default: the most common size
+    /// (grey up to 32x32: the MLP; colour up to 32x32: the CNN at 32x32; larger:
+    /// ResNet-18, at most 224x224).
+    #[arg(long, value_name = "WxH", value_parser = parse_size)]
+    pub image_size: Option<(u32, u32)>,
+    /// The network. Default: chosen from the input as --image-size says; the MLP for CSV.
+    #[arg(long, value_enum)]
+    pub model: Option<Architecture>,
+    /// Output folder. Default: audits/<name of DATA>, numbered when it exists. An
+    /// explicit folder that already holds an audit is an error.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Epochs of the TAkS run.
+    #[arg(long, default_value_t = 20)]
+    pub epochs: usize,
+    /// Epochs of the probe run that estimates the noise rate.
+    #[arg(long, default_value_t = 5)]
+    pub probe_epochs: usize,
+    /// Folds of the probe: each fold's samples are predicted by a network trained on
+    /// the others (at least 2).
+    #[arg(long, default_value_t = 4)]
+    pub probe_folds: usize,
+    /// Fraction of samples TAkS trains on each epoch. Default: 1 - the estimated noise
+    /// rate.
+    #[arg(long)]
+    pub k_ratio: Option<f64>,
+    /// Scale of TAkS's perturbation. Default: 0.005 for the MLP, 0.001 otherwise.
+    #[arg(long)]
+    pub eta_ratio: Option<f64>,
+    /// Seed for the weights, batch order, initial k-set and perturbations.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Mini-batch size.
+    #[arg(long, default_value_t = 128)]
+    pub batch_size: usize,
+    /// Adam learning rate.
+    #[arg(long, default_value_t = 1e-3)]
+    pub lr: f64,
+    /// How many of the most suspect samples report.html shows.
+    #[arg(long, default_value_t = 200)]
+    pub report_rows: usize,
+    /// Compute device (as for `taks train`).
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
+    pub device: DeviceChoice,
+    /// No per-epoch lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `WxH`, both at least 1 and at most 4096.
+pub fn parse_size(text: &str) -> std::result::Result<(u32, u32), String> {
+    let bad = || format!("'{text}' is not WIDTHxHEIGHT (e.g. 224x224, each 1 to 4096)");
+    let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
+    let w: u32 = w.trim().parse().map_err(|_| bad())?;
+    let h: u32 = h.trim().parse().map_err(|_| bad())?;
+    if !(1..=4096).contains(&w) || !(1..=4096).contains(&h) {
+        return Err(bad());
+    }
+    Ok((w, h))
+}
+
+pub fn run(args: AuditArgs) -> Result<()> {
+    let mut settings_check = Vec::new();
+    // clap's `requires` is not checked against an argument that conflicts with a
+    // present one (DATA), so these are checked here.
+    let builtin_only = [
+        ("--data-dir", args.data_dir.is_some()),
+        ("--noise", args.noise.is_some()),
+        ("--noise-rate", args.noise_rate.is_some()),
+        ("--train-limit", args.train_limit.is_some()),
+    ];
+    if args.dataset.is_none()
+        && let Some((flag, _)) = builtin_only.iter().find(|(_, given)| *given)
+    {
+        settings_check.push(format!("{flag} is for --dataset; DATA is audited as it is"));
+    }
+    if args.epochs == 0 || args.probe_epochs == 0 {
+        settings_check.push("--epochs and --probe-epochs must be at least 1".to_string());
+    }
+    if args.probe_folds < 2 {
+        settings_check.push(format!(
+            "--probe-folds {} must be at least 2",
+            args.probe_folds
+        ));
+    }
+    if let Some(k) = args.k_ratio
+        && !(k > 0.0 && k <= 1.0)
+    {
+        settings_check.push(format!("--k-ratio {k} must be in (0, 1]"));
+    }
+    if let Some(e) = args.eta_ratio
+        && !(e >= 0.0 && e.is_finite())
+    {
+        settings_check.push(format!("--eta-ratio {e} must be a finite number >= 0"));
+    }
+    if args.batch_size == 0 {
+        settings_check.push("--batch-size must be at least 1".into());
+    }
+    if !(args.lr > 0.0 && args.lr.is_finite()) {
+        settings_check.push(format!("--lr {} must be positive", args.lr));
+    }
+    if let Some(rate) = args.noise_rate
+        && !(0.0..=1.0).contains(&rate)
+    {
+        settings_check.push(format!("--noise-rate {rate} must be in [0, 1]"));
+    }
+    if args.train_limit == Some(0) {
+        settings_check.push("--train-limit must be at least 1".into());
+    }
+    if let Some(first) = settings_check.first() {
+        bail!("{first}");
+    }
+    let started = Instant::now();
+    let data = read_data(&args)?;
+    let read_seconds = started.elapsed().as_secs_f64();
+    let n = data.ids.len();
+    let mut present = data.labels.noisy_labels.clone();
+    present.sort_unstable();
+    present.dedup();
+    if n < 4 || present.len() < 2 {
+        bail!(
+            "{} has {n} usable samples in {} classes; an audit needs at least 4 samples and 2 classes{}",
+            data.source,
+            present.len(),
+            match data.skipped.len() {
+                0 => String::new(),
+                s => format!(
+                    " ({s} files skipped, e.g. {}: {})",
+                    data.skipped[0].id, data.skipped[0].reason
+                ),
+            }
+        );
+    }
+    let mut settings = AuditSettings::new(data.architecture);
+    settings.epochs = args.epochs;
+    settings.probe_epochs = args.probe_epochs;
+    settings.probe_folds = args.probe_folds;
+    settings.k_ratio = args.k_ratio;
+    settings.eta_ratio = args.eta_ratio.unwrap_or(settings.eta_ratio);
+    settings.seed = args.seed;
+    settings.batch_size = args.batch_size;
+    settings.learning_rate = args.lr;
+    if let Some(k) = args.k_ratio
+        && (n as f64 * k).floor() < 1.0
+    {
+        bail!("--k-ratio {k} of {n} samples selects nothing");
+    }
+    let chosen = device::choose(args.device)?;
+    let default = format!("audits/{}", data.source_name());
+    let out = out_dir::prepare(args.out.as_deref(), &default, "suspects.csv", "an audit")?;
+    let say = |line: String| {
+        if !args.quiet {
+            eprintln!("{line}");
+        }
+    };
+    say(format!(
+        "auditing {} samples of {} classes from {} ({} skipped) with {} on {}",
+        n,
+        data.classes.len(),
+        data.source,
+        data.skipped.len(),
+        data.architecture.name(),
+        chosen.description
+    ));
+    let audit_started = Instant::now();
+    let outcome = pollster::block_on(audit::run(
+        data.prepared.dataset.clone(),
+        data.labels.clone(),
+        &settings,
+        &chosen.device,
+        |stage, m| {
+            let name = match stage {
+                Stage::Probe(fold) => format!("probe {}/{}", fold + 1, args.probe_folds),
+                Stage::Selection => "taks     ".to_string(),
+            };
+            say(format!(
+                "{name} epoch {:>3}: loss {:.4}  agreement with given labels {:.2}%  {} samples  {:.2}s",
+                m.epoch,
+                m.train_loss,
+                m.test_accuracy * 100.0,
+                m.selected,
+                m.epoch_seconds
+            ));
+        },
+    ))?;
+    let audit_seconds = audit_started.elapsed().as_secs_f64();
+    let written = outputs::write(
+        &out,
+        &data,
+        &outcome,
+        &settings,
+        &args,
+        &chosen.description,
+        read_seconds,
+        audit_seconds,
+    )?;
+    println!("{written}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_and_silly_ones_do_not() {
+        assert_eq!(parse_size("224x224"), Ok((224, 224)));
+        assert_eq!(parse_size("32X16"), Ok((32, 16)));
+        for bad in ["224", "0x5", "5x0", "axb", "99999x2", "-3x4", ""] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+}

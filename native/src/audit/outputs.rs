@@ -1,0 +1,130 @@
+//! The audit's files: `suspects.csv` (every sample, most suspect first), `summary.json`,
+//! `report.html`, and the kept model; each written atomically, after the audit.
+
+use std::path::Path;
+
+use anyhow::Result;
+use taks_core::audit::{AuditOutcome, AuditSettings};
+use taks_core::formats::atomic::write_atomically;
+
+use super::read::AuditData;
+use super::summary::{AuditSummary, Seconds};
+use super::{AuditArgs, report};
+use crate::model_file::{self, ModelCard};
+
+/// The samples, most suspect first: ascending label quality, ties in data order.
+pub fn suspect_order(outcome: &AuditOutcome) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..outcome.samples.len()).collect();
+    order.sort_by(|&a, &b| {
+        outcome.samples[a]
+            .label_quality
+            .total_cmp(&outcome.samples[b].label_quality)
+            .then(a.cmp(&b))
+    });
+    order
+}
+
+/// A CSV field: quoted when it holds a comma, quote or line break.
+pub fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn write(
+    out: &Path,
+    data: &AuditData,
+    outcome: &AuditOutcome,
+    settings: &AuditSettings,
+    args: &AuditArgs,
+    device: &str,
+    read_seconds: f64,
+    audit_seconds: f64,
+) -> Result<String> {
+    let order = suspect_order(outcome);
+    let mut csv = String::from(
+        "id,given_label,suggested_label,suggested_confidence,label_quality,is_label_issue,cumulative_noise_risk,selected_fraction\n",
+    );
+    for &i in &order {
+        let s = &outcome.samples[i];
+        csv += &format!(
+            "{},{},{},{:.4},{:.4},{},{:.4},{:.3}\n",
+            csv_field(&data.ids[i]),
+            csv_field(&data.classes[s.given_label as usize]),
+            csv_field(&data.classes[s.suggested_label as usize]),
+            s.suggested_confidence,
+            s.label_quality,
+            s.is_label_issue,
+            s.cumulative_risk,
+            s.selected_fraction
+        );
+    }
+    write_atomically(&out.join("suspects.csv"), csv.as_bytes())?;
+
+    let seconds = Seconds {
+        read: read_seconds,
+        audit: audit_seconds,
+        probe_epochs: outcome.probe_history.iter().map(|m| m.epoch_seconds).sum(),
+        taks_epochs: outcome.history.iter().map(|m| m.epoch_seconds).sum(),
+    };
+    let summary = AuditSummary::new(data, outcome, settings, device, seconds);
+    write_atomically(
+        &out.join("summary.json"),
+        serde_json::to_string_pretty(&summary)?.as_bytes(),
+    )?;
+
+    let card = ModelCard::new(
+        settings.architecture,
+        data.classes.clone(),
+        data.prepared.input.clone(),
+        data.prepared.normalisation.clone(),
+    );
+    model_file::save(out, &outcome.network, &card)?;
+    let html = report::render(data, outcome, &order, &summary, args.report_rows);
+    write_atomically(&out.join("report.html"), html.as_bytes())?;
+
+    let mut lines = format!(
+        "{} samples, {} classes: estimated noise rate {:.1}%, {} label issues (k = {}, {:.0}% of the data trained on per epoch)",
+        summary.n,
+        summary.classes.len(),
+        summary.estimated_noise_rate * 100.0,
+        summary.label_issues,
+        summary.k,
+        summary.k_ratio * 100.0
+    );
+    if let Some(t) = &summary.truth {
+        lines += &format!(
+            "\nagainst the truth: noise rate {:.1}%, precision {:.3}, recall {:.3}, F1 {:.3}",
+            t.noise_rate * 100.0,
+            t.precision,
+            t.recall,
+            t.f1
+        );
+    }
+    if !data.skipped.is_empty() {
+        lines += &format!(
+            "\n{} files skipped (listed in summary.json)",
+            data.skipped.len()
+        );
+    }
+    lines += &format!(
+        "\nwrote {}/{{suspects.csv,summary.json,report.html,model.safetensors,model.json}}",
+        out.display()
+    );
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_are_quoted_when_needed() {
+        assert_eq!(csv_field("cat/a.png"), "cat/a.png");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}

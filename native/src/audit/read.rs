@@ -1,0 +1,178 @@
+//! Reading what `taks audit` audits: a folder of class sub-folders of images, a CSV
+//! table, or a built-in dataset with injected noise, into one [`AuditData`].
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use taks_core::audit::input::{self, Input, Normalisation, Prepared};
+use taks_core::data::{Dataset, DatasetKind};
+use taks_core::formats::csv_table;
+use taks_core::formats::image_folder::{self, Skipped};
+use taks_core::model::Architecture;
+use taks_core::noise::{NoiseKind, NoisyLabels, inject};
+
+use super::AuditArgs;
+
+/// The audited data, ready for the networks.
+pub struct AuditData {
+    pub prepared: Prepared,
+    pub architecture: Architecture,
+    /// Per sample: the image path relative to DATA, or the data row.
+    pub ids: Vec<String>,
+    pub classes: Vec<String>,
+    pub labels: NoisyLabels,
+    /// Whether `labels.true_labels` is the truth (injected noise) or a copy of the given.
+    pub truth_known: bool,
+    pub skipped: Vec<Skipped>,
+    pub source: String,
+}
+
+impl AuditData {
+    /// A short name for the default output folder.
+    pub fn source_name(&self) -> String {
+        Path::new(&self.source)
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "data".into())
+    }
+}
+
+/// Read DATA (or the built-in set) into [`AuditData`].
+pub fn read_data(args: &AuditArgs) -> Result<AuditData> {
+    if let Some(kind) = args.dataset {
+        return read_builtin(kind, args);
+    }
+    let path = args
+        .data
+        .as_ref()
+        .expect("clap requires DATA without --dataset");
+    if path.is_dir() {
+        read_images(path, args)
+    } else if path.is_file() {
+        if args.model.is_some_and(|m| m != Architecture::Mlp) {
+            bail!(
+                "a CSV table is audited with the MLP; --model {} takes images",
+                args.model.unwrap().name()
+            );
+        }
+        if args.image_size.is_some() {
+            bail!(
+                "--image-size is for image folders, and {} is a file",
+                path.display()
+            );
+        }
+        let table = csv_table::read(path, &args.label_column)?;
+        let prepared = input::prepare_table(&table);
+        let n = table.rows();
+        Ok(AuditData {
+            prepared,
+            architecture: Architecture::Mlp,
+            ids: (0..n).map(|i| i.to_string()).collect(),
+            classes: table.classes.clone(),
+            labels: NoisyLabels {
+                true_labels: table.labels.clone(),
+                noisy_labels: table.labels,
+            },
+            truth_known: false,
+            skipped: Vec::new(),
+            source: path.display().to_string(),
+        })
+    } else {
+        bail!("{}: no such file or folder", path.display());
+    }
+}
+
+fn read_images(dir: &Path, args: &AuditArgs) -> Result<AuditData> {
+    let scan = image_folder::scan(dir)?;
+    let Some(common) = scan.most_common_size() else {
+        bail!(
+            "{}: no readable images in its {} class folders{}",
+            dir.display(),
+            scan.classes.len(),
+            match scan.skipped.first() {
+                Some(s) => format!(
+                    " ({} skipped, e.g. {}: {})",
+                    scan.skipped.len(),
+                    s.id,
+                    s.reason
+                ),
+                None => String::new(),
+            }
+        );
+    };
+    let (architecture, input) =
+        input::choose_for_images(common, scan.any_colour(), args.model, args.image_size)?;
+    let Input::Image {
+        channels,
+        height,
+        width,
+    } = input
+    else {
+        unreachable!("images get an image input")
+    };
+    let decoded = image_folder::decode(&scan.files, channels, width as u32, height as u32);
+    let mut skipped = scan.skipped.clone();
+    skipped.extend(decoded.skipped.iter().cloned());
+    let classes = scan.classes.len();
+    let prepared = input::prepare_images(&decoded, channels, height, width, classes);
+    let labels: Vec<u32> = decoded.files.iter().map(|f| f.label).collect();
+    Ok(AuditData {
+        prepared,
+        architecture,
+        ids: decoded.files.iter().map(|f| f.id.clone()).collect(),
+        classes: scan.classes,
+        labels: NoisyLabels {
+            true_labels: labels.clone(),
+            noisy_labels: labels,
+        },
+        truth_known: false,
+        skipped,
+        source: dir.display().to_string(),
+    })
+}
+
+fn read_builtin(kind: DatasetKind, args: &AuditArgs) -> Result<AuditData> {
+    if args.image_size.is_some() {
+        bail!(
+            "--image-size is for image folders, not --dataset {}",
+            kind.name()
+        );
+    }
+    let split = kind.load(args.data_dir.as_deref())?;
+    let train: Dataset = split
+        .train
+        .truncated(args.train_limit.unwrap_or(usize::MAX));
+    let noise = args.noise.unwrap_or(NoiseKind::Clean);
+    let rate = args.noise_rate.unwrap_or(0.0);
+    let labels = inject(&train.labels, train.classes, noise, rate, kind, args.seed)?;
+    let architecture = args.model.unwrap_or(match kind.is_grey_28() {
+        true => Architecture::Mlp,
+        false => Architecture::Cnn,
+    });
+    let [channels, height, width] = train.shape;
+    let (mean, std) = kind.channel_normalisation();
+    let n = train.len();
+    let classes = (0..train.classes).map(|c| c.to_string()).collect();
+    Ok(AuditData {
+        prepared: Prepared {
+            dataset: Dataset {
+                labels: labels.noisy_labels.clone(),
+                ..train
+            },
+            input: Input::Image {
+                channels,
+                height,
+                width,
+            },
+            normalisation: Normalisation { mean, std },
+        },
+        architecture,
+        ids: (0..n).map(|i| i.to_string()).collect(),
+        classes,
+        truth_known: noise != NoiseKind::Clean,
+        labels,
+        skipped: Vec::new(),
+        source: kind.name().to_string(),
+    })
+}

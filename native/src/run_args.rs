@@ -1,0 +1,106 @@
+//! The flags that define a run, shared by `train`, `bench` and `tune`. A flag not given
+//! stays `None` and gets the paper's value in core ([`taks_core::choices::Choices`]).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use taks_core::data::DatasetKind;
+use taks_core::noise::NoiseKind;
+
+use crate::device::DeviceChoice;
+
+/// The flags that define a run, which `--resume` takes from the run's config.json.
+pub const RUN_SETTINGS: [&str; 18] = [
+    "dataset",
+    "noise",
+    "noise_rate",
+    "train_limit",
+    "test_limit",
+    "k_ratio",
+    "eta_ratio",
+    "epochs",
+    "seed",
+    "batch_size",
+    "lr",
+    "decay_start",
+    "forget_rate",
+    "co_lambda",
+    "init_epoch",
+    "method",
+    "out",
+    "save_selections",
+];
+
+/// What to train on and how; shared by `train` and `bench`.
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Dataset.
+    #[arg(long, value_enum, default_value_t = DatasetKind::MnistDigits)]
+    pub dataset: DatasetKind,
+    /// Folder holding the dataset's files (IDX files for mnist/fashion-mnist, the binary
+    /// version for CIFAR). fashion-mnist defaults to /usr/share/datasets/fashion-mnist.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Label noise injected into the training set.
+    #[arg(long, value_enum, default_value_t = NoiseKind::Symmetric)]
+    pub noise: NoiseKind,
+    /// Noise rate: the fraction of labels flipped (symmetric, pairflip) or the flip
+    /// probability of the affected classes (asymmetric).
+    #[arg(long, default_value_t = 0.5)]
+    pub noise_rate: f64,
+    /// Use only the first N training samples (quick experiments).
+    #[arg(long, value_name = "N")]
+    pub train_limit: Option<usize>,
+    /// Use only the first N test samples.
+    #[arg(long, value_name = "N")]
+    pub test_limit: Option<usize>,
+    /// Fraction of samples selected each epoch, k = floor(n * k_ratio). Default: the
+    /// paper's tuned value for this dataset and noise.
+    #[arg(long)]
+    pub k_ratio: Option<f64>,
+    /// Scale of the FPL perturbation, eta = sqrt(k * epochs) * eta_ratio. Default: the
+    /// paper's tuned value.
+    #[arg(long)]
+    pub eta_ratio: Option<f64>,
+    /// Number of epochs. Default: 200 (the paper) for train, 3 timed epochs for bench.
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// Seed for noise, initial k-set, weights, batch order and perturbations. Default: 0.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Mini-batch size. Default: the paper's 128.
+    #[arg(long)]
+    pub batch_size: Option<usize>,
+    /// Adam learning rate. Default: the paper's 0.001.
+    #[arg(long)]
+    pub lr: Option<f64>,
+    /// Epoch (0-based) from which the learning rate falls linearly and beta1 drops to 0.1.
+    /// Default: the paper's 80.
+    #[arg(long)]
+    pub decay_start: Option<usize>,
+    /// Compute device: auto (a hardware GPU if present, else CPU), gpu (wgpu, even a
+    /// software adapter) or cpu (burn's flex backend).
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
+    pub device: DeviceChoice,
+    #[command(flatten)]
+    pub method_settings: MethodSettings,
+}
+
+/// The baselines' own settings; each defaults to the paper's value for the dataset and
+/// noise.
+#[derive(Args, Debug, Clone, Default)]
+pub struct MethodSettings {
+    /// tau of Co-teaching, Co-teaching+, JoCoR and ITLM: the share of each batch (of the
+    /// training set, for ITLM) left out. Default: the expected fraction of flipped
+    /// labels (the noise rate; half of it for asymmetric noise).
+    #[arg(long, value_name = "TAU")]
+    pub forget_rate: Option<f64>,
+    /// JoCoR's lambda (weight of the agreement term). Default: 0.9; CIFAR-10 at
+    /// symmetric 80% 0.65; CIFAR-100 0.85.
+    #[arg(long, value_name = "LAMBDA")]
+    pub co_lambda: Option<f64>,
+    /// Co-teaching+'s first epoch of disagreement-based exchange. Default: 0 for the
+    /// 28x28 sets, 20 for CIFAR-10, 5 for CIFAR-100.
+    #[arg(long, value_name = "EPOCH")]
+    pub init_epoch: Option<usize>,
+}
