@@ -13,7 +13,6 @@
 //! browser's WebGPU cannot block; natively it is driven by a trivial `block_on`.
 
 use burn::module::Module;
-use burn::optim::GradientsParams;
 use burn::tensor::activation::softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use web_time::Instant;
@@ -21,13 +20,13 @@ use web_time::Instant;
 use crate::config::TrainConfig;
 use crate::data::{Dataset, Split};
 use crate::holdout::noisy_holdout;
-use crate::methods::{self, BatchAt, EpochSet, Method, Rule, RuleInputs};
+use crate::methods::{Rule, RuleInputs};
 use crate::metrics::{EpochMetrics, regret_bound};
-use crate::model::{Classifier, Networks};
+use crate::model::Networks;
 use crate::noise::{NoisyLabels, inject};
 use crate::optim::{Adam, schedule};
 use crate::rng::SplitMix64;
-use crate::selection::{self, Selector, indices_tensor, read_floats};
+use crate::selection::{Selector, read_floats};
 use crate::{Error, Result};
 
 pub mod checkpoint;
@@ -88,6 +87,31 @@ pub struct Trainer {
     k: usize,
 }
 
+/// The rule of `config.method` for a training set with these noisy `labels` and
+/// `classes`, from the method's registry row.
+pub fn build_rule(
+    config: &TrainConfig,
+    labels: &NoisyLabels,
+    classes: usize,
+    device: &Device,
+) -> Result<Box<dyn Rule>> {
+    let n = labels.noisy_labels.len();
+    (config.method.spec().build)(&RuleInputs {
+        n,
+        classes,
+        k: config.checked_k(n)?,
+        eta: config.eta(n),
+        seed: config.seed,
+        forget_rate: config.forget_rate,
+        co_lambda: config.co_lambda,
+        init_epoch: config.init_epoch,
+        dataset: config.dataset,
+        labels,
+        device,
+        engine: config.selection_engine,
+    })
+}
+
 impl Trainer {
     /// Inject the configured noise into `split.train`, upload both parts to `device` and
     /// build the networks and the method's rule.
@@ -123,20 +147,7 @@ impl Trainer {
         let k = config.checked_k(n)?;
         device.seed(config.seed);
         let (shape, classes) = (train.shape, train.classes);
-        let rule = (config.method.spec().build)(&RuleInputs {
-            n,
-            classes,
-            k,
-            eta: config.eta(n),
-            seed: config.seed,
-            forget_rate: config.forget_rate,
-            co_lambda: config.co_lambda,
-            init_epoch: config.init_epoch,
-            dataset: config.dataset,
-            labels: &labels,
-            device,
-            engine: config.selection_engine,
-        })?;
+        let rule = build_rule(&config, &labels, classes, device)?;
         let stage_one = rule
             .first_stage()
             .map(|stage| noisy_holdout(&train, &labels, stage.holdout, config.seed).into_split());

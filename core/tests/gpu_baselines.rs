@@ -13,10 +13,10 @@
 use burn::tensor::{Device, DeviceKind, Int, Tensor, TensorData};
 use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
-use taks_core::methods::{self, BatchAt, Method};
+use taks_core::methods::{BatchAt, Method};
 use taks_core::metrics::EpochMetrics;
-use taks_core::noise::NoiseKind;
-use taks_core::train::Trainer;
+use taks_core::noise::{NoiseKind, NoisyLabels};
+use taks_core::train::{Trainer, build_rule};
 
 fn run(method: Method, device: &Device) -> Vec<EpochMetrics> {
     let split = DatasetKind::MnistDigits.load(None).unwrap();
@@ -124,7 +124,11 @@ fn batch_rules_agree_on_wgpu_and_flex() {
         let autodiff = device.clone().autodiff();
         let config =
             TrainConfig::paper(DatasetKind::MnistDigits, NoiseKind::Symmetric, 0.5, method);
-        let rule = methods::rule(&config, 1000, c, None, device).unwrap();
+        let noisy = NoisyLabels {
+            true_labels: vec![0; 1000],
+            noisy_labels: vec![0; 1000],
+        };
+        let rule = build_rule(&config, &noisy, c, device).unwrap();
         let t =
             |v: &Vec<f32>| Tensor::<2>::from_data(TensorData::new(v.clone(), [b, c]), &autodiff);
         let y = Tensor::<1, Int>::from_data(TensorData::new(labels.clone(), [b]), &autodiff);

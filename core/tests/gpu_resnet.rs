@@ -21,7 +21,7 @@ const BATCH: usize = 8;
 const CLASSES: usize = 4;
 
 fn host(t: Tensor<2>) -> Vec<f32> {
-    t.into_data().to_vec::<f32>().unwrap()
+    t.into_data().try_to_vec::<f32>().unwrap()
 }
 
 /// The largest |a - b| over the largest |a|: rounding differences of two backends stay
@@ -58,7 +58,7 @@ fn one_step(mut net: Classifier, device: &Device) -> Step {
 
     let logits = net.forward(x.clone());
     let loss = cross_entropy(logits.clone(), &y).mean();
-    let loss_value = loss.clone().into_data().to_vec::<f32>().unwrap()[0];
+    let loss_value = loss.clone().into_data().try_to_vec::<f32>().unwrap()[0];
     // After the training-mode pass, so both eval passes see the same running statistics.
     let before = host(net.valid().forward(x.clone().without_autodiff()));
     let grads = GradientsParams::from_grads(loss.backward(), &net);
