@@ -29,10 +29,12 @@ fi
 # Fewer autotuning trials: the wgpu tests run on a software adapter, where each costs seconds.
 export CUBECL_AUTOTUNE_LEVEL="${CUBECL_AUTOTUNE_LEVEL:-minimal}"
 
-# The habits of the workspace first (seconds for fmt; clippy checks burn once, without
-# code generation): formatted as `cargo fmt` writes it, and no clippy warning.
+# The habits of the workspace first: formatted as `cargo fmt` writes it, and no clippy
+# warning. Clippy runs in the release profile so that it reuses the build scripts and
+# proc macros the release build compiles (the dev profile optimises every dependency,
+# proc macros included, and would compile them all once more).
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --release --workspace --all-targets -- -D warnings
 
 # One optimised build serves the binary and every test (burn is unusably slow unoptimised).
 cargo test --release --workspace

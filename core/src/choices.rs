@@ -2,7 +2,7 @@
 //! any settings they gave), turned into a validated [`TrainConfig`] by one function.
 //!
 //! Every front end fills a [`Choices`] and calls [`Choices::build`]: `taks train`,
-//! `bench` and `tune`, `taks experiment`'s grid and the browser page. A setting left
+//! `bench` and `tune`, `taks experiment`'s grid, the audit's runs and the browser page. A setting left
 //! `None` gets the paper's value for the dataset, noise and method
 //! ([`TrainConfig::paper`]), so no front end restates a default, and a change to the
 //! paper's values reaches all of them.

@@ -219,7 +219,10 @@ fn check_card(card: &ModelCard, path: &Path) -> Result<()> {
         bail!("{}: a model needs at least 2 classes", path.display());
     }
     let n = &card.normalisation;
-    if n.mean.len() != groups || n.std.len() != groups || n.std.iter().any(|s| !(*s > 0.0)) {
+    if n.mean.len() != groups
+        || n.std.len() != groups
+        || n.std.iter().any(|s| s.is_nan() || *s <= 0.0)
+    {
         bail!(
             "{}: the normalisation does not fit the input",
             path.display()

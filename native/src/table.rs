@@ -2,7 +2,7 @@
 //! several run folders side by side, with the time ratio against a `standard` run of
 //! the same dataset and noise when one is among them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use taks_core::config::TrainConfig;
@@ -66,7 +66,7 @@ pub fn run(dirs: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-pub fn read_run(dir: &PathBuf) -> Result<Row> {
+pub fn read_run(dir: &Path) -> Result<Row> {
     let config_path = dir.join("config.json");
     let text = std::fs::read_to_string(&config_path)
         .with_context(|| format!("reading {}", config_path.display()))?;
@@ -85,7 +85,7 @@ pub fn read_run(dir: &PathBuf) -> Result<Row> {
 }
 
 /// Parse metrics.csv back into rows, by column name.
-pub fn read_metrics(dir: &PathBuf) -> Result<Vec<EpochMetrics>> {
+pub fn read_metrics(dir: &Path) -> Result<Vec<EpochMetrics>> {
     let path = dir.join("metrics.csv");
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;

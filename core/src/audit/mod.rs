@@ -27,6 +27,7 @@ pub mod input;
 use burn::tensor::Device;
 use serde::Serialize;
 
+use crate::choices::Choices;
 use crate::config::TrainConfig;
 use crate::data::{Dataset, DatasetKind, Split};
 use crate::methods::Method;
@@ -103,32 +104,28 @@ impl AuditSettings {
         }
     }
 
-    /// A training configuration for `method` over `epochs`.
-    fn train_config(&self, method: Method, k_ratio: f64, epochs: usize) -> TrainConfig {
-        TrainConfig {
-            // The audited data is not one of the built-in sets. Trainer::with_labels
-            // reads the dataset only for F-correction, which an audit never runs, and
-            // validation only to keep the MLP off CIFAR; a grey set passes every network.
-            dataset: DatasetKind::MnistDigits,
-            noise: NoiseKind::Clean,
-            noise_rate: 0.0,
-            method,
-            k_ratio,
-            eta_ratio: self.eta_ratio,
-            epochs,
-            seed: self.seed,
-            batch_size: self.batch_size,
-            learning_rate: self.learning_rate,
-            decay_start: epochs * 2 / 5,
-            architecture: self.architecture,
-            train_limit: None,
-            test_limit: None,
-            eval_batch_size: self.eval_batch_size,
-            selection_engine: self.selection_engine,
-            forget_rate: 0.0,
-            co_lambda: 0.0,
-            init_epoch: 0,
+    /// A training configuration for `method` over `epochs`, built the one way every run
+    /// is ([`Choices`]). The audited data is not one of the built-in sets: the dataset
+    /// named is a stand-in that only the paper's defaults read (of which an audit
+    /// overrides every one its methods use), and validation, which keeps the MLP off
+    /// colour images: a grey 28x28 set lets every network pass, and the audit chose the
+    /// network for the data itself.
+    fn train_config(&self, method: Method, k_ratio: f64, epochs: usize) -> Result<TrainConfig> {
+        let mut config = Choices {
+            k_ratio: Some(k_ratio),
+            eta_ratio: Some(self.eta_ratio),
+            epochs: Some(epochs),
+            seed: Some(self.seed),
+            batch_size: Some(self.batch_size),
+            learning_rate: Some(self.learning_rate),
+            decay_start: Some(epochs * 2 / 5),
+            architecture: Some(self.architecture),
+            eval_batch_size: Some(self.eval_batch_size),
+            ..Choices::new(DatasetKind::MnistDigits, NoiseKind::Clean, 0.0, method)
         }
+        .build()?;
+        config.selection_engine = self.selection_engine;
+        Ok(config)
     }
 }
 
@@ -221,7 +218,7 @@ pub async fn run(
         let fit_labels: Vec<u32> = fit.iter().map(|&i| labels.noisy_labels[i]).collect();
         let truth: Vec<u32> = fit.iter().map(|&i| labels.true_labels[i]).collect();
         let mut probe = Trainer::with_labels(
-            settings.train_config(Method::STANDARD, 1.0, settings.probe_epochs),
+            settings.train_config(Method::STANDARD, 1.0, settings.probe_epochs)?,
             Split {
                 test: check_slice(&train),
                 train,
@@ -247,7 +244,7 @@ pub async fn run(
     let k_ratio = settings
         .k_ratio
         .unwrap_or_else(|| k_ratio_from(estimate.rate, n));
-    let config = settings.train_config(Method::TAKS, k_ratio, settings.epochs);
+    let config = settings.train_config(Method::TAKS, k_ratio, settings.epochs)?;
     let classes = data.classes;
     // The data moves to the device here: no host copy is kept.
     let split = Split {

@@ -47,8 +47,10 @@ pub struct RuleInputs<'a> {
     pub engine: Engine,
 }
 
-/// Which samples an epoch trains on.
+/// Which samples an epoch trains on. One is made per epoch and consumed at once, so a
+/// tensor held inline costs nothing worth a box.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum EpochSet {
     /// All n, shuffled.
     All,

@@ -36,7 +36,9 @@ pub(super) type Inputs<const D: usize> = (Tensor<D>, Tensor<D>, Option<Moments>)
 /// first step), as the generic update computes it, gated by `gate` (1.0 or absent: step;
 /// 0.0: leave weights and moments as they are, the step counter still advancing); `Err`
 /// gives the inputs back when any of them is not an f32 flex tensor, or the gate is
-/// neither 0 nor 1.
+/// neither 0 nor 1. (The inputs go back by value, unboxed: this runs once per parameter
+/// per step, and the caller takes the generic path with them at once.)
+#[allow(clippy::result_large_err)]
 pub(super) fn update<const D: usize>(
     step: &Step,
     inputs: Inputs<D>,

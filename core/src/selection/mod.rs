@@ -60,6 +60,8 @@ pub(crate) struct Params {
     pub seed: u32,
 }
 
+/// One per run: the WGSL engine's tensors inline cost nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 enum State {
     Host(host::HostEngine),
     Wgsl(wgsl::WgslEngine),

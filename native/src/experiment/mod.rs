@@ -26,14 +26,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use taks_core::choices::Choices;
 use taks_core::config::TrainConfig;
 use taks_core::data::{DatasetKind, Split};
-use taks_core::methods::Method;
-use taks_core::metrics::EpochMetrics;
 use taks_core::noise::NoiseKind;
 use web_time::Instant;
 
 use crate::device::{self, DeviceChoice};
 use crate::picks::{self, MethodPick};
-use crate::{plot, train};
+use crate::{plot, table, train};
 
 mod tables;
 

@@ -8,8 +8,9 @@ use anyhow::Result;
 use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
 use taks_core::metrics::EpochMetrics;
+use taks_core::noise::NoiseKind;
 
-use super::{Cell, ExperimentArgs};
+use super::{Cell, ExperimentArgs, noise_label};
 use crate::table;
 
 /// One (dataset, noise, method) over its seeds.
