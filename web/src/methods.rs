@@ -14,10 +14,12 @@ struct MethodRow {
     /// Whether it chooses a k-set with the FPL selector (and so has a cumulative
     /// noise-risk, a regret and its bound).
     selects: bool,
+    /// The flags of the settings it reads besides the common ones (`--forget-rate`, ...).
+    settings: Vec<&'static str>,
 }
 
 /// Every registered method, in the registry's order, as a JSON array of
-/// `{name, title, help, networks, selects}`.
+/// `{name, title, help, networks, selects, settings}`.
 #[wasm_bindgen]
 pub fn methods_json() -> String {
     let rows: Vec<MethodRow> = Method::all()
@@ -28,6 +30,7 @@ pub fn methods_json() -> String {
             help: m.help(),
             networks: m.networks(),
             selects: m.uses_selector(),
+            settings: m.spec().settings.iter().map(|s| s.flag()).collect(),
         })
         .collect();
     serde_json::to_string(&rows).unwrap_or_default()

@@ -19,7 +19,7 @@ const GRID = 96;
 // The page's own colours for the methods it runs side by side; others take the palette.
 const COLORS = { taks: '#1f78b4', standard: '#e66101', 'co-teaching': '#6a3d9a', jocor: '#d01c8b' };
 const PALETTE = ['#33a02c', '#b15928', '#ff7f00', '#6a51a3', '#01665e', '#8c510a'];
-let REGISTRY = [];          // [{ name, title, help, networks, selects }] from the wasm module
+let REGISTRY = [];          // [{ name, title, help, networks, selects, settings }] from the wasm module
 const NAMES = {};           // name -> title, from the registry
 let METHODS = [];           // registered names, in the registry's order
 // The method picker's choices (each registered method alone is added from the registry);
@@ -256,7 +256,7 @@ function describeRun(r) {
   if (spec.selects) return `${name}: k = ${r.k} of ${r.n}, eta = ${r.eta.toFixed(2)}`;
   const nets = spec.networks > 1 ? ` through ${spec.networks} networks` : '';
   const tau = r.config && r.config.forget_rate;
-  const forgets = r.method !== 'standard' && spec.networks > 1 && Number.isFinite(tau);
+  const forgets = (spec.settings || []).includes('--forget-rate') && Number.isFinite(tau);
   return `${name}: ${r.k === r.n ? `all ${r.n}` : `${r.k} of ${r.n}`}${nets}` + (forgets ? `, forget rate ${tau.toFixed(2)}` : '');
 }
 
@@ -318,11 +318,11 @@ function drawCharts() {
   // Only the methods with the FPL selector have a regret (the others report null): the
   // run's first such method is drawn.
   const selecting = runMethods.find((m) => (REGISTRY.find((r) => r.name === m) || {}).selects);
-  const taks = (history[selecting] || []).filter((r) => r.regret != null && r.regret_bound != null);
+  const rows = (history[selecting] || []).filter((r) => r.regret != null && r.regret_bound != null);
   lineChart($('chart-regret'), [
-    { label: `regret (${NAMES[selecting] || 'none'})`, color: COLORS[selecting], points: taks.map((r) => [r.epoch, r.regret]) },
-    { label: 'bound 2 sqrt(2kt ln C(n,k))', color: '#555', dash: '4 3', points: taks.map((r) => [r.epoch, r.regret_bound]) },
-  ], { xmax: totalEpochs, ymin: Math.min(0, ...taks.map((r) => r.regret)), format: (v) => v.toExponential(1) });
+    { label: `regret (${NAMES[selecting] || 'none'})`, color: COLORS[selecting], points: rows.map((r) => [r.epoch, r.regret]) },
+    { label: 'bound 2 sqrt(2kt ln C(n,k))', color: '#555', dash: '4 3', points: rows.map((r) => [r.epoch, r.regret_bound]) },
+  ], { xmax: totalEpochs, ymin: Math.min(0, ...rows.map((r) => r.regret)), format: (v) => v.toExponential(1) });
 }
 
 function buildGrid() {
@@ -403,7 +403,6 @@ async function main() {
   $('rate').onchange = askDefaults;
   $('backend-choice').onchange = () => newWorker();
   $('method').onchange = showRows;
-
   showRows();
   await newWorker();
   if (!explicitRatios) askDefaults();
