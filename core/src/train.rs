@@ -1,10 +1,13 @@
 //! The training loop of Algorithm 1, one epoch per call, for every method.
 //!
-//! Each epoch: choose the samples to train on (the method's [`EpochSet`]: all of them,
-//! TAkS's k-set, or ITLM's smallest-loss set scored now); train one pass over them
-//! (shuffled, batches of 128, the last partial batch kept) with the method's batch
-//! [`Rule`]; for TAkS and its ablations, score all n samples in eval mode and let the
-//! [`Selector`] choose the next k-set; then apply the schedule. The training set is
+//! Each epoch: choose the samples to train on (the rule's [`crate::methods::EpochSet`]:
+//! all of them, TAkS's k-set, or ITLM's smallest-loss set scored now); train one pass
+//! over them (shuffled, batches of 128, the last partial batch kept) with the method's
+//! batch [`Rule`]; when the rule has a [`Selector`] (TAkS and its ablations), score all n
+//! samples in eval mode and let it choose the next k-set; then apply the schedule. The
+//! loop calls only the [`Rule`] trait; it never names a method
+//! ([`crate::methods::registry`] holds what differs). The parts live in `epoch`,
+//! `evaluate`, `first_stage`, `label_counts` and `checkpoint`. The training set is
 //! uploaded to the device once and batches are gathered there by index, so an epoch
 //! moves only indices and a few scalars between host and device; the label-precision
 //! counts of the samples each network trained on are summed on the device too.
