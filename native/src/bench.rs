@@ -81,7 +81,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mut run_args = args.run.clone();
     run_args.epochs = Some(args.warmup + timed);
     let build = |method: Method| -> Result<_> {
-        let mut choices = config::choices(&run_args, method, None);
+        let mut choices = config::choices(&run_args, method);
         choices.architecture = args.model;
         choices.eval_batch_size = args.eval_batch;
         Ok(choices.build()?)

@@ -9,14 +9,13 @@ use taks_core::methods::Method;
 
 use crate::run_args::RunArgs;
 
-/// The choices of `args` for `method`; `default_epochs` when `--epochs` is absent (the
-/// paper's 200 for train, fewer for bench).
-pub fn choices(args: &RunArgs, method: Method, default_epochs: Option<usize>) -> Choices {
+/// The choices of `args` for `method`.
+pub fn choices(args: &RunArgs, method: Method) -> Choices {
     let settings = &args.method_settings;
     Choices {
         k_ratio: args.k_ratio,
         eta_ratio: args.eta_ratio,
-        epochs: args.epochs.or(default_epochs),
+        epochs: args.epochs,
         seed: args.seed,
         batch_size: args.batch_size,
         learning_rate: args.lr,
@@ -30,6 +29,6 @@ pub fn choices(args: &RunArgs, method: Method, default_epochs: Option<usize>) ->
     }
 }
 
-pub fn build(args: &RunArgs, method: Method, default_epochs: Option<usize>) -> Result<TrainConfig> {
-    Ok(choices(args, method, default_epochs).build()?)
+pub fn build(args: &RunArgs, method: Method) -> Result<TrainConfig> {
+    Ok(choices(args, method).build()?)
 }

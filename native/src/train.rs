@@ -71,7 +71,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
             (config, data_dir, dir.join("selected.csv").exists())
         }
         None => {
-            let config = config::build(&args.run, args.method, None)?;
+            let config = config::build(&args.run, args.method)?;
             if args.save_selections && !config.method.uses_selector() {
                 bail!(
                     "--save-selections needs a method with an epoch-level selection (taks, greedy, naive), not {}",

@@ -64,7 +64,7 @@ fn k_grid(gamma: f64) -> Vec<f64> {
 }
 
 pub fn run(args: TuneArgs) -> Result<()> {
-    let base = config::build(&args.run, taks_core::methods::Method::TAKS, None)?;
+    let base = config::build(&args.run, taks_core::methods::Method::TAKS)?;
     let gamma = args
         .gamma
         .unwrap_or_else(|| expected_flip_fraction(base.dataset, base.noise, base.noise_rate));

@@ -127,10 +127,6 @@ impl Selector {
         })
     }
 
-    pub fn objective(&self) -> Objective {
-        self.rule.objective
-    }
-
     /// The engine actually in use (the WGSL one falls back to the reference off wgpu).
     pub fn engine(&self) -> Engine {
         match self.state {
