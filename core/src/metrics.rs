@@ -1,5 +1,5 @@
 //! The paper's measurements: label precision and recall, total selection risk and
-//! regret next to Theorem 1's bound, test accuracy and epoch time, and the summary
+//! regret next to the bound that holds for it (`crate::regret`), test accuracy and epoch time, and the summary
 //! its tables report (the mean of the last ten epochs).
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -24,15 +24,22 @@ pub struct EpochMetrics {
     /// |selected and clean| / |clean|.
     pub label_recall: f64,
     /// d_t . theta_t: the noise-risk of this epoch's selection, measured after training.
-    /// This and the next three exist for the methods with an FPL selector (TAkS, greedy,
+    /// This and the next two exist for the methods with an FPL selector (TAkS, greedy,
     /// naive) and are `None` (empty in the CSV) for the others.
     pub selection_risk: Option<f64>,
     /// sum over epochs 1..t of selection_risk.
     pub total_selection_risk: Option<f64>,
     /// total_selection_risk minus the risk of the best fixed k-set in hindsight.
     pub regret: Option<f64>,
-    /// Theorem 1 with eta = sqrt(k t): 2 sqrt(2 k t ln C(n, k)).
+    /// The bound on FPL's expected regret at the run's own eta, eta G + t G / (4 eta)
+    /// (`crate::regret::fpl_bound`); `None` where eta = 0 or the method ranks the latest
+    /// risk alone (naive, greedy: no guarantee). In training a diagnostic: the risks
+    /// react to the selection.
     pub regret_bound: Option<f64>,
+    /// The formula the paper prints, 2 sqrt(2 k t ln C(n, k)) (`crate::regret::
+    /// paper_bound`), for the same methods as `regret_bound`: not a bound on these runs.
+    #[serde(default)]
+    pub paper_bound: Option<f64>,
     /// Exactly the work the method needs for the epoch: choosing its samples (with the
     /// scoring pass that takes, if any) and training; never test evaluation.
     pub epoch_seconds: f64,
@@ -46,7 +53,7 @@ impl EpochMetrics {
     /// network's accuracy as `test_accuracy_net1`, `test_accuracy_net2`.
     pub fn csv_header(networks: usize) -> String {
         let mut header = String::from(
-            "epoch,train_loss,test_accuracy,label_precision,label_recall,selection_risk,total_selection_risk,regret,regret_bound,epoch_seconds,selected,learning_rate",
+            "epoch,train_loss,test_accuracy,label_precision,label_recall,selection_risk,total_selection_risk,regret,regret_bound,paper_bound,epoch_seconds,selected,learning_rate",
         );
         if networks > 1 {
             for i in 1..=networks {
@@ -59,7 +66,7 @@ impl EpochMetrics {
     pub fn csv_row(&self) -> String {
         let optional = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
         let mut row = format!(
-            "{},{:.6},{:.6},{:.6},{:.6},{},{},{},{},{:.4},{},{:.3e}",
+            "{},{:.6},{:.6},{:.6},{:.6},{},{},{},{},{},{:.4},{},{:.3e}",
             self.epoch,
             self.train_loss,
             self.test_accuracy,
@@ -69,6 +76,7 @@ impl EpochMetrics {
             optional(self.total_selection_risk),
             optional(self.regret),
             optional(self.regret_bound),
+            optional(self.paper_bound),
             self.epoch_seconds,
             self.selected,
             self.learning_rate
@@ -87,17 +95,6 @@ fn null_as_nan<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Err
     Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
 }
 
-/// ln C(n, k), summed term by term (exact enough and never overflows).
-pub fn ln_choose(n: usize, k: usize) -> f64 {
-    let k = k.min(n - k.min(n));
-    (1..=k).map(|i| ((n - k + i) as f64 / i as f64).ln()).sum()
-}
-
-/// Theorem 1 / Corollary 2: E[R_T] <= 2 sqrt(2 k T ln C(n, k)) with eta = sqrt(kT).
-pub fn regret_bound(n: usize, k: usize, t: usize) -> f64 {
-    2.0 * (2.0 * k as f64 * t as f64 * ln_choose(n, k)).sqrt()
-}
-
 /// The figures a paper table reports for one run.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Summary {
@@ -110,6 +107,8 @@ pub struct Summary {
     pub best_test_accuracy: f64,
     pub final_regret: Option<f64>,
     pub final_regret_bound: Option<f64>,
+    /// The paper's printed formula at the last epoch (see `EpochMetrics::paper_bound`).
+    pub final_paper_bound: Option<f64>,
 }
 
 /// Means over the last `min(10, epochs)` epochs, like the paper's tables.
@@ -135,28 +134,13 @@ pub fn summarize(history: &[EpochMetrics]) -> Option<Summary> {
         best_test_accuracy: history.iter().map(|m| m.test_accuracy).fold(0.0, f64::max),
         final_regret: final_row.regret,
         final_regret_bound: final_row.regret_bound,
+        final_paper_bound: final_row.paper_bound,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ln_choose_matches_small_cases() {
-        assert!((ln_choose(5, 2) - 10f64.ln()).abs() < 1e-12);
-        assert!((ln_choose(52, 5) - 2_598_960f64.ln()).abs() < 1e-9);
-        assert_eq!(ln_choose(7, 0), 0.0);
-        assert_eq!(ln_choose(7, 7), 0.0);
-        assert!((ln_choose(7, 5) - ln_choose(7, 2)).abs() < 1e-12);
-    }
-
-    #[test]
-    fn bound_grows_like_sqrt_t() {
-        let b1 = regret_bound(1000, 350, 1);
-        let b4 = regret_bound(1000, 350, 4);
-        assert!((b4 / b1 - 2.0).abs() < 1e-9);
-    }
 
     fn row(epoch: usize, acc: f64) -> EpochMetrics {
         EpochMetrics {
@@ -170,6 +154,7 @@ mod tests {
             total_selection_risk: Some(0.0),
             regret: Some(epoch as f64),
             regret_bound: Some(100.0),
+            paper_bound: Some(50.0),
             epoch_seconds: 1.0,
             selected: 1,
             learning_rate: 1e-3,

@@ -24,11 +24,13 @@ use crate::config::TrainConfig;
 use crate::data::{Dataset, Split};
 use crate::holdout::noisy_holdout;
 use crate::methods::{Rule, RuleInputs};
-use crate::metrics::{EpochMetrics, regret_bound};
+use crate::metrics::EpochMetrics;
 use crate::model::Networks;
 use crate::noise::{NoisyLabels, inject};
 use crate::optim::{Adam, schedule};
+use crate::regret::{fpl_bound, paper_bound};
 use crate::rng::SplitMix64;
+use crate::selection::Objective;
 use crate::selection::{Selector, read_floats};
 use crate::{Error, Result};
 
@@ -278,9 +280,12 @@ impl Trainer {
             )
         });
         let rule = self.rule.as_mut().expect("the rule is home between epochs");
-        let update = match (rule.selector_mut(), logits) {
-            (Some(selector), Some(logits)) => Some(selector.update(logits, e + 1).await?),
-            _ => None,
+        let (update, objective) = match (rule.selector_mut(), logits) {
+            (Some(selector), Some(logits)) => (
+                Some(selector.update(logits, e + 1).await?),
+                Some(selector.objective()),
+            ),
+            _ => (None, None),
         };
         let counts = read_floats(trained.scalars, "the epoch's loss and counts").await?;
         let epoch_seconds = started.elapsed().as_secs_f64();
@@ -296,17 +301,25 @@ impl Trainer {
         let network_accuracies = self.test_accuracies().await?;
         self.epoch += 1;
         let t = self.epoch;
-        let (selection_risk, total, regret, bound) = match update {
+        let (selection_risk, total, regret, bound, paper) = match update {
             Some(update) => {
                 self.total_selection_risk += update.selection_risk;
+                // Only FPL with eta > 0 has a bound; naive (eta = 0) and greedy have none.
+                let bound = match objective {
+                    Some(Objective::Perturbed { eta }) if eta > 0.0 => {
+                        Some(fpl_bound(eta, self.train.len, self.k, t))
+                    }
+                    _ => None,
+                };
                 (
                     Some(update.selection_risk),
                     Some(self.total_selection_risk),
                     Some(self.total_selection_risk - update.hindsight_risk),
-                    Some(regret_bound(self.train.len, self.k, t)),
+                    bound,
+                    bound.map(|_| paper_bound(self.train.len, self.k, t)),
                 )
             }
-            None => (None, None, None, None),
+            None => (None, None, None, None, None),
         };
         Ok(EpochMetrics {
             epoch: t,
@@ -319,6 +332,7 @@ impl Trainer {
             total_selection_risk: total,
             regret,
             regret_bound: bound,
+            paper_bound: paper,
             epoch_seconds,
             selected: trained.samples,
             learning_rate: lr,

@@ -144,6 +144,7 @@ pub fn read_metrics(dir: &Path) -> Result<Vec<EpochMetrics>> {
                 total_selection_risk: optional("total_selection_risk")?,
                 regret: optional("regret")?,
                 regret_bound: optional("regret_bound")?,
+                paper_bound: optional("paper_bound")?,
                 epoch_seconds: get("epoch_seconds")?,
                 selected: optional("selected")?.unwrap_or(0.0) as usize,
                 learning_rate: optional("learning_rate")?.unwrap_or(f64::NAN),

@@ -362,6 +362,7 @@ fn read_run_config(dir: &Path) -> Result<(TrainConfig, Option<PathBuf>)> {
 pub fn epoch_line(m: &EpochMetrics) -> String {
     let regret = match (m.regret, m.regret_bound) {
         (Some(r), Some(b)) => format!("  regret {r:.1} (bound {b:.0})"),
+        (Some(r), None) => format!("  regret {r:.1}"),
         _ => String::new(),
     };
     format!(

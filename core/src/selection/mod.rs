@@ -135,6 +135,28 @@ impl Selector {
         }
     }
 
+    /// What ranks the samples (TAkS's eta, or the latest risk alone).
+    pub fn objective(&self) -> Objective {
+        self.rule.objective
+    }
+
+    /// The values the set chosen after epoch `epoch` (1-based) was the k smallest of:
+    /// L_t + eta r_t from the cumulative risk L_t, or the latest risk theta_t. On the
+    /// host, with the draws the engines use, for showing why a sample was (not) chosen.
+    pub fn ranked_values(&self, cumulative: &[f32], latest: &[f32], epoch: usize) -> Vec<f32> {
+        match self.rule.objective {
+            Objective::LatestRisk => latest.to_vec(),
+            Objective::Perturbed { eta } => {
+                reference::fpl_objective(cumulative, eta as f32, self.rule.seed, epoch as u32)
+            }
+        }
+    }
+
+    /// The size k of every selected set.
+    pub fn k(&self) -> usize {
+        self.rule.k
+    }
+
     /// Size of the set the next epoch trains on.
     pub fn selected_len(&self) -> usize {
         self.current_device.dims()[0]
