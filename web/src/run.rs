@@ -3,10 +3,11 @@
 //! The page's settings arrive as JSON and become a core `TrainConfig` on the bundled
 //! MNIST digits, starting from the paper's values. Every epoch is one
 //! `Trainer::step`, returned as a promise of the core's `EpochMetrics` in JSON; what the
-//! page draws beyond that (the selected set, the cumulative noise-risk) is read through
-//! the core's own accessors. Side by side means two `Run`s on the shared device.
+//! page draws beyond that (the selected set, the cumulative noise-risk, one sample's
+//! history) comes from the core's selection [`Trail`], recorded after every step. Side
+//! by side means two `Run`s on the shared device.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::str::FromStr;
 
@@ -18,7 +19,8 @@ use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
 use taks_core::methods::settings::tuned_ratios;
 use taks_core::noise::NoiseKind;
-use taks_core::selection::Engine;
+use taks_core::selection::trail::{Reading, Trail};
+use taks_core::selection::{Engine, Objective};
 use taks_core::train::Trainer;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
@@ -61,6 +63,12 @@ pub fn paper_ratios(noise: &str, noise_rate: f64) -> Result<Vec<f64>, JsError> {
 #[wasm_bindgen]
 pub struct Run {
     trainer: Rc<RefCell<Option<Trainer>>>,
+    /// The selector's record, for a method with one (started before the first epoch).
+    trail: Rc<RefCell<Option<Trail>>>,
+    /// Epochs finished.
+    finished: Rc<Cell<usize>>,
+    /// How the selector ranks: "perturbed" (TAkS, naive), "latest" (greedy) or "none".
+    ranking: &'static str,
     config: TrainConfig,
     grid_images: Vec<f32>,
     true_labels: Vec<u32>,
@@ -110,7 +118,15 @@ impl Run {
             Some(Engine::Reference) => "reference",
             None => "none",
         };
+        let ranking = match trainer.selector().map(|s| s.objective()) {
+            Some(Objective::Perturbed { .. }) => "perturbed",
+            Some(Objective::LatestRisk) => "latest",
+            None => "none",
+        };
         Ok(Run {
+            trail: Rc::new(RefCell::new(None)),
+            finished: Rc::new(Cell::new(0)),
+            ranking,
             engine,
             true_labels: labels.true_labels.clone(),
             noisy_labels: labels.noisy_labels.clone(),
@@ -165,14 +181,35 @@ impl Run {
         self.clean.clone()
     }
 
-    /// Train one epoch; resolves to the core's `EpochMetrics` as JSON.
+    /// How the selector ranks the samples: "perturbed" (L + eta r: TAkS, and naive with
+    /// eta = 0), "latest" (theta alone: greedy) or "none" (no selector).
+    pub fn ranking(&self) -> String {
+        self.ranking.into()
+    }
+
+    /// Train one epoch; resolves to the core's `EpochMetrics` as JSON. The selection
+    /// trail is recorded before the promise resolves.
     pub fn step(&self) -> Promise {
-        let cell = self.trainer.clone();
+        let (cell, trail, finished) = (self.trainer.clone(), self.trail.clone(), self.finished.clone());
         future_to_promise(async move {
             let mut trainer = take(&cell)?;
-            let result = trainer.step().await;
+            let result = async {
+                start_trail(&trainer, &trail).await?;
+                let metrics = trainer.step().await?;
+                if let Some(selector) = trainer.selector() {
+                    // Read first, then hold the trail only for the push: the page may
+                    // ask for a sample while the device read is pending.
+                    let reading = Reading::of(selector).await?;
+                    if let Some(trail) = trail.borrow_mut().as_mut() {
+                        trail.push(selector, metrics.epoch, reading);
+                    }
+                }
+                Ok::<_, taks_core::Error>(metrics)
+            }
+            .await;
             *cell.borrow_mut() = Some(trainer);
             let metrics = result.map_err(js_error)?;
+            finished.set(metrics.epoch);
             serde_json::to_string(&metrics)
                 .map(JsValue::from)
                 .map_err(js_error)
@@ -184,21 +221,20 @@ impl Run {
     /// method without an FPL selector trains on every digit and has no L_t: all
     /// selected, and an empty `cumulative`.
     pub fn snapshot(&self) -> Promise {
-        let cell = self.trainer.clone();
+        let (cell, trail) = (self.trainer.clone(), self.trail.clone());
         let n = self.clean.len();
         future_to_promise(async move {
             let trainer = take(&cell)?;
-            let (indices, cumulative) = match trainer.selector() {
-                Some(selector) => (
-                    selector.current_indices_host().await,
-                    selector.cumulative_risk_host().await,
-                ),
-                None => (Ok((0..n as u32).collect()), Ok(Vec::new())),
-            };
+            let started = start_trail(&trainer, &trail).await;
             *cell.borrow_mut() = Some(trainer);
-            let (indices, cumulative) = (indices.map_err(js_error)?, cumulative.map_err(js_error)?);
-            let mut selected = vec![0u8; n];
-            indices.iter().for_each(|&i| selected[i as usize] = 1);
+            started.map_err(js_error)?;
+            let (selected, cumulative) = match trail.borrow().as_ref() {
+                Some(trail) => {
+                    let (set, cumulative) = trail.latest();
+                    (set.to_vec(), cumulative.to_vec())
+                }
+                None => (vec![1u8; n], Vec::new()),
+            };
             let out = Object::new();
             Reflect::set(&out, &"selected".into(), &Uint8Array::from(&selected[..]))?;
             Reflect::set(
@@ -209,6 +245,53 @@ impl Run {
             Ok(out.into())
         })
     }
+
+    /// One training digit's history as JSON, for the page's sample panel: its labels,
+    /// how the selector ranks, eta, and per finished epoch (`SampleTrail`) whether it
+    /// was trained on, its noise-risk, L, its ranked value against the k-th smallest,
+    /// and whether it was chosen next. A method without a selector trains on every
+    /// digit: `trained` is all true and the other lists are empty.
+    pub fn sample_history(&self, index: usize) -> Result<String, JsError> {
+        let n = self.clean.len();
+        if index >= n {
+            return Err(JsError::new(&format!(
+                "digit {index} is not among the {n} training digits"
+            )));
+        }
+        let epochs = self.finished.get();
+        let row = match self.trail.borrow().as_ref() {
+            Some(trail) => trail.sample(index),
+            None => None,
+        };
+        let row = row.map(serde_json::to_value).transpose()?;
+        let json = serde_json::json!({
+            "index": index,
+            "given": self.noisy_labels[index],
+            "true": self.true_labels[index],
+            "ranking": self.ranking,
+            "eta": self.eta,
+            "k": self.k,
+            "epochs": epochs,
+            "trail": row.unwrap_or_else(|| serde_json::json!({
+                "trained": vec![true; epochs],
+                "theta": [], "cumulative": [], "ranked": [], "threshold": [], "chosen_next": [],
+            })),
+        });
+        Ok(json.to_string())
+    }
+}
+
+/// Record the selector's first set, once, before the first epoch (no-op without one).
+async fn start_trail(trainer: &Trainer, trail: &RefCell<Option<Trail>>) -> taks_core::Result<()> {
+    if trail.borrow().is_some() {
+        return Ok(());
+    }
+    if let Some(selector) = trainer.selector() {
+        let n = trainer.labels().noisy_labels.len();
+        let started = Trail::new(selector, n).await?;
+        *trail.borrow_mut() = Some(started);
+    }
+    Ok(())
 }
 
 fn take(cell: &RefCell<Option<Trainer>>) -> Result<Trainer, JsValue> {

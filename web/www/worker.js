@@ -1,6 +1,6 @@
 // The training worker: owns the wasm module, the backend and the runs, so that an
 // epoch of training never blocks the page. It only forwards: settings in, the core's
-// metrics and selections out, as typed messages (see `post` calls). Reset = the page
+// metrics, selections and one digit's history (the page's sample panel) out, as typed messages (see `post` calls). Reset = the page
 // terminates this worker and starts a fresh one, which also frees burn's wgpu runtime
 // (it can be initialised only once per wasm instance).
 import init, * as taks from '../pkg/taks_web.js';
@@ -118,6 +118,11 @@ self.onmessage = async ({ data }) => {
       case 'start':
         start(data.settings);
         await train(data.settings.epochs);
+        break;
+      case 'sample':
+        // One digit's history for the page's panel; answered between epochs too. A
+        // worker without a run (a fresh one after Reset) has nothing to say.
+        if (runs.length) post({ type: 'sample', history: JSON.parse(runs[0].run.sample_history(data.index)) });
         break;
       case 'pause':
         paused = true;

@@ -13,6 +13,7 @@
 
 mod host;
 pub mod reference;
+pub mod trail;
 mod wgsl;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
