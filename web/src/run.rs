@@ -190,7 +190,11 @@ impl Run {
     /// Train one epoch; resolves to the core's `EpochMetrics` as JSON. The selection
     /// trail is recorded before the promise resolves.
     pub fn step(&self) -> Promise {
-        let (cell, trail, finished) = (self.trainer.clone(), self.trail.clone(), self.finished.clone());
+        let (cell, trail, finished) = (
+            self.trainer.clone(),
+            self.trail.clone(),
+            self.finished.clone(),
+        );
         future_to_promise(async move {
             let mut trainer = take(&cell)?;
             let result = async {

@@ -46,7 +46,7 @@ const NO_RISK = {
 const PRESETS = {
   sym50: {
     values: { noise: 'symmetric', rate: 0.5, method: 'both', epochs: 20, train: 8000 },
-    note: 'Standard leads for the first ten epochs, then memorises the wrong labels: at epoch 20 TAkS has 87.3% '
+    note: 'Standard leads for the first twelve epochs, then memorises the wrong labels: at epoch 20 TAkS has 87.3% '
       + 'test accuracy and Standard 78.2% (taks train --noise symmetric --noise-rate 0.5 --epochs 20).',
   },
   sym80: {

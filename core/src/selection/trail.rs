@@ -188,8 +188,8 @@ mod tests {
             let mut chosen_counts = [0usize; 3];
             for i in 0..n {
                 let row = trail.sample(i).unwrap();
-                for t in 0..3 {
-                    assert!((row.theta[t] - thetas[t][i]).abs() < 1e-5, "{objective:?}");
+                for (t, theta) in thetas.iter().enumerate() {
+                    assert!((row.theta[t] - theta[i]).abs() < 1e-5, "{objective:?}");
                     assert_eq!(
                         row.chosen_next[t],
                         row.ranked[t] <= row.threshold[t],
