@@ -105,7 +105,10 @@ pub fn constant_gap(n: usize, k: usize, rounds: usize, seed: u64) -> Vec<Vec<f32
 
 /// k random "clean" samples cost 1 with probability 0.35 each round, the other n - k
 /// with probability 0.65 (else 0), independently. (Played on the CPU engine only.)
-#[allow(dead_code, reason = "gpu_regret.rs includes this module too and does not use it")]
+#[allow(
+    dead_code,
+    reason = "gpu_regret.rs includes this module too and does not use it"
+)]
 pub fn stochastic(n: usize, k: usize, rounds: usize, seed: u64) -> Vec<Vec<f32>> {
     let mut rng = SplitMix64::for_stream(seed, "stochastic risks");
     let mut p = vec![0.65; n];
