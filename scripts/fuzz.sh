@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzz the file parsers of crate taks-formats (fuzz/: targets idx, cifar, checkpoint)
+# Fuzz the file parsers of crate taks-formats (fuzz/: targets idx, cifar, checkpoint, csv_table, npy)
 # with cargo-fuzz and libFuzzer, one target at a time, one process each.
 #
 #     scripts/fuzz.sh [SECONDS] [TARGET...]      (default: 600 s each, every target)
@@ -20,7 +20,7 @@ unset CARGO_TARGET_DIR
 
 seconds=${1:-600}
 shift || true
-targets=(idx cifar checkpoint csv_table)
+targets=(idx cifar checkpoint csv_table npy)
 [[ $# -eq 0 ]] || targets=("$@")
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || {
     echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]" >&2

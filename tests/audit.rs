@@ -343,7 +343,117 @@ fn a_csv_audit_finds_the_flipped_rows() {
     let lines: Vec<&str> = predictions.lines().collect();
     assert_eq!(lines.len(), 2001);
     assert!(lines[1].starts_with("0,"), "{}", lines[1]);
+
+    // The same rows as embeddings: a float32 .npy matrix with the labels as a text file
+    // of names, and as a .npy of integers (the names' indices in text order). The MLP
+    // sees the same numbers in the same class order, so the audit is the CSV's exactly.
+    let values: Vec<f32> = csv_rows(&dir.join("digits.csv"));
+    let features = dir.join("digits.npy");
+    write_npy(
+        &features,
+        "<f4",
+        &format!("(2000, 196)"),
+        &values
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    );
+    let mut sorted = NAMES.to_vec();
+    sorted.sort();
+    let names: String = given
+        .iter()
+        .map(|&g| format!("{}\n", NAMES[g as usize]))
+        .collect();
+    std::fs::write(dir.join("labels.txt"), names).unwrap();
+    let indices: Vec<u8> = given
+        .iter()
+        .flat_map(|&g| {
+            (sorted.iter().position(|n| *n == NAMES[g as usize]).unwrap() as i64).to_le_bytes()
+        })
+        .collect();
+    write_npy(&dir.join("labels.npy"), "<i8", "(2000,)", &indices);
+    for labels in ["labels.txt", "labels.npy"] {
+        let twin = dir.join(format!("audit-{labels}"));
+        ok(&[
+            "audit",
+            features.to_str().unwrap(),
+            "--labels",
+            dir.join(labels).to_str().unwrap(),
+            "--out",
+            twin.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "-q",
+        ]);
+        let twin_rows = read_suspects(&twin);
+        assert_eq!(twin_rows.len(), rows.len());
+        for (a, b) in rows.iter().zip(&twin_rows) {
+            for column in [
+                "id",
+                "is_label_issue",
+                "label_quality",
+                "suggested_confidence",
+            ] {
+                assert_eq!(a[column], b[column], "{labels}: {column}");
+            }
+        }
+        // predict takes a .npy of the model's width.
+        let predictions = ok(&[
+            "predict",
+            "--model",
+            twin.to_str().unwrap(),
+            features.to_str().unwrap(),
+        ]);
+        assert_eq!(predictions.lines().count(), 2001);
+    }
+    let narrow = dir.join("narrow.npy");
+    write_npy(&narrow, "<f4", "(1, 2)", &[0u8; 8]);
+    let refused = taks(&[
+        "predict",
+        "--model",
+        dir.join("audit-labels.txt").to_str().unwrap(),
+        narrow.to_str().unwrap(),
+    ]);
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains("2 columns, and this model takes 196 features")
+    );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The feature values of a CSV written by the test above (every column but `label`).
+fn csv_rows(path: &Path) -> Vec<f32> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let label_at = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|h| h == "label")
+        .unwrap();
+    lines
+        .flat_map(|l| {
+            l.split(',')
+                .enumerate()
+                .filter(|&(i, _)| i != label_at)
+                .map(|(_, v)| v.parse::<f32>().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// An .npy file as numpy's format spec (version 1.0) lays it out.
+fn write_npy(path: &Path, descr: &str, shape: &str, data: &[u8]) {
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(data);
+    std::fs::write(path, bytes).unwrap();
 }
 
 /// 224x224 colour images: two classes of digits, enlarged and tinted by class.

@@ -192,6 +192,6 @@ mod tests {
         assert_eq!(cells.len(), header.split(',').count());
         assert!(header.ends_with("test_accuracy_net1,test_accuracy_net2"));
         assert_eq!(cells[7], "", "no regret for a method without a selector");
-        assert_eq!(cells[13], "0.600000");
+        assert_eq!(cells[14], "0.600000");
     }
 }

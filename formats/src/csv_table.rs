@@ -112,24 +112,7 @@ pub fn parse(bytes: &[u8], label_column: &str, path: &Path) -> Result<Table> {
             "has a header but no data rows",
         ));
     }
-    let mut classes: Vec<String> = raw_labels.clone();
-    classes.sort();
-    classes.dedup();
-    let numeric: Option<Vec<f64>> = classes.iter().map(|c| c.parse::<f64>().ok()).collect();
-    if let Some(mut keyed) = numeric.map(|n| n.into_iter().zip(classes.clone()).collect::<Vec<_>>())
-    {
-        keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
-        classes = keyed.into_iter().map(|(_, c)| c).collect();
-    }
-    let labels = raw_labels
-        .iter()
-        .map(|l| {
-            classes
-                .iter()
-                .position(|c| c == l)
-                .expect("every label is a class") as u32
-        })
-        .collect();
+    let (classes, labels) = crate::labels::classes_of(&raw_labels);
     Ok(Table {
         features,
         values,

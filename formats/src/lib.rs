@@ -1,5 +1,5 @@
 //! The file formats of taks: the datasets it reads (IDX for MNIST-like sets, the CIFAR
-//! binary version, a user's image folders and CSV tables) and the checkpoints it writes
+//! binary version, a user's image folders, CSV tables and NumPy `.npy` features and labels) and the checkpoints it writes
 //! and resumes from.
 //!
 //! They live apart from `taks-core` for two reasons: a parser is the part of a program
@@ -17,5 +17,6 @@ pub mod error;
 pub mod idx;
 pub mod image_folder;
 pub mod labels;
+pub mod npy;
 
 pub use error::{FormatError, Result};

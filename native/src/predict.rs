@@ -3,7 +3,7 @@
 //! Inputs are prepared exactly as `model.json` says the audit prepared its data. For an
 //! image model, an input is an image file or a folder searched recursively for images;
 //! for a table model, a CSV file with the model's feature columns (any label column is
-//! ignored). Prints `id,predicted_label,confidence` per input to stdout. An image that
+//! ignored), or for a model audited from a `.npy` matrix, a `.npy` of as many columns. Prints `id,predicted_label,confidence` per input to stdout. An image that
 //! cannot be decoded is reported on stderr and left out; every prediction that could
 //! be made is still printed, and the exit status is then 1. A CSV without the model's
 //! columns is an error before anything is printed.
@@ -16,8 +16,8 @@ use burn::tensor::activation::softmax;
 use burn::tensor::{Tensor, TensorData};
 use clap::Args;
 use taks_core::audit::input::{Input, scaled_pixels};
-use taks_core::formats::csv_table;
 use taks_core::formats::image_folder::{decode_one, files_under};
+use taks_core::formats::{csv_table, npy};
 
 use crate::audit::csv_field;
 use crate::device::{self, DeviceChoice};
@@ -28,7 +28,7 @@ pub struct PredictArgs {
     /// The folder `taks audit` wrote (model.json and model.safetensors).
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
-    /// Image files, folders of images, or CSV files.
+    /// Image files, folders of images, CSV files, or .npy feature matrices.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// Compute device (as for `taks train`).
@@ -66,7 +66,23 @@ pub fn run(args: PredictArgs) -> Result<()> {
                         path.display()
                     );
                 }
-                let rows = csv_table::read_features(path, features)?;
+                let rows = if path
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+                {
+                    let matrix = npy::read_matrix(path)?;
+                    if matrix.cols != features.len() {
+                        bail!(
+                            "{}: {} columns, and this model takes {} features",
+                            path.display(),
+                            matrix.cols,
+                            features.len()
+                        );
+                    }
+                    matrix.values
+                } else {
+                    csv_table::read_features(path, features)?
+                };
                 for r in 0..rows.len() / features.len() {
                     ids.push(match single {
                         true => r.to_string(),

@@ -6,8 +6,8 @@ against the truth file. Run by hand; not part of the project's tests.
                               [--jobs 1] [--threads N] [--out cleanlab-suspects.csv]
 
 DATA is a folder of class sub-folders of images (each read with PIL, greyscale,
-flattened, float32 / 255; all images must be the same size) or a CSV of numeric
-features plus a `label` column (features standardised inside each fold by a
+flattened, float32 / 255; all images must be the same size), a .npy feature matrix with
+--labels (used as it is), or a CSV of numeric features plus a `label` column (features standardised inside each fold by a
 StandardScaler, since an MLP on raw 0..16 pixel counts trains badly; --no-scale turns it off).
 
 Model: sklearn MLPClassifier(hidden_layer_sizes=(256,)), default Adam, early_stopping=False,
@@ -88,6 +88,21 @@ def load_csv(path: Path):
     return [str(i) for i in range(len(raw))], np.array(X, dtype=np.float32), np.array([index[s] for s in raw]), keys
 
 
+def load_npy(path: Path, labels_path: Path):
+    """A .npy feature matrix and its labels (.npy of integers, or names one a line)."""
+    X = np.load(path)
+    if labels_path.suffix == ".npy":
+        raw = np.load(labels_path).astype(np.int64).reshape(-1)
+        keys = [str(k) for k in range(int(raw.max()) + 1)]
+        y = raw
+    else:
+        names = labels_path.read_text().splitlines()
+        keys = sorted(set(names))
+        index = {c: k for k, c in enumerate(keys)}
+        y = np.array([index[s] for s in names])
+    return [str(i) for i in range(len(y))], X.astype(np.float32), y, keys
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data", type=Path)
@@ -99,6 +114,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None, help="cap BLAS threads (default: library's own)")
     ap.add_argument("--no-scale", action="store_true", help="CSV: do not standardise features")
     ap.add_argument("--out", type=Path, help="also write cleanlab's verdicts in suspects.csv's format here")
+    ap.add_argument("--labels", type=Path, help="the labels of a .npy DATA (.npy of integers or names one a line)")
     args = ap.parse_args()
 
     from threadpoolctl import threadpool_limits
@@ -119,8 +135,12 @@ def main() -> None:
     truth = read_truth(args.truth)
 
     t0 = time.perf_counter()
-    is_csv = args.data.is_file()
-    ids, X, labels, classes = load_csv(args.data) if is_csv else load_folder(args.data)
+    is_npy = args.data.suffix == ".npy"
+    is_csv = args.data.is_file() and not is_npy
+    if is_npy:
+        ids, X, labels, classes = load_npy(args.data, args.labels)
+    else:
+        ids, X, labels, classes = load_csv(args.data) if is_csv else load_folder(args.data)
     t1 = time.perf_counter()
 
     ids = [norm_id(i) for i in ids]

@@ -68,6 +68,17 @@ def run_folder(name, config_text, checkpoint=None):
             f.write(checkpoint)
 
 
+def npy(descr, shape, data, fortran=False, version=(1, 0)):
+    """An .npy file as numpy's format spec lays it out (a header dict padded to 64 bytes)."""
+    header = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, "True" if fortran else "False", shape)
+    size = 4 if version[0] >= 2 else 2
+    while (8 + size + len(header) + 1) % 64:
+        header += " "
+    header += "\n"
+    length = struct.pack("<I" if size == 4 else "<H", len(header))
+    return b"\x93NUMPY" + bytes(version) + length + header.encode() + data
+
+
 def main():
     shutil.rmtree(OUT, ignore_errors=True)
     os.makedirs(OUT)
@@ -217,6 +228,23 @@ def audit_inputs():
     write("model-card-version/model.json", json.dumps(dict(card, version=7)))
     write("model-card-bad-normalisation/model.json",
           json.dumps(dict(card, normalisation={"mean": [0], "std": [1]})))
+    # .npy features (4 rows, 2 columns) and labels for `taks audit FEATURES --labels`.
+    f4 = struct.pack("<8f", 1, 2, 3, 4, 5, 6, 7, 8)
+    write("npy-features.npy", npy("<f4", "(4, 2)", f4))
+    write("npy-truncated.npy", npy("<f4", "(4, 2)", f4[:20]))
+    write("npy-trailing.npy", npy("<f4", "(4, 2)", f4 + b"\0\0\0\0"))
+    write("npy-fortran.npy", npy("<f4", "(4, 2)", f4, fortran=True))
+    write("npy-int-features.npy", npy("<i4", "(4, 2)", f4))
+    write("npy-3d.npy", npy("<f4", "(2, 2, 2)", f4))
+    write("npy-nan.npy", npy("<f4", "(4, 2)", struct.pack("<8f", 1, 2, 3, float("nan"), 5, 6, 7, 8)))
+    write("npy-version-9.npy", npy("<f4", "(4, 2)", f4, version=(9, 0)))
+    write("npy-bad-header.npy", b"\x93NUMPY\x01\x00\x10\x00{'descr': <f4 }\n")
+    write("npy-not-numpy.npy", b"\x89PNG\r\n\x1a\n not numpy")
+    write("npy-labels.npy", npy("<i8", "(4,)", struct.pack("<4q", 0, 1, 0, 1)))
+    write("npy-labels-three.npy", npy("<i8", "(3,)", struct.pack("<3q", 0, 1, 0)))
+    write("npy-labels-float.npy", npy("<f8", "(4,)", struct.pack("<4d", 0, 1, 0, 1)))
+    write("npy-labels-negative.npy", npy("<i2", "(4,)", struct.pack("<4h", 0, -1, 0, 1)))
+    write("npy-labels-blank-line.txt", "cat\n\ndog\ncat\n")
     write("predict-rows.csv", "x,y\n1,2\n")
     write("predict-rows-missing-column.csv", "x,z\n1,2\n")
 

@@ -193,6 +193,21 @@ pub fn prepare_table(table: &Table) -> Prepared {
     )
 }
 
+/// A feature matrix [rows, cols] (row-major, e.g. a backbone's embeddings from a `.npy`
+/// file), normalised per column in place: the features are named by their column index
+/// ("0", "1", ...), so a model card says how many it takes and in what order.
+pub fn prepare_features(
+    values: Vec<f32>,
+    cols: usize,
+    labels: Vec<u32>,
+    classes: usize,
+) -> Prepared {
+    let input = Input::Table {
+        features: (0..cols).map(|c| c.to_string()).collect(),
+    };
+    prepare(values, labels, input, cols, classes)
+}
+
 fn prepare(
     mut values: Vec<f32>,
     labels: Vec<u32>,

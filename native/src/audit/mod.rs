@@ -1,8 +1,8 @@
 //! `taks audit`: find the mislabelled samples of a user's data set and keep a model
 //! trained without them.
 //!
-//! DATA is a folder of class sub-folders of images, a CSV file, or (with `--dataset`) a
-//! built-in set, optionally with injected noise so the audit can be scored against the
+//! DATA is a folder of class sub-folders of images, a CSV file, a `.npy` feature matrix
+//! with `--labels`, or (with `--dataset`) a built-in set, optionally with injected noise so the audit can be scored against the
 //! truth. Everything about the input is checked before a device is opened or a folder
 //! made; the audit itself is [`taks_core::audit::run`]. The outputs, each written
 //! atomically once the audit is done ([`outputs`]): `suspects.csv`, `summary.json`
@@ -32,10 +32,15 @@ use read::read_data;
 
 #[derive(Args, Debug)]
 pub struct AuditArgs {
-    /// A folder of class sub-folders holding images (PNG, JPEG, BMP), or a CSV file of
-    /// numeric feature columns and a label column.
+    /// A folder of class sub-folders holding images (PNG, JPEG, BMP), a CSV file of
+    /// numeric feature columns and a label column, or a NumPy .npy matrix [samples,
+    /// features] of float16/32/64 (embeddings) with --labels.
     #[arg(required_unless_present = "dataset", conflicts_with = "dataset")]
     pub data: Option<PathBuf>,
+    /// The labels of a .npy DATA, one per row: a .npy of integers, or a text file of
+    /// class names, one a line.
+    #[arg(long, value_name = "LABELS")]
+    pub labels: Option<PathBuf>,
     /// Audit the training part of a built-in dataset instead.
     #[arg(long, value_enum)]
     pub dataset: Option<DatasetKind>,

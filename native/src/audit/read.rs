@@ -1,13 +1,14 @@
 //! Reading what `taks audit` audits: a folder of class sub-folders of images, a CSV
-//! table, or a built-in dataset with injected noise, into one [`AuditData`].
+//! table, a `.npy` feature matrix with its labels, or a built-in dataset with injected
+//! noise, into one [`AuditData`].
 
 use std::path::Path;
 
 use anyhow::{Result, bail};
 use taks_core::audit::input::{self, Input, Normalisation, Prepared};
 use taks_core::data::{Dataset, DatasetKind};
-use taks_core::formats::csv_table;
 use taks_core::formats::image_folder::{self, Skipped};
+use taks_core::formats::{csv_table, labels as label_file, npy};
 use taks_core::model::Architecture;
 use taks_core::noise::{NoiseKind, NoisyLabels, inject};
 
@@ -41,13 +42,27 @@ impl AuditData {
 /// Read DATA (or the built-in set) into [`AuditData`].
 pub fn read_data(args: &AuditArgs) -> Result<AuditData> {
     if let Some(kind) = args.dataset {
+        if args.labels.is_some() {
+            bail!("--labels is for a .npy feature matrix, not --dataset");
+        }
         return read_builtin(kind, args);
     }
     let path = args
         .data
         .as_ref()
         .expect("clap requires DATA without --dataset");
-    if path.is_dir() {
+    let is_npy = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("npy"));
+    if args.labels.is_some() && !is_npy {
+        bail!(
+            "--labels is for a .npy feature matrix; {} carries its own labels",
+            path.display()
+        );
+    }
+    if is_npy && path.is_file() {
+        read_npy(path, args)
+    } else if path.is_dir() {
         read_images(path, args)
     } else if path.is_file() {
         if args.model.is_some_and(|m| m != Architecture::Mlp) {
@@ -81,6 +96,67 @@ pub fn read_data(args: &AuditArgs) -> Result<AuditData> {
     } else {
         bail!("{}: no such file or folder", path.display());
     }
+}
+
+/// A `.npy` matrix [n, d] and its labels (a `.npy` of integers, or names one a line).
+fn read_npy(path: &Path, args: &AuditArgs) -> Result<AuditData> {
+    let Some(labels_path) = &args.labels else {
+        bail!(
+            "{}: a .npy matrix needs --labels LABELS (a .npy of integers, or a text file of class names, one a line)",
+            path.display()
+        );
+    };
+    if args.model.is_some_and(|m| m != Architecture::Mlp) {
+        bail!(
+            "a .npy feature matrix is audited with the MLP; --model {} takes images",
+            args.model.unwrap().name()
+        );
+    }
+    if args.image_size.is_some() {
+        bail!(
+            "--image-size is for image folders, and {} is a file",
+            path.display()
+        );
+    }
+    if !labels_path.is_file() {
+        bail!("{}: no such file", labels_path.display());
+    }
+    let (classes, labels) = if labels_path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+    {
+        let labels = npy::read_labels(labels_path)?;
+        let classes = labels.iter().max().map_or(0, |&m| m as usize + 1);
+        ((0..classes).map(|c| c.to_string()).collect(), labels)
+    } else {
+        label_file::read_names(labels_path)?
+    };
+    let matrix = npy::read_matrix(path)?;
+    if labels.len() != matrix.rows {
+        bail!(
+            "{}: {} labels for the {} rows of {}",
+            labels_path.display(),
+            labels.len(),
+            matrix.rows,
+            path.display()
+        );
+    }
+    let n = matrix.rows;
+    let prepared =
+        input::prepare_features(matrix.values, matrix.cols, labels.clone(), classes.len());
+    Ok(AuditData {
+        prepared,
+        architecture: Architecture::Mlp,
+        ids: (0..n).map(|i| i.to_string()).collect(),
+        classes,
+        labels: NoisyLabels {
+            true_labels: labels.clone(),
+            noisy_labels: labels,
+        },
+        truth_known: false,
+        skipped: Vec::new(),
+        source: path.display().to_string(),
+    })
 }
 
 fn read_images(dir: &Path, args: &AuditArgs) -> Result<AuditData> {
