@@ -352,7 +352,7 @@ fn a_csv_audit_finds_the_flipped_rows() {
     write_npy(
         &features,
         "<f4",
-        &format!("(2000, 196)"),
+        "(2000, 196)",
         &values
             .iter()
             .flat_map(|v| v.to_le_bytes())
