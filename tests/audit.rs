@@ -156,6 +156,7 @@ fn an_image_folder_audit_finds_the_misfiled_digits_and_keeps_a_model() {
     let noise = misfiled.values().filter(|&&m| m).count() as f64 / misfiled.len() as f64;
 
     let out = scratch("folder-out").join("audit");
+    // A 30 s budget: the MLP's audit fits, the CNN's (about 10x the time on flex) does not.
     let printed = ok(&[
         "audit",
         data.to_str().unwrap(),
@@ -163,6 +164,8 @@ fn an_image_folder_audit_finds_the_misfiled_digits_and_keeps_a_model() {
         out.to_str().unwrap(),
         "--device",
         "cpu",
+        "--budget",
+        "30",
         "-q",
     ]);
     assert!(printed.contains("2 files skipped"), "{printed}");
@@ -190,6 +193,13 @@ fn an_image_folder_audit_finds_the_misfiled_digits_and_keeps_a_model() {
         "estimated {estimated}, truly {noise}"
     );
     assert_eq!(s["architecture"], "mlp");
+    let choice = &s["network_choice"];
+    assert_eq!(choice["network"], "mlp at 28x28 grey", "{choice}");
+    assert_eq!(choice["priced"][1]["network"], "cnn at 32x32 colour");
+    assert!(
+        choice["priced"][1]["estimated_seconds"].as_f64().unwrap() > 30.0,
+        "{choice}"
+    );
     assert_eq!(s["classes"].as_array().unwrap().len(), 10);
     let skipped: Vec<&str> = s["skipped"]
         .as_array()
@@ -454,6 +464,80 @@ fn write_npy(path: &Path, descr: &str, shape: &str, data: &[u8]) {
     bytes.extend(header.as_bytes());
     bytes.extend(data);
     std::fs::write(path, bytes).unwrap();
+}
+
+/// A folder of grey PNGs and colour JPEGs of the same digits: with random colour casts
+/// the colour says nothing and the audit runs in grey; with one cast per class it is
+/// the label, and kept. (A 1 s budget keeps the choice to the MLP: the CNN's audit of
+/// even these 120 images is estimated at several seconds on flex.)
+#[test]
+fn colour_that_carries_nothing_is_audited_in_grey() {
+    let (images, _, given) = misfiled_digits(120, 0.0);
+    for (case, per_class_tint) in [("random-casts", false), ("class-casts", true)] {
+        let data = scratch(case);
+        let mut cast = 7u64;
+        for (i, px) in images.iter().enumerate() {
+            let class = NAMES[given[i] as usize];
+            std::fs::create_dir_all(data.join(class)).unwrap();
+            if i % 2 == 0 {
+                image::GrayImage::from_raw(28, 28, px.clone())
+                    .unwrap()
+                    .save(data.join(format!("{class}/{i}.png")))
+                    .unwrap();
+                continue;
+            }
+            cast = cast
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let tint: [f32; 3] = if per_class_tint {
+                [[1.0, 0.4, 0.4], [0.4, 1.0, 0.4], [0.4, 0.4, 1.0]][given[i] as usize % 3]
+            } else {
+                [0, 1, 2].map(|c| 0.55 + 0.45 * ((cast >> (20 + 10 * c)) & 1023) as f32 / 1023.0)
+            };
+            let rgb: Vec<u8> = px
+                .iter()
+                .flat_map(|&p| tint.map(|t| (p as f32 * t) as u8))
+                .collect();
+            image::RgbImage::from_raw(28, 28, rgb)
+                .unwrap()
+                .save(data.join(format!("{class}/{i}.jpg")))
+                .unwrap();
+        }
+        let out = scratch(&format!("{case}-out")).join("audit");
+        ok(&[
+            "audit",
+            data.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--budget",
+            "1",
+            "--epochs",
+            "2",
+            "--probe-epochs",
+            "1",
+            "-q",
+        ]);
+        let s = summary(&out);
+        let channels = s["input"]["channels"].as_u64().unwrap();
+        if per_class_tint {
+            assert!(s["colour_note"].is_null(), "{case}: {}", s["colour_note"]);
+            assert_eq!(channels, 3, "{case}");
+        } else {
+            assert!(
+                s["colour_note"]
+                    .as_str()
+                    .unwrap()
+                    .contains("audited in grey"),
+                "{case}: {}",
+                s["colour_note"]
+            );
+            assert_eq!(channels, 1, "{case}");
+        }
+        std::fs::remove_dir_all(&data).unwrap();
+        std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
+    }
 }
 
 /// 224x224 colour images: two classes of digits, enlarged and tinted by class.

@@ -165,8 +165,17 @@ fn a_short_run_writes_its_run_folder() {
     ] {
         assert!(header.contains(&col), "missing column {col}");
     }
+    // Every cell a number, but val_accuracy: empty without a validation set.
     let rows: Vec<Vec<f64>> = lines
-        .map(|l| l.split(',').map(|c| c.parse().unwrap()).collect())
+        .map(|l| {
+            l.split(',')
+                .zip(&header)
+                .map(|(c, h)| match (c, *h) {
+                    ("", "val_accuracy") => f64::NAN,
+                    _ => c.parse().unwrap(),
+                })
+                .collect()
+        })
         .collect();
     assert_eq!(rows.len(), 3);
     let at = |row: &Vec<f64>, name: &str| row[header.iter().position(|h| *h == name).unwrap()];
@@ -692,4 +701,149 @@ fn a_killed_run_resumes_exactly() {
     assert_eq!(table(&killed), expected);
     std::fs::remove_dir_all(&whole).unwrap();
     std::fs::remove_dir_all(&killed).unwrap();
+}
+
+/// The paper's Clothing1M protocol on a user's folder: the bundled digits as grey PNGs in
+/// train/ (a quarter of them filed under another digit), val/ and test/; `taks train
+/// --data` reports the validation accuracy each epoch and the test accuracy at the
+/// best validation epoch ("Best") and the last ("Last"); `taks experiment` runs the
+/// same folder as a dataset.
+#[test]
+fn a_split_folder_trains_with_validation() {
+    let split = taks_core::data::bundled_mnist_digits().unwrap();
+    let dir = scratch("split-folder");
+    let write = |part: &str, i: usize, label: u32, pixels: &[f32]| {
+        let class = dir.join(part).join(format!("digit{label}"));
+        std::fs::create_dir_all(&class).unwrap();
+        let bytes: Vec<u8> = pixels.iter().map(|v| (v * 255.0).round() as u8).collect();
+        image::GrayImage::from_raw(28, 28, bytes)
+            .unwrap()
+            .save(class.join(format!("{i}.png")))
+            .unwrap();
+    };
+    let image =
+        |set: &taks_core::data::Dataset, i: usize| set.images[i * 784..(i + 1) * 784].to_vec();
+    for i in 0..1200 {
+        let label = split.train.labels[i];
+        let given = if i % 4 == 0 { (label + 1) % 10 } else { label };
+        write("train", i, given, &image(&split.train, i));
+    }
+    for i in 1200..1500 {
+        write("val", i, split.train.labels[i], &image(&split.train, i));
+    }
+    for i in 0..400 {
+        write("test", i, split.test.labels[i], &image(&split.test, i));
+    }
+    let out = scratch("split-run");
+    let run = taks(&[
+        "train",
+        "--data",
+        dir.to_str().unwrap(),
+        "--epochs",
+        "4",
+        "--device",
+        "cpu",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        stdout.contains("(the paper's Best); last epoch:"),
+        "{stdout}"
+    );
+
+    let csv = std::fs::read_to_string(out.join("metrics.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 4);
+    let val: Vec<f64> = rows
+        .iter()
+        .map(|r| r[col("val_accuracy")].parse().unwrap())
+        .collect();
+    let test: Vec<f64> = rows
+        .iter()
+        .map(|r| r[col("test_accuracy")].parse().unwrap())
+        .collect();
+    // Learnt from 900 clean and 300 misfiled digits: far above chance (10%) on val.
+    assert!(val.iter().all(|&v| v > 0.5 && v <= 1.0), "{csv}");
+    // A folder's labels have no known truth: no precision or recall to report.
+    assert!(
+        rows.iter().all(|r| r[col("label_precision")] == "NaN"),
+        "{csv}"
+    );
+
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let best = summary["best_val_epoch"].as_u64().unwrap() as usize;
+    let top = val.iter().cloned().fold(0.0, f64::max);
+    assert_eq!(
+        val[best - 1],
+        top,
+        "the best epoch has the highest validation accuracy"
+    );
+    assert!(
+        val[..best - 1].iter().all(|&v| v < top),
+        "and is the first to reach it"
+    );
+    assert_eq!(
+        summary["test_accuracy_at_best_val"].as_f64().unwrap(),
+        test[best - 1]
+    );
+    assert_eq!(summary["test_accuracy_last"].as_f64().unwrap(), test[3]);
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["config"]["dataset"], "folder");
+    assert_eq!(config["config"]["noise"], "clean");
+    assert_eq!(config["config"]["architecture"], "mlp");
+    assert_eq!(
+        config["config"]["folder_input"],
+        serde_json::json!([1, 28, 28])
+    );
+    assert_eq!(
+        config["config"]["k_ratio"], 0.7,
+        "the paper's Clothing1M k-ratio"
+    );
+
+    // The same folder as a dataset of an experiment.
+    let exp = scratch("split-experiment");
+    let grid = taks(&[
+        "experiment",
+        "--datasets",
+        "folder",
+        "--data-dir",
+        &format!("folder={}", dir.display()),
+        "--noises",
+        "clean",
+        "--methods",
+        "taks",
+        "--seeds",
+        "0",
+        "--epochs",
+        "2",
+        "--device",
+        "cpu",
+        "--quiet",
+        "--out",
+        exp.to_str().unwrap(),
+    ]);
+    assert!(
+        grid.status.success(),
+        "{}",
+        String::from_utf8_lossy(&grid.stderr)
+    );
+    let run_summary = exp.join("runs/folder/clean/taks/seed0/summary.json");
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run_summary).unwrap()).unwrap();
+    assert!(s["best_val_epoch"].as_u64().is_some(), "{s}");
+    for d in [dir, out, exp] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
 }

@@ -23,6 +23,9 @@ impl ValueEnum for DatasetKind {
             DatasetKind::FashionMnist => "Fashion-MNIST from a folder of its four IDX files",
             DatasetKind::Cifar10 => "CIFAR-10, binary version",
             DatasetKind::Cifar100 => "CIFAR-100, binary version (fine labels)",
+            DatasetKind::Folder => {
+                "your own folder (--data-dir): train/, val/ and test/ of class sub-folders of images, the paper's Clothing1M protocol"
+            }
         };
         Some(PossibleValue::new(self.name()).help(help))
     }

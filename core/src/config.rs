@@ -53,6 +53,10 @@ pub struct TrainConfig {
     /// plain Co-teaching.
     #[serde(default)]
     pub init_epoch: usize,
+    /// For a folder dataset: the input [channels, height, width] its images are decoded
+    /// to, chosen from the training images when the run starts ([`crate::data::folder`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder_input: Option<[usize; 3]>,
 }
 
 impl TrainConfig {
@@ -84,6 +88,7 @@ impl TrainConfig {
             forget_rate: paper(Setting::ForgetRate),
             co_lambda: paper(Setting::CoLambda),
             init_epoch: paper(Setting::InitEpoch) as usize,
+            folder_input: None,
         }
     }
 
@@ -150,7 +155,15 @@ impl TrainConfig {
                 self.learning_rate
             ));
         }
-        if self.architecture == Architecture::Mlp && !self.dataset.is_grey_28() {
+        if self.dataset == DatasetKind::Folder && self.noise == NoiseKind::Asymmetric {
+            return bad(
+                "asymmetric noise has recipes for the paper's datasets only; a folder's labels are used as given (--noise clean), or with symmetric or pairflip noise on top".into(),
+            );
+        }
+        if self.architecture == Architecture::Mlp
+            && !self.dataset.is_grey_28()
+            && self.dataset != DatasetKind::Folder
+        {
             return bad(format!(
                 "the MLP is for 28x28 images; use the CNN for {}",
                 self.dataset.name()

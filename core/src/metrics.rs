@@ -16,12 +16,17 @@ pub struct EpochMetrics {
     pub test_accuracy: f64,
     /// Each network's test accuracy (one entry for single-network methods).
     pub network_accuracies: Vec<f64>,
+    /// Accuracy on the validation set (the mean of the networks'), for a run that has
+    /// one (`taks train --data DIR`, the paper's Clothing1M protocol); else `None`.
+    #[serde(default)]
+    pub val_accuracy: Option<f64>,
     /// |selected and clean| / |selected| of the samples that updated the network this
     /// epoch (mean over both networks of a two-network method); NaN when no sample did
     /// (JSON has no NaN: it is written as null, and read back from it).
     #[serde(deserialize_with = "null_as_nan")]
     pub label_precision: f64,
-    /// |selected and clean| / |clean|.
+    /// |selected and clean| / |clean|; NaN (null in JSON) where the truth is unknown.
+    #[serde(deserialize_with = "null_as_nan")]
     pub label_recall: f64,
     /// d_t . theta_t: the noise-risk of this epoch's selection, measured after training.
     /// This and the next two exist for the methods with an FPL selector (TAkS, greedy,
@@ -53,7 +58,7 @@ impl EpochMetrics {
     /// network's accuracy as `test_accuracy_net1`, `test_accuracy_net2`.
     pub fn csv_header(networks: usize) -> String {
         let mut header = String::from(
-            "epoch,train_loss,test_accuracy,label_precision,label_recall,selection_risk,total_selection_risk,regret,regret_bound,paper_bound,epoch_seconds,selected,learning_rate",
+            "epoch,train_loss,test_accuracy,label_precision,label_recall,selection_risk,total_selection_risk,regret,regret_bound,paper_bound,epoch_seconds,selected,learning_rate,val_accuracy",
         );
         if networks > 1 {
             for i in 1..=networks {
@@ -66,7 +71,7 @@ impl EpochMetrics {
     pub fn csv_row(&self) -> String {
         let optional = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
         let mut row = format!(
-            "{},{:.6},{:.6},{:.6},{:.6},{},{},{},{},{},{:.4},{},{:.3e}",
+            "{},{:.6},{:.6},{:.6},{:.6},{},{},{},{},{},{:.4},{},{:.3e},{}",
             self.epoch,
             self.train_loss,
             self.test_accuracy,
@@ -79,7 +84,10 @@ impl EpochMetrics {
             optional(self.paper_bound),
             self.epoch_seconds,
             self.selected,
-            self.learning_rate
+            self.learning_rate,
+            self.val_accuracy
+                .map(|v| format!("{v:.6}"))
+                .unwrap_or_default()
         );
         if self.network_accuracies.len() > 1 {
             for a in &self.network_accuracies {
@@ -109,6 +117,15 @@ pub struct Summary {
     pub final_regret_bound: Option<f64>,
     /// The paper's printed formula at the last epoch (see `EpochMetrics::paper_bound`).
     pub final_paper_bound: Option<f64>,
+    /// With a validation set (the paper's Clothing1M protocol): the epoch (1-based) of
+    /// the best validation accuracy (the first, on ties), the test accuracy then
+    /// ("Best" in the paper's Table 2) and at the last epoch ("Last").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_val_epoch: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_accuracy_at_best_val: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_accuracy_last: Option<f64>,
 }
 
 /// Means over the last `min(10, epochs)` epochs, like the paper's tables.
@@ -116,6 +133,14 @@ pub fn summarize(history: &[EpochMetrics]) -> Option<Summary> {
     let last = history.len().min(10);
     let tail = &history[history.len().checked_sub(last)?..];
     let final_row = tail.last()?;
+    // The first epoch of the highest validation accuracy, over the whole run.
+    let best = history.iter().filter(|m| m.val_accuracy.is_some()).fold(
+        None::<&EpochMetrics>,
+        |best, m| match best {
+            Some(b) if b.val_accuracy >= m.val_accuracy => Some(b),
+            _ => Some(m),
+        },
+    );
     let mean = |f: fn(&EpochMetrics) -> f64| tail.iter().map(f).sum::<f64>() / last as f64;
     // Precision is undefined (NaN) in an epoch that trained on nothing; like the
     // authors' logs, average the epochs where it is defined (NaN if there are none).
@@ -135,6 +160,9 @@ pub fn summarize(history: &[EpochMetrics]) -> Option<Summary> {
         final_regret: final_row.regret,
         final_regret_bound: final_row.regret_bound,
         final_paper_bound: final_row.paper_bound,
+        best_val_epoch: best.map(|m| m.epoch),
+        test_accuracy_at_best_val: best.map(|m| m.test_accuracy),
+        test_accuracy_last: best.map(|_| final_row.test_accuracy),
     })
 }
 
@@ -148,6 +176,7 @@ mod tests {
             train_loss: 0.0,
             test_accuracy: acc,
             network_accuracies: vec![acc],
+            val_accuracy: None,
             label_precision: 1.0,
             label_recall: 0.5,
             selection_risk: Some(0.0),
@@ -192,6 +221,27 @@ mod tests {
         assert_eq!(cells.len(), header.split(',').count());
         assert!(header.ends_with("test_accuracy_net1,test_accuracy_net2"));
         assert_eq!(cells[7], "", "no regret for a method without a selector");
-        assert_eq!(cells[14], "0.600000");
+        assert_eq!(cells[13], "", "no validation set");
+        assert_eq!(cells[15], "0.600000");
+    }
+
+    #[test]
+    fn the_best_validation_epoch_is_the_first_of_the_highest() {
+        let validated: Vec<_> = [0.5, 0.7, 0.7, 0.6]
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| EpochMetrics {
+                val_accuracy: Some(v),
+                ..row(i + 1, 0.1 * (i + 1) as f64)
+            })
+            .collect();
+        let s = summarize(&validated).unwrap();
+        assert_eq!(s.best_val_epoch, Some(2));
+        assert_eq!(s.test_accuracy_at_best_val, Some(0.2));
+        assert_eq!(s.test_accuracy_last, Some(0.4));
+        assert!(validated[1].csv_row().contains(",0.700000"));
+        let plain = summarize(&[row(1, 0.5)]).unwrap();
+        assert_eq!(plain.best_val_epoch, None);
+        assert!(!serde_json::to_string(&plain).unwrap().contains("best_val"));
     }
 }

@@ -13,6 +13,7 @@ use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
+pub mod image_input;
 mod mlp_host;
 pub mod resnet;
 pub use resnet::ResNet18;

@@ -21,17 +21,18 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use web_time::Instant;
 
 use crate::config::TrainConfig;
+use crate::data::DatasetKind;
 use crate::data::{Dataset, Split};
 use crate::holdout::noisy_holdout;
 use crate::methods::{Rule, RuleInputs};
 use crate::metrics::EpochMetrics;
 use crate::model::Networks;
+use crate::noise::NoiseKind;
 use crate::noise::{NoisyLabels, inject};
 use crate::optim::{Adam, schedule};
 use crate::regret::{fpl_bound, paper_bound};
 use crate::rng::SplitMix64;
-use crate::selection::Objective;
-use crate::selection::{Selector, read_floats};
+use crate::selection::{Objective, Selector, read_floats};
 use crate::{Error, Result};
 
 pub mod checkpoint;
@@ -82,6 +83,8 @@ pub struct Trainer {
     preparation: Option<Preparation>,
     train: DeviceSet,
     test: DeviceSet,
+    /// The validation set of a run that has one ([`Trainer::validate_on`]).
+    val: Option<DeviceSet>,
     classes: usize,
     /// f32 `[n]`: 1.0 where the noisy label is the true one.
     clean: Tensor<1>,
@@ -168,6 +171,7 @@ impl Trainer {
         Ok(Trainer {
             train: DeviceSet::upload(train, &labels.noisy_labels, device),
             test: DeviceSet::upload(test, &test_labels, device),
+            val: None,
             clean: Tensor::from_data(TensorData::new(clean, [n]), device),
             classes,
             shuffle: SplitMix64::for_stream(config.seed, "batch-order"),
@@ -187,6 +191,21 @@ impl Trainer {
 
     pub fn config(&self) -> &TrainConfig {
         &self.config
+    }
+
+    /// Report each epoch's accuracy on `val` too (against its labels as given), as the
+    /// paper's Clothing1M protocol picks the epoch with the best validation accuracy.
+    pub fn validate_on(&mut self, val: Dataset) -> Result<()> {
+        let size = self.train.images.dims()[1];
+        if val.is_empty() || val.sample_size() != size || val.classes != self.classes {
+            return Err(Error::Config(format!(
+                "the validation set must hold samples of the training set's {size} values and {} classes",
+                self.classes
+            )));
+        }
+        let labels = val.labels.clone();
+        self.val = Some(DeviceSet::upload(val, &labels, &self.device));
+        Ok(())
     }
 
     /// Epochs finished so far.
@@ -297,8 +316,14 @@ impl Trainer {
                 what: "the training loss".into(),
             });
         }
-        let (precision, recall) = label_precision_recall(&counts[1..], self.labels.clean_count());
+        let (mut precision, mut recall) =
+            label_precision_recall(&counts[1..], self.labels.clean_count());
+        if self.config.dataset == DatasetKind::Folder && self.config.noise == NoiseKind::Clean {
+            // A folder's labels as given: which are wrong is unknown, so is precision.
+            (precision, recall) = (f64::NAN, f64::NAN);
+        }
         let network_accuracies = self.test_accuracies().await?;
+        let val_accuracy = self.validation_accuracy().await?;
         self.epoch += 1;
         let t = self.epoch;
         let (selection_risk, total, regret, bound, paper) = match update {
@@ -326,6 +351,7 @@ impl Trainer {
             train_loss,
             test_accuracy: network_accuracies.iter().sum::<f64>() / network_accuracies.len() as f64,
             network_accuracies,
+            val_accuracy,
             label_precision: precision,
             label_recall: recall,
             selection_risk,

@@ -108,7 +108,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     };
     let split = match args.generated {
         Some(generated) => generated.split(configs[0].seed),
-        None => args.run.dataset.load(args.run.data_dir.as_deref())?,
+        None => args.run.dataset().load(args.run.data_dir().as_deref())?,
     };
     let mut gpu = None;
     let mut tables = Vec::new();

@@ -25,7 +25,7 @@ pub fn choices(args: &RunArgs, method: Method) -> Choices {
         forget_rate: settings.forget_rate,
         co_lambda: settings.co_lambda,
         init_epoch: settings.init_epoch,
-        ..Choices::new(args.dataset, args.noise, args.noise_rate, method)
+        ..Choices::new(args.dataset(), args.noise().0, args.noise().1, method)
     }
 }
 

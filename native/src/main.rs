@@ -10,6 +10,7 @@ mod cli;
 mod config;
 mod device;
 mod experiment;
+mod folder_data;
 mod model_file;
 mod out_dir;
 mod picks;

@@ -41,20 +41,30 @@ pub fn render(rows: &[Row]) -> String {
             .unwrap_or_else(|| "-".into());
         let s = &row.summary;
         out += &format!(
-            "| {} | {} | {}-{:.0}% | {:.2}% | {:.2}% | {:.2}% | {:.2}% | {:.3} | {} |\n",
+            "| {} | {} | {}-{:.0}% | {:.2}% | {:.2}% | {} | {} | {:.3} | {} |\n",
             row.name,
             row.config.method.name(),
             row.config.noise.name(),
             row.config.noise_rate * 100.0,
             s.test_accuracy * 100.0,
             s.best_test_accuracy * 100.0,
-            s.label_precision * 100.0,
-            s.label_recall * 100.0,
+            percent(s.label_precision),
+            percent(s.label_recall),
             s.epoch_seconds,
             ratio
         );
     }
     out
+}
+
+/// A share as a percentage, or n/a where it is undefined (NaN: a folder's labels, whose
+/// truth is unknown, or an epoch that trained on nothing).
+pub fn percent(share: f64) -> String {
+    if share.is_finite() {
+        format!("{:.2}%", share * 100.0)
+    } else {
+        "n/a".into()
+    }
 }
 
 pub fn run(dirs: &[PathBuf]) -> Result<()> {
@@ -138,6 +148,7 @@ pub fn read_metrics(dir: &Path) -> Result<Vec<EpochMetrics>> {
                 train_loss: get("train_loss")?,
                 test_accuracy: get("test_accuracy")?,
                 network_accuracies,
+                val_accuracy: optional("val_accuracy")?,
                 label_precision: get("label_precision")?,
                 label_recall: get("label_recall")?,
                 selection_risk: optional("selection_risk")?,

@@ -21,7 +21,6 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use taks_core::config::TrainConfig;
-use taks_core::data::Split;
 use taks_core::formats::atomic::write_atomically;
 use taks_core::formats::checkpoint::Checkpoint;
 use taks_core::methods::Method;
@@ -29,6 +28,7 @@ use taks_core::metrics::{EpochMetrics, Summary, summarize};
 use taks_core::train::Trainer;
 
 use crate::device::Chosen;
+use crate::folder_data::{self, RunData};
 use crate::run_args::{RUN_SETTINGS, RunArgs};
 use crate::{config, device, out_dir, plot, table};
 
@@ -64,10 +64,10 @@ pub fn run(args: TrainArgs) -> Result<()> {
     if args.checkpoint_every == 0 {
         bail!("--checkpoint-every must be at least 1 (epochs between checkpoints)");
     }
-    let (config, data_dir, save_selections) = match &args.resume {
+    let (mut config, data_dir, save_selections) = match &args.resume {
         Some(dir) => {
             let (config, data_dir) = read_run_config(dir)?;
-            let data_dir = args.run.data_dir.clone().or(data_dir);
+            let data_dir = args.run.data_dir().or(data_dir);
             (config, data_dir, dir.join("selected.csv").exists())
         }
         None => {
@@ -78,7 +78,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
                     config.method.name()
                 );
             }
-            (config, args.run.data_dir.clone(), args.save_selections)
+            (config, args.run.data_dir(), args.save_selections)
         }
     };
     // Everything about the input is checked before a device is opened or a folder made.
@@ -86,10 +86,11 @@ pub fn run(args: TrainArgs) -> Result<()> {
         Some(dir) => saved_checkpoint(dir, &config)?,
         None => None,
     };
-    let split = config.dataset.load(data_dir.as_deref())?;
-    split.check()?;
+    folder_data::choose(&mut config, data_dir.as_deref())?;
+    let data = folder_data::load(&config, data_dir.as_deref())?;
+    data.split.check()?;
     config.checked_k(
-        split
+        data.split
             .train
             .len()
             .min(config.train_limit.unwrap_or(usize::MAX)),
@@ -120,9 +121,12 @@ pub fn run(args: TrainArgs) -> Result<()> {
         checkpoint_every: args.checkpoint_every,
         data_dir: data_dir.clone(),
     };
+    if let Some(note) = &data.note {
+        say(note.clone());
+    }
     let (_, summary) = train_into(
         &config,
-        split,
+        data,
         checkpoint,
         &chosen,
         &out,
@@ -144,6 +148,17 @@ pub fn run(args: TrainArgs) -> Result<()> {
     )?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
+    }
+    if let (Some(epoch), Some(best), Some(last)) = (
+        summary.best_val_epoch,
+        summary.test_accuracy_at_best_val,
+        summary.test_accuracy_last,
+    ) {
+        println!(
+            "best validation accuracy at epoch {epoch}: test accuracy {:.2}% (the paper's Best); last epoch: {:.2}% (Last)",
+            best * 100.0,
+            last * 100.0
+        );
     }
     println!(
         "{}",
@@ -197,14 +212,17 @@ pub fn saved_checkpoint(dir: &Path, config: &TrainConfig) -> Result<Option<Check
 /// and the summary written to summary.json.
 pub fn train_into(
     config: &TrainConfig,
-    split: Split,
+    data: RunData,
     checkpoint: Option<Checkpoint>,
     chosen: &Chosen,
     out: &Path,
     options: &Options,
     report: &mut dyn FnMut(Event),
 ) -> Result<(Vec<EpochMetrics>, Summary)> {
-    let mut trainer = Trainer::new(config.clone(), split, &chosen.device)?;
+    let mut trainer = Trainer::new(config.clone(), data.split, &chosen.device)?;
+    if let Some(val) = data.val {
+        trainer.validate_on(val)?;
+    }
     let checkpoint_path = out.join(CHECKPOINT);
     let mut history = Vec::new();
     let resuming = checkpoint.is_some();
@@ -365,13 +383,17 @@ pub fn epoch_line(m: &EpochMetrics) -> String {
         (Some(r), None) => format!("  regret {r:.1}"),
         _ => String::new(),
     };
+    let val = m
+        .val_accuracy
+        .map(|v| format!("  val acc {:.2}%", v * 100.0))
+        .unwrap_or_default();
     format!(
-        "epoch {:>3}: loss {:.4}  test acc {:.2}%  label precision {:.2}%  recall {:.2}%{regret}  {:.2}s",
+        "epoch {:>3}: loss {:.4}{val}  test acc {:.2}%  label precision {}  recall {}{regret}  {:.2}s",
         m.epoch,
         m.train_loss,
         m.test_accuracy * 100.0,
-        m.label_precision * 100.0,
-        m.label_recall * 100.0,
+        table::percent(m.label_precision),
+        table::percent(m.label_recall),
         m.epoch_seconds
     )
 }

@@ -129,7 +129,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
         .open(&csv_path)
         .with_context(|| format!("opening {}", csv_path.display()))?;
 
-    let split = base.dataset.load(args.run.data_dir.as_deref())?;
+    let split = base.dataset.load(args.run.data_dir().as_deref())?;
     let train_set = split
         .train
         .truncated(base.train_limit.unwrap_or(usize::MAX));

@@ -245,6 +245,17 @@ def audit_inputs():
     write("npy-labels-float.npy", npy("<f8", "(4,)", struct.pack("<4d", 0, 1, 0, 1)))
     write("npy-labels-negative.npy", npy("<i2", "(4,)", struct.pack("<4h", 0, -1, 0, 1)))
     write("npy-labels-blank-line.txt", "cat\n\ndog\ncat\n")
+    # Folders in the Clothing1M protocol for `taks train --data DIR`.
+    for split in ("train", "val", "test"):
+        for c, grey in (("cat", 40), ("dog", 200)):
+            for i in range(2):
+                write(f"split-ok/{split}/{c}/{i}.png", png(4, 4, grey + i))
+                if split != "val":
+                    write(f"split-no-val/{split}/{c}/{i}.png", png(4, 4, grey + i))
+                write(f"split-classes-differ/{split}/{c if split != 'val' else c + 's'}/{i}.png", png(4, 4, grey + i))
+                if split != "test":
+                    write(f"split-empty-test/{split}/{c}/{i}.png", png(4, 4, grey + i))
+    write("split-empty-test/test/cat/notes.txt", "no images here")
     write("predict-rows.csv", "x,y\n1,2\n")
     write("predict-rows-missing-column.csv", "x,z\n1,2\n")
 

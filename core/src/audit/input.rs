@@ -7,11 +7,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Result;
 use crate::data::Dataset;
+pub use crate::data::normalisation::Normalisation;
 use crate::formats::csv_table::Table;
 use crate::formats::image_folder::Decoded;
 use crate::model::Architecture;
-use crate::{Error, Result};
 
 /// The raw input a model expects.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,104 +43,24 @@ impl Input {
     }
 }
 
-/// `x -> (x - mean) / std`, per channel (images, after scaling to [0, 1]) or per feature
-/// column (tables).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Normalisation {
-    pub mean: Vec<f32>,
-    pub std: Vec<f32>,
-}
+pub use crate::model::image_input::MAX_SIDE;
 
-impl Normalisation {
-    /// The mean and standard deviation of each of `groups` groups, where value `i` of a
-    /// sample of `sample_size` values belongs to group `i / (sample_size / groups)`
-    /// (channels of [C, H, W]; with `groups` = `sample_size`, columns). A constant
-    /// group gets std 1, so it maps to 0 instead of dividing by zero.
-    pub fn fit(values: &[f32], sample_size: usize, groups: usize) -> Self {
-        let per_group = sample_size / groups;
-        let mut sum = vec![0f64; groups];
-        let mut square = vec![0f64; groups];
-        for sample in values.chunks_exact(sample_size) {
-            for (i, &v) in sample.iter().enumerate() {
-                let g = i / per_group;
-                sum[g] += v as f64;
-                square[g] += v as f64 * v as f64;
-            }
-        }
-        let count = (values.len() / groups).max(1) as f64;
-        let mean: Vec<f64> = sum.iter().map(|s| s / count).collect();
-        let std = square
-            .iter()
-            .zip(&mean)
-            .map(|(sq, m)| {
-                let var = (sq / count - m * m).max(0.0);
-                if var.sqrt() > 1e-6 {
-                    var.sqrt() as f32
-                } else {
-                    1.0
-                }
-            })
-            .collect();
-        Normalisation {
-            mean: mean.into_iter().map(|m| m as f32).collect(),
-            std,
-        }
-    }
-
-    /// Normalise `values` (whole samples of `sample_size`) in place.
-    pub fn apply(&self, values: &mut [f32], sample_size: usize) {
-        let per_group = sample_size / self.mean.len();
-        for sample in values.chunks_exact_mut(sample_size) {
-            for (i, v) in sample.iter_mut().enumerate() {
-                let g = i / per_group;
-                *v = (*v - self.mean[g]) / self.std[g];
-            }
-        }
-    }
-}
-
-/// The largest side an image keeps by default; larger images are resized to
-/// 224x224, the size ResNet-18 was designed for.
-pub const MAX_SIDE: u32 = 224;
-
-/// Which network and input an image folder gets, from its most common image size and
-/// whether any image is in colour; `model` and `size` are the user's overrides.
-/// - the MLP for grey images up to 32x32, at their own size (the paper's MNIST setup);
-/// - the paper's CNN for colour images up to 32x32, resized to 32x32 (its CIFAR setup);
-/// - ResNet-18 in RGB for anything larger, at its own size up to 224x224, else 224x224.
+/// Which network and input an image folder gets ([`crate::model::image_input::choose`]),
+/// as the [`Input`] a model card records.
 pub fn choose_for_images(
     common: (u32, u32),
     colour: bool,
     model: Option<Architecture>,
     size: Option<(u32, u32)>,
 ) -> Result<(Architecture, Input)> {
-    let small = common.0 <= 32 && common.1 <= 32;
-    let architecture = model.unwrap_or(match (small, colour) {
-        (true, false) => Architecture::Mlp,
-        (true, true) => Architecture::Cnn,
-        (false, _) => Architecture::ResNet18,
-    });
-    let (width, height) = size.unwrap_or(match architecture {
-        Architecture::Mlp => common,
-        Architecture::Cnn => (32, 32),
-        Architecture::ResNet18 if common.0 <= MAX_SIDE && common.1 <= MAX_SIDE => common,
-        Architecture::ResNet18 => (MAX_SIDE, MAX_SIDE),
-    });
-    if architecture == Architecture::Cnn && (width != height || width % 8 != 0) {
-        return Err(Error::Config(format!(
-            "the CNN takes square images with a side that is a multiple of 8, not {width}x{height} (try --image-size 32x32)"
-        )));
-    }
-    let channels = match (architecture, colour) {
-        (Architecture::Mlp, false) => 1,
-        _ => 3,
-    };
+    let (architecture, [channels, height, width]) =
+        crate::model::image_input::choose(common, colour, model, size)?;
     Ok((
         architecture,
         Input::Image {
             channels,
-            height: height as usize,
-            width: width as usize,
+            height,
+            width,
         },
     ))
 }

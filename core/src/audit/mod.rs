@@ -23,6 +23,7 @@
 
 pub mod estimate;
 pub mod input;
+pub mod network;
 
 use burn::tensor::Device;
 use serde::Serialize;

@@ -5,6 +5,9 @@
 //! training loop then uploads the whole training part to the compute device and gathers
 //! batches there.
 
+pub mod folder;
+pub mod normalisation;
+
 pub use taks_formats::{cifar, idx};
 
 use std::path::{Path, PathBuf};
@@ -92,15 +95,19 @@ pub enum DatasetKind {
     Cifar10,
     /// CIFAR-100, binary version (fine labels).
     Cifar100,
+    /// A user's own folder in the paper's Clothing1M protocol: `train/` (the labels as
+    /// given, noisy), `val/` and `test/`, each of class sub-folders of images ([`folder`]).
+    Folder,
 }
 
 impl DatasetKind {
-    pub const ALL: [DatasetKind; 5] = [
+    pub const ALL: [DatasetKind; 6] = [
         DatasetKind::MnistDigits,
         DatasetKind::Mnist,
         DatasetKind::FashionMnist,
         DatasetKind::Cifar10,
         DatasetKind::Cifar100,
+        DatasetKind::Folder,
     ];
 
     pub fn name(self) -> &'static str {
@@ -110,19 +117,26 @@ impl DatasetKind {
             DatasetKind::FashionMnist => "fashion-mnist",
             DatasetKind::Cifar10 => "cifar10",
             DatasetKind::Cifar100 => "cifar100",
+            DatasetKind::Folder => "folder",
         }
     }
 
-    pub fn classes(self) -> usize {
+    /// The fixed number of classes; a folder has as many as it has class folders.
+    pub fn classes(self) -> Option<usize> {
         match self {
-            DatasetKind::Cifar100 => 100,
-            _ => 10,
+            DatasetKind::Cifar100 => Some(100),
+            DatasetKind::Folder => None,
+            _ => Some(10),
         }
     }
 
-    /// Whether the paper's MLP (28x28 grey images) or its CNN (32x32 colour) fits.
+    /// Whether the paper's MLP (28x28 grey images) or its CNN (32x32 colour) fits; a
+    /// folder's network is chosen from its images ([`folder::choose`]).
     pub fn is_grey_28(self) -> bool {
-        !matches!(self, DatasetKind::Cifar10 | DatasetKind::Cifar100)
+        !matches!(
+            self,
+            DatasetKind::Cifar10 | DatasetKind::Cifar100 | DatasetKind::Folder
+        )
     }
 
     /// Where the files are looked for when no folder is given.
@@ -137,6 +151,12 @@ impl DatasetKind {
     pub fn load(self, dir: Option<&Path>) -> Result<Split> {
         if self == DatasetKind::MnistDigits && dir.is_none() {
             return bundled_mnist_digits();
+        }
+        if self == DatasetKind::Folder {
+            return Err(Error::Config(
+                "a folder of train/, val/ and test/ is for taks train --data DIR and taks experiment; audit a folder by naming it as DATA"
+                    .into(),
+            ));
         }
         let dir = dir
             .map(Path::to_path_buf)
@@ -161,10 +181,11 @@ impl DatasetKind {
         }
         match self {
             DatasetKind::MnistDigits | DatasetKind::Mnist | DatasetKind::FashionMnist => {
-                load_idx_folder(&dir, self.classes())
+                load_idx_folder(&dir, 10)
             }
             DatasetKind::Cifar10 => load_cifar(&dir, cifar::Variant::Cifar10),
             DatasetKind::Cifar100 => load_cifar(&dir, cifar::Variant::Cifar100),
+            DatasetKind::Folder => unreachable!("returned above"),
         }
     }
 }

@@ -28,7 +28,8 @@ use crate::device::{self, DeviceChoice};
 use crate::out_dir;
 
 pub use outputs::csv_field;
-use read::read_data;
+use read::{Source, read_source};
+use taks_core::formats::image_folder::Skipped;
 
 #[derive(Args, Debug)]
 pub struct AuditArgs {
@@ -66,9 +67,15 @@ pub struct AuditArgs {
     /// ResNet-18, at most 224x224).
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     pub image_size: Option<(u32, u32)>,
-    /// The network. Default: chosen from the input as --image-size says; the MLP for CSV.
+    /// The network. Default for images: the most capable of the MLP, the CNN and
+    /// ResNet-18 whose audit fits --budget on this device (timed on a few batches each);
+    /// the MLP for CSV tables and .npy features.
     #[arg(long, value_enum)]
     pub model: Option<Architecture>,
+    /// Seconds the audit of an image folder may take, for choosing its network when
+    /// --model is not given (an estimate from timing each candidate, not a deadline).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
+    pub budget: f64,
     /// Output folder. Default: audits/<name of DATA>, numbered when it exists. An
     /// explicit folder that already holds an audit is an error.
     #[arg(long)]
@@ -156,6 +163,12 @@ pub fn run(args: AuditArgs) -> Result<()> {
     {
         settings_check.push(format!("--eta-ratio {e} must be a finite number >= 0"));
     }
+    if !(args.budget > 0.0 && args.budget.is_finite()) {
+        settings_check.push(format!(
+            "--budget {} must be a positive number of seconds",
+            args.budget
+        ));
+    }
     if args.batch_size == 0 {
         settings_check.push("--batch-size must be at least 1".into());
     }
@@ -173,49 +186,47 @@ pub fn run(args: AuditArgs) -> Result<()> {
     if let Some(first) = settings_check.first() {
         bail!("{first}");
     }
-    let started = Instant::now();
-    let data = read_data(&args)?;
-    let read_seconds = started.elapsed().as_secs_f64();
-    let n = data.ids.len();
-    let mut present = data.labels.noisy_labels.clone();
-    present.sort_unstable();
-    present.dedup();
-    if n < 4 || present.len() < 2 {
-        bail!(
-            "{} has {n} usable samples in {} classes; an audit needs at least 4 samples and 2 classes{}",
-            data.source,
-            present.len(),
-            match data.skipped.len() {
-                0 => String::new(),
-                s => format!(
-                    " ({s} files skipped, e.g. {}: {})",
-                    data.skipped[0].id, data.skipped[0].reason
-                ),
-            }
-        );
-    }
-    let mut settings = AuditSettings::new(data.architecture);
-    settings.epochs = args.epochs;
-    settings.probe_epochs = args.probe_epochs;
-    settings.probe_folds = args.probe_folds;
-    settings.k_ratio = args.k_ratio;
-    settings.eta_ratio = args.eta_ratio.unwrap_or(settings.eta_ratio);
-    settings.seed = args.seed;
-    settings.batch_size = args.batch_size;
-    settings.learning_rate = args.lr;
-    if let Some(k) = args.k_ratio
-        && (n as f64 * k).floor() < 1.0
-    {
-        bail!("--k-ratio {k} of {n} samples selects nothing");
-    }
-    let chosen = device::choose(args.device)?;
-    let default = format!("audits/{}", data.source_name());
-    let out = out_dir::prepare(args.out.as_deref(), &default, "suspects.csv", "an audit")?;
     let say = |line: String| {
         if !args.quiet {
             eprintln!("{line}");
         }
     };
+    let started = Instant::now();
+    let source = read_source(&args)?;
+    match &source {
+        Source::Ready(data) => enough(&data.source, &data.labels.noisy_labels, &data.skipped)?,
+        // Decoding may skip more files; checked again after it.
+        Source::Images(images) => enough(images.source(), &images.labels(), images.skipped())?,
+    }
+    if let Some(k) = args.k_ratio
+        && let Source::Ready(data) = &source
+        && (data.ids.len() as f64 * k).floor() < 1.0
+    {
+        bail!(
+            "--k-ratio {k} of {} samples selects nothing",
+            data.ids.len()
+        );
+    }
+    let chosen = device::choose(args.device)?;
+    let default = format!("audits/{}", source.name());
+    let out = out_dir::prepare(args.out.as_deref(), &default, "suspects.csv", "an audit")?;
+    let data = match source {
+        Source::Ready(data) => *data,
+        Source::Images(images) => {
+            let timing = settings_for(&args, Architecture::Mlp);
+            let data = images.finish(&args, &timing, &chosen.device, say)?;
+            enough(&data.source, &data.labels.noisy_labels, &data.skipped)?;
+            data
+        }
+    };
+    let read_seconds = started.elapsed().as_secs_f64();
+    let n = data.ids.len();
+    let settings = settings_for(&args, data.architecture);
+    if let Some(k) = args.k_ratio
+        && (n as f64 * k).floor() < 1.0
+    {
+        bail!("--k-ratio {k} of {n} samples selects nothing");
+    }
     say(format!(
         "auditing {} samples of {} classes from {} ({} skipped) with {} on {}",
         n,
@@ -258,6 +269,42 @@ pub fn run(args: AuditArgs) -> Result<()> {
         audit_seconds,
     )?;
     println!("{written}");
+    Ok(())
+}
+
+/// The audit's settings from the flags, for `architecture`.
+fn settings_for(args: &AuditArgs, architecture: Architecture) -> AuditSettings {
+    let mut settings = AuditSettings::new(architecture);
+    settings.epochs = args.epochs;
+    settings.probe_epochs = args.probe_epochs;
+    settings.probe_folds = args.probe_folds;
+    settings.k_ratio = args.k_ratio;
+    settings.eta_ratio = args.eta_ratio.unwrap_or(settings.eta_ratio);
+    settings.seed = args.seed;
+    settings.batch_size = args.batch_size;
+    settings.learning_rate = args.lr;
+    settings
+}
+
+/// At least 4 samples of at least 2 classes, or the error that says what there is.
+fn enough(source: &str, labels: &[u32], skipped: &[Skipped]) -> Result<()> {
+    let n = labels.len();
+    let mut present = labels.to_vec();
+    present.sort_unstable();
+    present.dedup();
+    if n < 4 || present.len() < 2 {
+        bail!(
+            "{source} has {n} usable samples in {} classes; an audit needs at least 4 samples and 2 classes{}",
+            present.len(),
+            match skipped.len() {
+                0 => String::new(),
+                s => format!(
+                    " ({s} files skipped, e.g. {}: {})",
+                    skipped[0].id, skipped[0].reason
+                ),
+            }
+        );
+    }
     Ok(())
 }
 

@@ -2,12 +2,15 @@
 //! table, a `.npy` feature matrix with its labels, or a built-in dataset with injected
 //! noise, into one [`AuditData`].
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
+use burn::tensor::Device;
+use taks_core::audit::AuditSettings;
 use taks_core::audit::input::{self, Input, Normalisation, Prepared};
+use taks_core::audit::network::{self, Choice};
 use taks_core::data::{Dataset, DatasetKind};
-use taks_core::formats::image_folder::{self, Skipped};
+use taks_core::formats::image_folder::{self, Scan, Skipped};
 use taks_core::formats::{csv_table, labels as label_file, npy};
 use taks_core::model::Architecture;
 use taks_core::noise::{NoiseKind, NoisyLabels, inject};
@@ -26,21 +29,64 @@ pub struct AuditData {
     pub truth_known: bool,
     pub skipped: Vec<Skipped>,
     pub source: String,
+    /// How the network was chosen by the time budget (image folders without --model).
+    pub network_choice: Option<Choice>,
+    /// Why colour images are audited in grey, when they are.
+    pub colour_note: Option<String>,
 }
 
-impl AuditData {
+/// A short name for the default output folder: DATA's file or folder name.
+fn short_name(source: &str) -> String {
+    Path::new(source)
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "data".into())
+}
+
+/// DATA as read so far: ready, or an image folder scanned and waiting for its network,
+/// which may need the device ([`ImageSource::finish`]).
+pub enum Source {
+    Ready(Box<AuditData>),
+    Images(Box<ImageSource>),
+}
+
+impl Source {
     /// A short name for the default output folder.
-    pub fn source_name(&self) -> String {
-        Path::new(&self.source)
-            .file_stem()
-            .map(|s| s.to_string_lossy().to_string())
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "data".into())
+    pub fn name(&self) -> String {
+        match self {
+            Source::Ready(data) => short_name(&data.source),
+            Source::Images(images) => short_name(images.source()),
+        }
     }
 }
 
-/// Read DATA (or the built-in set) into [`AuditData`].
-pub fn read_data(args: &AuditArgs) -> Result<AuditData> {
+/// An image folder whose headers are read and checked.
+pub struct ImageSource {
+    dir: PathBuf,
+    scan: Scan,
+    common: (u32, u32),
+    /// Whether colour is kept: some file is colour and its colour says something.
+    colour: bool,
+    colour_note: Option<String>,
+    /// The network and input `--model`/`--image-size` chose, checked at the scan.
+    explicit: Option<(Architecture, Input)>,
+}
+
+/// Read and check DATA (or the built-in set) as far as can be done without a device.
+pub fn read_source(args: &AuditArgs) -> Result<Source> {
+    let path = args.data.as_ref();
+    if args.dataset.is_none() && path.is_some_and(|p| p.is_dir()) {
+        return Ok(Source::Images(Box::new(scan_images(
+            path.expect("checked"),
+            args,
+        )?)));
+    }
+    read_data(args).map(|d| Source::Ready(Box::new(d)))
+}
+
+/// Read DATA (a file, or the built-in set) into [`AuditData`].
+fn read_data(args: &AuditArgs) -> Result<AuditData> {
     if let Some(kind) = args.dataset {
         if args.labels.is_some() {
             bail!("--labels is for a .npy feature matrix, not --dataset");
@@ -62,8 +108,6 @@ pub fn read_data(args: &AuditArgs) -> Result<AuditData> {
     }
     if is_npy && path.is_file() {
         read_npy(path, args)
-    } else if path.is_dir() {
-        read_images(path, args)
     } else if path.is_file() {
         if args.model.is_some_and(|m| m != Architecture::Mlp) {
             bail!(
@@ -92,6 +136,8 @@ pub fn read_data(args: &AuditArgs) -> Result<AuditData> {
             truth_known: false,
             skipped: Vec::new(),
             source: path.display().to_string(),
+            network_choice: None,
+            colour_note: None,
         })
     } else {
         bail!("{}: no such file or folder", path.display());
@@ -156,10 +202,15 @@ fn read_npy(path: &Path, args: &AuditArgs) -> Result<AuditData> {
         truth_known: false,
         skipped: Vec::new(),
         source: path.display().to_string(),
+        network_choice: None,
+        colour_note: None,
     })
 }
 
-fn read_images(dir: &Path, args: &AuditArgs) -> Result<AuditData> {
+/// How many colour files the colour check decodes, spread over the folder.
+const COLOUR_CHECK_FILES: usize = 256;
+
+fn scan_images(dir: &Path, args: &AuditArgs) -> Result<ImageSource> {
     let scan = image_folder::scan(dir)?;
     let Some(common) = scan.most_common_size() else {
         bail!(
@@ -177,35 +228,137 @@ fn read_images(dir: &Path, args: &AuditArgs) -> Result<AuditData> {
             }
         );
     };
-    let (architecture, input) =
-        input::choose_for_images(common, scan.any_colour(), args.model, args.image_size)?;
-    let Input::Image {
-        channels,
-        height,
-        width,
-    } = input
-    else {
-        unreachable!("images get an image input")
+    let explicit = match args.model.is_some() || args.image_size.is_some() {
+        true => Some(input::choose_for_images(
+            common,
+            scan.any_colour(),
+            args.model,
+            args.image_size,
+        )?),
+        false => None,
     };
-    let decoded = image_folder::decode(&scan.files, channels, width as u32, height as u32);
-    let mut skipped = scan.skipped.clone();
-    skipped.extend(decoded.skipped.iter().cloned());
-    let classes = scan.classes.len();
-    let prepared = input::prepare_images(&decoded, channels, height, width, classes);
-    let labels: Vec<u32> = decoded.files.iter().map(|f| f.label).collect();
-    Ok(AuditData {
-        prepared,
-        architecture,
-        ids: decoded.files.iter().map(|f| f.id.clone()).collect(),
-        classes: scan.classes,
-        labels: NoisyLabels {
-            true_labels: labels.clone(),
-            noisy_labels: labels,
-        },
-        truth_known: false,
-        skipped,
-        source: dir.display().to_string(),
+    let mut colour = scan.any_colour();
+    let mut colour_note = None;
+    if colour && args.model.is_none() && args.image_size.is_none() {
+        let coloured: Vec<_> = scan.files.iter().filter(|f| f.colour).cloned().collect();
+        let step = coloured.len().div_ceil(COLOUR_CHECK_FILES).max(1);
+        let sample: Vec<_> = coloured.into_iter().step_by(step).collect();
+        let decoded = image_folder::decode(&sample, 3, common.0, common.1);
+        let plane = (common.0 * common.1) as usize * 3;
+        let images: Vec<(Vec<u8>, u32)> = decoded
+            .pixels
+            .chunks_exact(plane)
+            .zip(&decoded.files)
+            .map(|(p, f)| (p.to_vec(), f.label))
+            .collect();
+        if network::colour_carries_nothing(&images) {
+            colour = false;
+            colour_note = Some(format!(
+                "the {} colour files checked are grey or tinted grey, and their tints say nothing about the class: audited in grey",
+                images.len()
+            ));
+        }
+    }
+    Ok(ImageSource {
+        dir: dir.to_path_buf(),
+        scan,
+        common,
+        colour,
+        colour_note,
+        explicit,
     })
+}
+
+impl ImageSource {
+    /// DATA as the user named it.
+    pub fn source(&self) -> &str {
+        self.dir.to_str().unwrap_or("DATA")
+    }
+
+    /// The label of every readable file, as far as the headers say.
+    pub fn labels(&self) -> Vec<u32> {
+        self.scan.files.iter().map(|f| f.label).collect()
+    }
+
+    /// The files left out so far, and why.
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.scan.skipped
+    }
+
+    /// Choose the network (by `--model`/`--image-size`, else by the time budget on
+    /// `device`, telling `say`), then decode every file at its input.
+    pub fn finish(
+        self,
+        args: &AuditArgs,
+        settings: &AuditSettings,
+        device: &Device,
+        say: impl Fn(String),
+    ) -> Result<AuditData> {
+        let ImageSource {
+            dir,
+            scan,
+            common,
+            colour,
+            colour_note,
+            explicit,
+        } = self;
+        if let Some(note) = &colour_note {
+            say(note.clone());
+        }
+        let (architecture, input, network_choice) = if let Some((architecture, input)) = explicit {
+            (architecture, input, None)
+        } else {
+            let candidates = network::candidates(common, colour);
+            say(format!(
+                "timing {} networks on the device for the {:.0} s budget (--budget)",
+                candidates.len(),
+                args.budget
+            ));
+            let choice = pollster::block_on(network::choose(
+                &candidates,
+                scan.files.len(),
+                scan.classes.len(),
+                settings,
+                args.budget,
+                device,
+            ))?;
+            say(format!("chose the {}: {}", choice.network, choice.reason));
+            (
+                choice.candidate.architecture,
+                choice.candidate.input.clone(),
+                Some(choice),
+            )
+        };
+        let Input::Image {
+            channels,
+            height,
+            width,
+        } = input
+        else {
+            unreachable!("images get an image input")
+        };
+        let decoded = image_folder::decode(&scan.files, channels, width as u32, height as u32);
+        let mut skipped = scan.skipped.clone();
+        skipped.extend(decoded.skipped.iter().cloned());
+        let classes = scan.classes.len();
+        let prepared = input::prepare_images(&decoded, channels, height, width, classes);
+        let labels: Vec<u32> = decoded.files.iter().map(|f| f.label).collect();
+        Ok(AuditData {
+            prepared,
+            architecture,
+            ids: decoded.files.iter().map(|f| f.id.clone()).collect(),
+            classes: scan.classes,
+            labels: NoisyLabels {
+                true_labels: labels.clone(),
+                noisy_labels: labels,
+            },
+            truth_known: false,
+            skipped,
+            source: dir.display().to_string(),
+            network_choice,
+            colour_note,
+        })
+    }
 }
 
 fn read_builtin(kind: DatasetKind, args: &AuditArgs) -> Result<AuditData> {
@@ -250,5 +403,7 @@ fn read_builtin(kind: DatasetKind, args: &AuditArgs) -> Result<AuditData> {
         labels,
         skipped: Vec::new(),
         source: kind.name().to_string(),
+        network_choice: None,
+        colour_note: None,
     })
 }

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 use taks_core::audit::input::Input;
+use taks_core::audit::network::Choice;
 use taks_core::audit::{AuditOutcome, AuditSettings};
 use taks_core::formats::image_folder::Skipped;
 
@@ -16,6 +17,11 @@ pub struct AuditSummary {
     pub classes: Vec<String>,
     pub architecture: &'static str,
     pub input: Input,
+    /// How the budget chose the network (image folders without --model), with every
+    /// candidate's measured price.
+    pub network_choice: Option<Choice>,
+    /// Why colour images were audited in grey, when they were.
+    pub colour_note: Option<String>,
     pub estimated_noise_rate: f64,
     pub estimate_method: &'static str,
     pub k: usize,
@@ -87,6 +93,8 @@ impl AuditSummary {
             classes: data.classes.clone(),
             architecture: settings.architecture.name(),
             input: data.prepared.input.clone(),
+            network_choice: data.network_choice.clone(),
+            colour_note: data.colour_note.clone(),
             estimated_noise_rate: outcome.estimate.rate,
             estimate_method: "calibrated confident joint of the probe folds' out-of-sample probabilities (see README)",
             k: outcome.k,

@@ -25,11 +25,13 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use taks_core::choices::Choices;
 use taks_core::config::TrainConfig;
-use taks_core::data::{DatasetKind, Split};
+use taks_core::data::DatasetKind;
+use taks_core::model::Architecture;
 use taks_core::noise::NoiseKind;
 use web_time::Instant;
 
 use crate::device::{self, DeviceChoice};
+use crate::folder_data::{self, RunData};
 use crate::picks::{self, MethodPick};
 use crate::{plot, table, train};
 
@@ -156,13 +158,15 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         dirs.insert(name.parse()?, PathBuf::from(dir));
     }
 
-    // Every cell's settings, validated before anything runs.
+    // Every cell's settings, validated before anything runs. A folder's network and
+    // input are chosen once, from its training images.
     let mut cells = Vec::new();
+    let mut folder_choice: Option<(Architecture, [usize; 3])> = None;
     for &dataset in &datasets {
         for &(noise, rate) in &noises {
             for &method in &methods {
                 for &seed in &args.seeds {
-                    let config = Choices {
+                    let mut config = Choices {
                         epochs: Some(args.epochs),
                         seed: Some(seed),
                         train_limit: args.train_limit,
@@ -170,6 +174,16 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
                         ..Choices::new(dataset, noise, rate, method)
                     }
                     .build()?;
+                    if let Some((architecture, input)) =
+                        folder_choice.filter(|_| dataset == DatasetKind::Folder)
+                    {
+                        config.architecture = architecture;
+                        config.folder_input = Some(input);
+                    }
+                    folder_data::choose(&mut config, dirs.get(&dataset).map(PathBuf::as_path))?;
+                    if let Some(input) = config.folder_input {
+                        folder_choice = Some((config.architecture, input));
+                    }
                     let dir = args
                         .out
                         .join("runs")
@@ -214,7 +228,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
             );
             bar
         });
-        let mut loaded: HashMap<DatasetKind, Split> = HashMap::new();
+        let mut loaded: HashMap<DatasetKind, RunData> = HashMap::new();
         for (i, cell) in todo.iter().enumerate() {
             let c = &cell.config;
             let name = format!(
@@ -228,12 +242,15 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
             if let Some(bar) = &bar {
                 bar.set_message(format!("run {run_no}/{total}: {name}"));
             }
-            let split = match loaded.get(&c.dataset) {
-                Some(split) => split.clone(),
+            let data = match loaded.get(&c.dataset) {
+                Some(data) => data.clone(),
                 None => {
-                    let split = c.dataset.load(dirs.get(&c.dataset).map(PathBuf::as_path))?;
-                    loaded.insert(c.dataset, split.clone());
-                    split
+                    let data = folder_data::load(c, dirs.get(&c.dataset).map(PathBuf::as_path))?;
+                    if let Some(note) = &data.note {
+                        say(note.clone());
+                    }
+                    loaded.insert(c.dataset, data.clone());
+                    data
                 }
             };
             // An unfinished folder is a run that was cut off: it resumes.
@@ -249,7 +266,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
             };
             let (_, summary) = train::train_into(
                 c,
-                split,
+                data,
                 checkpoint,
                 &chosen,
                 &cell.dir,

@@ -1,0 +1,200 @@
+//! A user's own data in the protocol of the paper's Clothing1M experiment: `DIR/train`
+//! (labels as given, noisy), `DIR/val` and `DIR/test` (as clean as the user has them),
+//! each a folder of class sub-folders of PNG, JPEG or BMP images, read as `taks audit`
+//! reads a folder ([`crate::formats::image_folder`]): junk and undecodable files are left
+//! out and counted.
+//!
+//! The three splits must have the same class folders. The network and input size follow
+//! the training images' most common size and colour ([`crate::model::image_input`]),
+//! chosen once when a run starts and kept in its `config.json` (`folder_input`), so a
+//! resumed run decodes the same way. Pixels are scaled to [0, 1] and standardised per
+//! channel with the training split's mean and deviation. The run reports the validation
+//! accuracy every epoch; the test accuracy at the best validation epoch is the paper's
+//! "Best", at the last epoch its "Last" (`crate::metrics::Summary`).
+
+use std::path::{Path, PathBuf};
+
+use super::normalisation::Normalisation;
+use super::{Dataset, Split};
+use crate::formats::image_folder::{self, Scan};
+use crate::model::Architecture;
+use crate::model::image_input;
+use crate::{Error, Result};
+
+const SPLITS: [&str; 3] = ["train", "val", "test"];
+
+/// The three splits' files, checked.
+pub struct FolderScan {
+    dir: PathBuf,
+    /// train, val, test.
+    scans: [Scan; 3],
+}
+
+/// A folder read for training.
+pub struct FolderSplit {
+    /// `train` and `test`.
+    pub split: Split,
+    pub val: Dataset,
+    pub classes: Vec<String>,
+    /// Files left out, per split (train, val, test).
+    pub skipped: [usize; 3],
+}
+
+/// Scan `DIR/train`, `DIR/val` and `DIR/test` and check that they hold the same classes.
+pub fn scan(dir: &Path) -> Result<FolderScan> {
+    if !dir.is_dir() {
+        return Err(Error::Config(format!("{}: no such folder", dir.display())));
+    }
+    let mut scans = Vec::new();
+    for split in SPLITS {
+        let path = dir.join(split);
+        if !path.is_dir() {
+            return Err(Error::Config(format!(
+                "{}: no {split}/ folder; the Clothing1M protocol needs train/, val/ and test/, each of class sub-folders of images",
+                dir.display()
+            )));
+        }
+        let scan = image_folder::scan(&path)?;
+        if scan.files.is_empty() {
+            return Err(Error::Config(format!(
+                "{}: no readable images{}",
+                path.display(),
+                scan.skipped
+                    .first()
+                    .map(|s| format!(
+                        " ({} skipped, e.g. {}: {})",
+                        scan.skipped.len(),
+                        s.id,
+                        s.reason
+                    ))
+                    .unwrap_or_default()
+            )));
+        }
+        scans.push(scan);
+    }
+    let scans: [Scan; 3] = scans
+        .try_into()
+        .map_err(|_| Error::Config("three splits".into()))?;
+    for (split, scan) in SPLITS.iter().zip(&scans).skip(1) {
+        if scan.classes != scans[0].classes {
+            return Err(Error::Config(format!(
+                "{}: its classes ({}) differ from train/'s ({})",
+                dir.join(split).display(),
+                preview(&scan.classes),
+                preview(&scans[0].classes)
+            )));
+        }
+    }
+    Ok(FolderScan {
+        dir: dir.to_path_buf(),
+        scans,
+    })
+}
+
+fn preview(classes: &[String]) -> String {
+    let shown: Vec<&str> = classes.iter().take(8).map(String::as_str).collect();
+    let more = if classes.len() > 8 { ", ..." } else { "" };
+    format!("{}{more}", shown.join(", "))
+}
+
+impl FolderScan {
+    /// The network and input [channels, height, width] for the training images.
+    pub fn choose(&self) -> Result<(Architecture, [usize; 3])> {
+        let train = &self.scans[0];
+        let common = train.most_common_size().expect("scan checked for images");
+        image_input::choose(common, train.any_colour(), None, None)
+    }
+
+    /// Decode every split at `input` [channels, height, width] and standardise.
+    pub fn load(self, input: [usize; 3]) -> Result<FolderSplit> {
+        let [channels, height, width] = input;
+        if !(channels == 1 || channels == 3) || height == 0 || width == 0 {
+            return Err(Error::Config(format!(
+                "folder input {input:?} must be [1 or 3, height, width]"
+            )));
+        }
+        let classes = self.scans[0].classes.clone();
+        let mut parts = Vec::new();
+        let mut skipped = [0usize; 3];
+        for (i, scan) in self.scans.iter().enumerate() {
+            let decoded = image_folder::decode(&scan.files, channels, width as u32, height as u32);
+            skipped[i] = scan.skipped.len() + decoded.skipped.len();
+            if decoded.files.is_empty() {
+                return Err(Error::Config(format!(
+                    "{}: none of its images could be decoded",
+                    self.dir.join(SPLITS[i]).display()
+                )));
+            }
+            parts.push(Dataset {
+                images: decoded.pixels.iter().map(|&p| p as f32 / 255.0).collect(),
+                labels: decoded.files.iter().map(|f| f.label).collect(),
+                shape: input,
+                classes: classes.len(),
+            });
+        }
+        let size = channels * height * width;
+        let normalisation = Normalisation::fit(&parts[0].images, size, channels);
+        for part in &mut parts {
+            normalisation.apply(&mut part.images, size);
+        }
+        let test = parts.pop().expect("three parts");
+        let val = parts.pop().expect("three parts");
+        let train = parts.pop().expect("three parts");
+        Ok(FolderSplit {
+            split: Split { train, test },
+            val,
+            classes,
+            skipped,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png(path: &Path, value: u8) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut bytes = Vec::new();
+        let encoder = image::codecs::png::PngEncoder::new(&mut bytes);
+        image::ImageEncoder::write_image(encoder, &[value; 16], 4, 4, image::ExtendedColorType::L8)
+            .unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    #[test]
+    fn reads_three_splits_and_refuses_mismatched_ones() {
+        let dir = std::env::temp_dir().join(format!("taks-folder-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for split in SPLITS {
+            for (class, value) in [("cat", 40), ("dog", 200)] {
+                png(&dir.join(format!("{split}/{class}/a.png")), value);
+                png(&dir.join(format!("{split}/{class}/b.png")), value + 10);
+            }
+        }
+        std::fs::write(dir.join("train/dog/junk.png"), b"not a png").unwrap();
+        let scan = scan(&dir).unwrap();
+        let (architecture, input) = scan.choose().unwrap();
+        assert_eq!((architecture, input), (Architecture::Mlp, [1, 4, 4]));
+        let loaded = scan.load(input).unwrap();
+        assert_eq!(loaded.classes, ["cat", "dog"]);
+        assert_eq!(loaded.split.train.len(), 4);
+        assert_eq!((loaded.val.len(), loaded.split.test.len()), (4, 4));
+        assert_eq!(loaded.skipped, [1, 0, 0]);
+        // Standardised with the training split's statistics: its mean is 0.
+        let mean = loaded.split.train.images.iter().sum::<f32>() / 64.0;
+        assert!(mean.abs() < 1e-5, "{mean}");
+        assert_eq!(loaded.val.labels, [0, 0, 1, 1]);
+
+        png(&dir.join("test/bird/a.png"), 9);
+        let e = super::scan(&dir).err().unwrap().to_string();
+        assert!(
+            e.contains("test: its classes (bird, cat, dog) differ from train/'s (cat, dog)"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(dir.join("val")).unwrap();
+        let e = super::scan(&dir).err().unwrap().to_string();
+        assert!(e.contains("no val/ folder"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

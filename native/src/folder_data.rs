@@ -1,0 +1,68 @@
+//! The data of a run: a built-in dataset, or a user's folder in the paper's Clothing1M
+//! protocol (`taks train --data DIR`, `--dataset folder`), whose network and input size
+//! are chosen from its training images when a run starts and kept in its config
+//! ([`taks_core::data::folder`]).
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use taks_core::config::TrainConfig;
+use taks_core::data::{Dataset, DatasetKind, Split, folder};
+
+/// What a run trains, validates and tests on.
+#[derive(Clone)]
+pub struct RunData {
+    pub split: Split,
+    /// The validation split of a folder.
+    pub val: Option<Dataset>,
+    /// One line about a folder: its classes, splits and skipped files.
+    pub note: Option<String>,
+}
+
+/// For a folder config without an input yet: choose the network and input from the
+/// training images and write both into `config`. A no-op for built-in datasets and for
+/// configs that already have one (a resumed run).
+pub fn choose(config: &mut TrainConfig, dir: Option<&Path>) -> Result<()> {
+    if config.dataset != DatasetKind::Folder || config.folder_input.is_some() {
+        return Ok(());
+    }
+    let dir = dir.context("a folder dataset needs its folder (taks train --data DIR; taks experiment --data-dir folder=DIR)")?;
+    let (architecture, input) = folder::scan(dir)?.choose()?;
+    config.architecture = architecture;
+    config.folder_input = Some(input);
+    config.validate()?;
+    Ok(())
+}
+
+/// Read the data of `config` (after [`choose`] for a folder).
+pub fn load(config: &TrainConfig, dir: Option<&Path>) -> Result<RunData> {
+    if config.dataset != DatasetKind::Folder {
+        return Ok(RunData {
+            split: config.dataset.load(dir)?,
+            val: None,
+            note: None,
+        });
+    }
+    let dir = dir.context("a folder dataset needs its folder (taks train --data DIR; taks experiment --data-dir folder=DIR)")?;
+    let input = config
+        .folder_input
+        .context("the folder's input size was not chosen")?;
+    let loaded = folder::scan(dir)?.load(input)?;
+    let [c, h, w] = input;
+    let note = format!(
+        "{}: {} classes; train {}, val {}, test {} images ({} files skipped); {} at {w}x{h}{}",
+        dir.display(),
+        loaded.classes.len(),
+        loaded.split.train.len(),
+        loaded.val.len(),
+        loaded.split.test.len(),
+        loaded.skipped.iter().sum::<usize>(),
+        config.architecture.name(),
+        if c == 1 { " grey" } else { " colour" }
+    );
+    Ok(RunData {
+        split: loaded.split,
+        val: Some(loaded.val),
+        note: Some(note),
+    })
+}
