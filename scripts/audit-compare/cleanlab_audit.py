@@ -38,7 +38,7 @@ from common import emit, norm_id, prf, read_truth, top_m_f1  # noqa: E402
 IMAGE_EXT = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pgm", ".ppm"}
 
 
-def load_folder(root: Path):
+def load_folder(root: Path, resize=None):
     from PIL import Image
 
     classes = sorted(d.name for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
@@ -49,8 +49,15 @@ def load_folder(root: Path):
         for p in sorted((root / c).rglob("*")):
             if not p.is_file() or p.suffix.lower() not in IMAGE_EXT:
                 continue
-            with Image.open(p) as im:
-                a = np.asarray(im.convert("L"), dtype=np.float32)
+            try:
+                with Image.open(p) as im:
+                    grey = im.convert("L")
+                    if resize:
+                        grey = grey.resize(resize, Image.BILINEAR)
+                    a = np.asarray(grey, dtype=np.float32)
+            except Exception as e:  # a real export holds junk: skip it, as taks does
+                print(f"skipped {p.relative_to(root)}: {e}", file=sys.stderr)
+                continue
             if shape is None:
                 shape = a.shape
             elif a.shape != shape:
@@ -114,6 +121,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None, help="cap BLAS threads (default: library's own)")
     ap.add_argument("--no-scale", action="store_true", help="CSV: do not standardise features")
     ap.add_argument("--out", type=Path, help="also write cleanlab's verdicts in suspects.csv's format here")
+    ap.add_argument("--resize", type=str, help="resize every image to WxH (grey) first, for folders of mixed sizes")
     ap.add_argument("--labels", type=Path, help="the labels of a .npy DATA (.npy of integers or names one a line)")
     args = ap.parse_args()
 
@@ -140,7 +148,8 @@ def main() -> None:
     if is_npy:
         ids, X, labels, classes = load_npy(args.data, args.labels)
     else:
-        ids, X, labels, classes = load_csv(args.data) if is_csv else load_folder(args.data)
+        resize = tuple(int(v) for v in args.resize.split("x")) if args.resize else None
+        ids, X, labels, classes = load_csv(args.data) if is_csv else load_folder(args.data, resize)
     t1 = time.perf_counter()
 
     ids = [norm_id(i) for i in ids]

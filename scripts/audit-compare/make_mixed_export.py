@@ -3,17 +3,18 @@
 files come in three formats and sizes, some of them junk, with structured label noise,
 for `taks audit` (issue 16's "mixed export").
 
-    python3 make_mixed_export.py OUT_DIR [--n 3000] [--rate 0.25] [--seed 0]
+    python3 make_mixed_export.py OUT_DIR [--n 3000] [--rate 0.25] [--seed 0] [--all-colour]
 
 Image i goes, by i % 3, to a grey 28x28 PNG, a colour 64x64 JPEG (the grey image
 upscaled and tinted with a random colour cast: the colour says nothing about the class)
-or a grey 40x40 BMP, under its given class: with probability R (default 0.25) a
+or a grey 40x40 BMP (with --all-colour: always the JPEG), under its given class: with probability R (default 0.25) a
 confusable class for the classes of make_fashion_folder.py's NOISE_MAP (about 20%
 overall). Junk beside them: an empty .png, a truncated .png, a text file named .jpg,
 a .DS_Store in a class folder and a README.txt at the top. The truth goes to
 OUT_DIR/../<name>-truth.csv (id = path relative to OUT_DIR).
 """
 import argparse
+import io
 import sys
 from pathlib import Path
 
@@ -33,6 +34,7 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=0.25)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DIR)
+    ap.add_argument("--all-colour", action="store_true", help="every image a tinted colour 64x64 JPEG")
     args = ap.parse_args()
     out = args.out_dir
     if out.exists() and any(out.iterdir()):
@@ -48,10 +50,11 @@ def main() -> None:
         true = CLASSES[labels[i]]
         given = NOISE_MAP[true] if (flip[i] and true in NOISE_MAP) else true
         grey = Image.fromarray(images[i])
-        if i % 3 == 0:
+        kind = 1 if args.all_colour else i % 3
+        if kind == 0:
             rel = f"{given}/{i:05d}.png"
             grey.save(out / rel)
-        elif i % 3 == 1:
+        elif kind == 1:
             rel = f"{given}/{i:05d}.jpg"
             big = np.asarray(grey.resize((64, 64), Image.BILINEAR), dtype=np.float64)
             rgb = np.clip(big[:, :, None] * tints[i][None, None, :], 0, 255).astype(np.uint8)
@@ -63,7 +66,9 @@ def main() -> None:
     (out / "README.txt").write_text("exported from the shop's catalogue\n")
     (out / "shirt" / ".DS_Store").write_bytes(b"\0\0\0\1Bud1" + bytes(64))
     (out / "coat" / "empty.png").write_bytes(b"")
-    png = (out / rows[0][0]).read_bytes()
+    buffer = io.BytesIO()
+    Image.fromarray(images[0]).save(buffer, "PNG")
+    png = buffer.getvalue()
     (out / "bag" / "truncated.png").write_bytes(png[: len(png) // 2])
     (out / "dress" / "notes.jpg").write_text("not an image, just a note\n")
     truth = truth_path_for(out)
