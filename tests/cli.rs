@@ -843,7 +843,86 @@ fn a_split_folder_trains_with_validation() {
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&run_summary).unwrap()).unwrap();
     assert!(s["best_val_epoch"].as_u64().is_some(), "{s}");
-    for d in [dir, out, exp] {
+    // The same digits as embeddings: DIR/<split>.npy with class names beside them.
+    let emb = scratch("split-embeddings");
+    std::fs::create_dir_all(&emb).unwrap();
+    let parts: [(&str, &taks_core::data::Dataset, std::ops::Range<usize>); 3] = [
+        ("train", &split.train, 0..1200),
+        ("val", &split.train, 1200..1500),
+        ("test", &split.test, 0..400),
+    ];
+    for (name, set, rows) in parts {
+        let values: Vec<u8> = rows
+            .clone()
+            .flat_map(|i| image(set, i))
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        write_npy(
+            &emb.join(format!("{name}.npy")),
+            "<f4",
+            &format!("({}, 784)", rows.len()),
+            &values,
+        );
+        let names: String = rows
+            .map(|i| {
+                let label = set.labels[i];
+                let given = if name == "train" && i % 4 == 0 {
+                    (label + 1) % 10
+                } else {
+                    label
+                };
+                format!("digit{given}\n")
+            })
+            .collect();
+        std::fs::write(emb.join(format!("{name}-labels.txt")), names).unwrap();
+    }
+    let emb_out = scratch("split-embeddings-run");
+    let run = taks(&[
+        "train",
+        "--data",
+        emb.to_str().unwrap(),
+        "--epochs",
+        "3",
+        "--device",
+        "cpu",
+        "--quiet",
+        "--out",
+        emb_out.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(emb_out.join("config.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        config["config"]["folder_input"],
+        serde_json::json!([1, 1, 784])
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(emb_out.join("summary.json")).unwrap())
+            .unwrap();
+    assert!(
+        s["test_accuracy_at_best_val"].as_f64().unwrap() > 0.5,
+        "{s}"
+    );
+    for d in [dir, out, exp, emb, emb_out] {
         std::fs::remove_dir_all(d).unwrap();
     }
+}
+
+/// An .npy file as numpy's format spec (version 1.0) lays it out.
+fn write_npy(path: &Path, descr: &str, shape: &str, data: &[u8]) {
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(data);
+    std::fs::write(path, bytes).unwrap();
 }

@@ -223,6 +223,12 @@ pub fn parse_labels(bytes: &[u8], path: &Path) -> Result<Vec<u32>> {
         .collect()
 }
 
+/// The header of the `.npy` file at `path` (its shape and dtype), without its values.
+pub fn read_file_header(path: &Path) -> Result<Header> {
+    let mut file = File::open(path).map_err(|e| FormatError::io(path, e))?;
+    read_header(&mut file, path)
+}
+
 fn read_header(file: &mut File, path: &Path) -> Result<Header> {
     let mut prefix = [0u8; 12];
     let got = read_up_to(file, &mut prefix, path)?;

@@ -1,7 +1,7 @@
 //! The data of a run: a built-in dataset, or a user's folder in the paper's Clothing1M
-//! protocol (`taks train --data DIR`, `--dataset folder`), whose network and input size
-//! are chosen from its training images when a run starts and kept in its config
-//! ([`taks_core::data::folder`]).
+//! protocol (`taks train --data DIR`, `--dataset folder`) of images or embeddings, whose
+//! network and input size are chosen from its training split when a run starts and
+//! kept in its config ([`taks_core::data::folder`], [`taks_core::data::embeddings`]).
 
 use std::path::Path;
 
@@ -48,17 +48,22 @@ pub fn load(config: &TrainConfig, dir: Option<&Path>) -> Result<RunData> {
         .folder_input
         .context("the folder's input size was not chosen")?;
     let loaded = folder::scan(dir)?.load(input)?;
-    let [c, h, w] = input;
+    let network = match input {
+        [1, 1, features] => format!("{} on {features} features", config.architecture.name()),
+        [c, h, w] => format!(
+            "{} at {w}x{h} {}",
+            config.architecture.name(),
+            if c == 1 { "grey" } else { "colour" }
+        ),
+    };
     let note = format!(
-        "{}: {} classes; train {}, val {}, test {} images ({} files skipped); {} at {w}x{h}{}",
+        "{}: {} classes; train {}, val {}, test {} samples ({} files skipped); {network}",
         dir.display(),
         loaded.classes.len(),
         loaded.split.train.len(),
         loaded.val.len(),
         loaded.split.test.len(),
         loaded.skipped.iter().sum::<usize>(),
-        config.architecture.name(),
-        if c == 1 { " grey" } else { " colour" }
     );
     Ok(RunData {
         split: loaded.split,

@@ -3,7 +3,10 @@
 `taks train --data DIR`: DIR/train (labels noisy, structured as make_fashion_folder.py's),
 DIR/val and DIR/test (clean), each of class sub-folders of 28x28 grey PNGs.
 
-    python3 make_split_folder.py DIR [--train 10000] [--val 1000] [--test 2000] [--rate 0.3] [--seed 0]
+    python3 make_split_folder.py DIR [--train 10000] [--val 1000] [--test 2000] [--rate 0.3] [--seed 0] [--npy]
+
+With --npy the same splits go to DIR/<split>.npy and DIR/<split>-labels.npy: embeddings in the
+same protocol (here the raw pixels stand in for a backbone's features).
 
 train and val come from the training set (disjoint), test from the test set.
 """
@@ -35,6 +38,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DIR)
+    ap.add_argument("--npy", action="store_true",
+                    help="write DIR/<split>.npy (float32 pixels / 255) and DIR/<split>-labels.npy instead of PNG folders")
     args = ap.parse_args()
     if args.out.exists() and any(args.out.iterdir()):
         sys.exit(f"{args.out} exists and is not empty: pick a new folder")
@@ -47,6 +52,14 @@ def main() -> None:
              ("val", range(args.train, args.train + args.val), images, labels),
              ("test", range(args.test), test_images, test_labels)]
     for split, indices, imgs, labs in parts:
+        if args.npy:
+            args.out.mkdir(parents=True, exist_ok=True)
+            given = [NOISE_MAP[CLASSES[labs[i]]] if (split == "train" and flip[i] and CLASSES[labs[i]] in NOISE_MAP)
+                     else CLASSES[labs[i]] for i in indices]
+            noisy += sum(g != CLASSES[labs[i]] for g, i in zip(given, indices))
+            np.save(args.out / f"{split}.npy", imgs[list(indices)].reshape(len(indices), -1).astype(np.float32) / 255.0)
+            np.save(args.out / f"{split}-labels.npy", np.array([CLASSES.index(g) for g in given], dtype=np.int64))
+            continue
         for c in CLASSES:
             (args.out / split / c).mkdir(parents=True, exist_ok=True)
         for i in indices:

@@ -256,6 +256,21 @@ def audit_inputs():
                 if split != "test":
                     write(f"split-empty-test/{split}/{c}/{i}.png", png(4, 4, grey + i))
     write("split-empty-test/test/cat/notes.txt", "no images here")
+    # Embeddings in the same protocol: DIR/<split>.npy and DIR/<split>-labels.(npy|txt).
+    rows = struct.pack("<8f", 1, 2, 3, 4, 5, 6, 7, 8)
+    for name, changes in [("emb-no-val", {"val.npy": None}), ("emb-mixed-labels", {"val-labels.npy": None, "val-labels.txt": "cat\ndog\ncat\ndog\n"}),
+                          ("emb-val-class", {"val-labels.txt": "cat\nbird\ncat\ndog\n"}), ("emb-width", {"test.npy": npy("<f4", "(2, 4)", rows)})]:
+        files = {f"{s}.npy": npy("<f4", "(4, 2)", rows) for s in ("train", "val", "test")}
+        txt = name in ("emb-val-class",)
+        for s in ("train", "val", "test"):
+            if txt:
+                files[f"{s}-labels.txt"] = "cat\ndog\ncat\ndog\n"
+            else:
+                files[f"{s}-labels.npy"] = npy("<i8", "(4,)", struct.pack("<4q", 0, 1, 0, 1))
+        files.update(changes)
+        for f, data in files.items():
+            if data is not None:
+                write(f"{name}/{f}", data)
     write("predict-rows.csv", "x,y\n1,2\n")
     write("predict-rows-missing-column.csv", "x,z\n1,2\n")
 

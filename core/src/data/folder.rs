@@ -21,13 +21,17 @@ use crate::model::Architecture;
 use crate::model::image_input;
 use crate::{Error, Result};
 
-const SPLITS: [&str; 3] = ["train", "val", "test"];
+pub(super) const SPLITS: [&str; 3] = ["train", "val", "test"];
 
-/// The three splits' files, checked.
-pub struct FolderScan {
-    dir: PathBuf,
-    /// train, val, test.
-    scans: [Scan; 3],
+/// The three splits' files, checked: image folders, or embeddings
+/// ([`super::embeddings`]).
+pub enum FolderScan {
+    Images {
+        dir: PathBuf,
+        /// train, val, test.
+        scans: Box<[Scan; 3]>,
+    },
+    Embeddings(super::embeddings::Files),
 }
 
 /// A folder read for training.
@@ -40,10 +44,14 @@ pub struct FolderSplit {
     pub skipped: [usize; 3],
 }
 
-/// Scan `DIR/train`, `DIR/val` and `DIR/test` and check that they hold the same classes.
+/// Scan `DIR/train`, `DIR/val` and `DIR/test` and check that they hold the same classes
+/// (or find `DIR/train.npy` and its fellows: embeddings).
 pub fn scan(dir: &Path) -> Result<FolderScan> {
     if !dir.is_dir() {
         return Err(Error::Config(format!("{}: no such folder", dir.display())));
+    }
+    if super::embeddings::present(dir) {
+        return Ok(FolderScan::Embeddings(super::embeddings::find(dir)?));
     }
     let mut scans = Vec::new();
     for split in SPLITS {
@@ -85,9 +93,9 @@ pub fn scan(dir: &Path) -> Result<FolderScan> {
             )));
         }
     }
-    Ok(FolderScan {
+    Ok(FolderScan::Images {
         dir: dir.to_path_buf(),
-        scans,
+        scans: Box::new(scans),
     })
 }
 
@@ -98,31 +106,50 @@ fn preview(classes: &[String]) -> String {
 }
 
 impl FolderScan {
-    /// The network and input [channels, height, width] for the training images.
+    /// The network and input [channels, height, width] for the training images (the
+    /// MLP on [1, 1, features] for embeddings).
     pub fn choose(&self) -> Result<(Architecture, [usize; 3])> {
-        let train = &self.scans[0];
-        let common = train.most_common_size().expect("scan checked for images");
-        image_input::choose(common, train.any_colour(), None, None)
+        match self {
+            FolderScan::Images { scans, .. } => {
+                let train = &scans[0];
+                let common = train.most_common_size().expect("scan checked for images");
+                image_input::choose(common, train.any_colour(), None, None)
+            }
+            FolderScan::Embeddings(files) => Ok((Architecture::Mlp, [1, 1, files.width()?])),
+        }
     }
 
     /// Decode every split at `input` [channels, height, width] and standardise.
     pub fn load(self, input: [usize; 3]) -> Result<FolderSplit> {
+        let (dir, scans) = match self {
+            FolderScan::Images { dir, scans } => (dir, scans),
+            FolderScan::Embeddings(files) => {
+                let loaded = files.load()?;
+                if loaded.split.train.shape != input {
+                    return Err(Error::Config(format!(
+                        "the embeddings are {:?}, and this run was started on {input:?}",
+                        loaded.split.train.shape
+                    )));
+                }
+                return Ok(loaded);
+            }
+        };
         let [channels, height, width] = input;
         if !(channels == 1 || channels == 3) || height == 0 || width == 0 {
             return Err(Error::Config(format!(
                 "folder input {input:?} must be [1 or 3, height, width]"
             )));
         }
-        let classes = self.scans[0].classes.clone();
+        let classes = scans[0].classes.clone();
         let mut parts = Vec::new();
         let mut skipped = [0usize; 3];
-        for (i, scan) in self.scans.iter().enumerate() {
+        for (i, scan) in scans.iter().enumerate() {
             let decoded = image_folder::decode(&scan.files, channels, width as u32, height as u32);
             skipped[i] = scan.skipped.len() + decoded.skipped.len();
             if decoded.files.is_empty() {
                 return Err(Error::Config(format!(
                     "{}: none of its images could be decoded",
-                    self.dir.join(SPLITS[i]).display()
+                    dir.join(SPLITS[i]).display()
                 )));
             }
             parts.push(Dataset {

@@ -5,6 +5,7 @@
 //! training loop then uploads the whole training part to the compute device and gathers
 //! batches there.
 
+pub mod embeddings;
 pub mod folder;
 pub mod normalisation;
 
