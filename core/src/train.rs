@@ -21,14 +21,12 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use web_time::Instant;
 
 use crate::config::TrainConfig;
-use crate::data::DatasetKind;
-use crate::data::{Dataset, Split};
+use crate::data::{Dataset, DatasetKind, Split};
 use crate::holdout::noisy_holdout;
 use crate::methods::{Rule, RuleInputs};
 use crate::metrics::EpochMetrics;
 use crate::model::Networks;
-use crate::noise::NoiseKind;
-use crate::noise::{NoisyLabels, inject};
+use crate::noise::{NoiseKind, NoisyLabels, inject};
 use crate::optim::{Adam, schedule};
 use crate::regret::{fpl_bound, paper_bound};
 use crate::rng::SplitMix64;

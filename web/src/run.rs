@@ -181,12 +181,6 @@ impl Run {
         self.clean.clone()
     }
 
-    /// How the selector ranks the samples: "perturbed" (L + eta r: TAkS, and naive with
-    /// eta = 0), "latest" (theta alone: greedy) or "none" (no selector).
-    pub fn ranking(&self) -> String {
-        self.ranking.into()
-    }
-
     /// Train one epoch; resolves to the core's `EpochMetrics` as JSON. The selection
     /// trail is recorded before the promise resolves.
     pub fn step(&self) -> Promise {
