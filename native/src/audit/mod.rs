@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::Args;
 use taks_core::audit::{self, AuditSettings, Stage};
+use taks_core::data::Dataset;
 use taks_core::data::DatasetKind;
 use taks_core::model::Architecture;
 use taks_core::noise::NoiseKind;
@@ -236,9 +237,18 @@ pub fn run(args: AuditArgs) -> Result<()> {
         data.architecture.name(),
         chosen.description
     ));
+    // The audit takes the samples; the report keeps what it shows of them (a quarter of
+    // an image's f32 values), so they are not held twice.
+    let mut data = data;
+    data.shown = Some(report::Shown::keep(&data.prepared));
+    let dataset = Dataset {
+        images: std::mem::take(&mut data.prepared.dataset.images),
+        labels: data.prepared.dataset.labels.clone(),
+        ..data.prepared.dataset
+    };
     let audit_started = Instant::now();
     let outcome = pollster::block_on(audit::run(
-        data.prepared.dataset.clone(),
+        dataset,
         data.labels.clone(),
         &settings,
         &chosen.device,

@@ -16,6 +16,7 @@ use taks_core::model::Architecture;
 use taks_core::noise::{NoiseKind, NoisyLabels, inject};
 
 use super::AuditArgs;
+use super::report::Shown;
 
 /// The audited data, ready for the networks.
 pub struct AuditData {
@@ -33,6 +34,8 @@ pub struct AuditData {
     pub network_choice: Option<Choice>,
     /// Why colour images are audited in grey, when they are.
     pub colour_note: Option<String>,
+    /// What the report shows of each sample, kept when the audit takes the data.
+    pub shown: Option<Shown>,
 }
 
 /// A short name for the default output folder: DATA's file or folder name.
@@ -138,6 +141,7 @@ fn read_data(args: &AuditArgs) -> Result<AuditData> {
             source: path.display().to_string(),
             network_choice: None,
             colour_note: None,
+            shown: None,
         })
     } else {
         bail!("{}: no such file or folder", path.display());
@@ -204,6 +208,7 @@ fn read_npy(path: &Path, args: &AuditArgs) -> Result<AuditData> {
         source: path.display().to_string(),
         network_choice: None,
         colour_note: None,
+        shown: None,
     })
 }
 
@@ -357,6 +362,7 @@ impl ImageSource {
             source: dir.display().to_string(),
             network_choice,
             colour_note,
+            shown: None,
         })
     }
 }
@@ -405,5 +411,6 @@ fn read_builtin(kind: DatasetKind, args: &AuditArgs) -> Result<AuditData> {
         source: kind.name().to_string(),
         network_choice: None,
         colour_note: None,
+        shown: None,
     })
 }
