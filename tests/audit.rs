@@ -8,6 +8,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod npy_file;
+use npy_file::write_npy;
+
 use taks_core::data::bundled_mnist_digits;
 
 const NAMES: [&str; 10] = [
@@ -450,20 +453,6 @@ fn csv_rows(path: &Path) -> Vec<f32> {
                 .collect::<Vec<_>>()
         })
         .collect()
-}
-
-/// An .npy file as numpy's format spec (version 1.0) lays it out.
-fn write_npy(path: &Path, descr: &str, shape: &str, data: &[u8]) {
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend((header.len() as u16).to_le_bytes());
-    bytes.extend(header.as_bytes());
-    bytes.extend(data);
-    std::fs::write(path, bytes).unwrap();
 }
 
 /// A folder of grey PNGs and colour JPEGs of the same digits: with random colour casts

@@ -4,6 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod npy_file;
+use npy_file::write_npy;
+
 fn taks(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_taks"))
         .args(args)
@@ -911,18 +914,4 @@ fn a_split_folder_trains_with_validation() {
     for d in [dir, out, exp, emb, emb_out] {
         std::fs::remove_dir_all(d).unwrap();
     }
-}
-
-/// An .npy file as numpy's format spec (version 1.0) lays it out.
-fn write_npy(path: &Path, descr: &str, shape: &str, data: &[u8]) {
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend((header.len() as u16).to_le_bytes());
-    bytes.extend(header.as_bytes());
-    bytes.extend(data);
-    std::fs::write(path, bytes).unwrap();
 }

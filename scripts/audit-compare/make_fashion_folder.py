@@ -32,6 +32,12 @@ NOISE_MAP = {"t-shirt": "shirt", "shirt": "t-shirt", "pullover": "coat", "coat":
 DEFAULT_DIR = Path("/usr/share/datasets/fashion-mnist")
 
 
+def filed_under(true: str, flip: bool) -> str:
+    """The class an image of class `true` is filed under: its confusable class when the
+    flip fires and it has one, else its own (the other scripts use the same rule)."""
+    return NOISE_MAP[true] if (flip and true in NOISE_MAP) else true
+
+
 def open_idx(folder: Path, stem: str) -> bytes:
     for name in (stem, stem + ".gz"):
         p = folder / name
@@ -79,7 +85,7 @@ def main() -> None:
     rows = []
     for i in range(args.n):
         true = CLASSES[labels[i]]
-        given = NOISE_MAP[true] if (flip[i] and true in NOISE_MAP) else true
+        given = filed_under(true, flip[i])
         rel = f"{given}/{i:05d}.png"
         Image.fromarray(images[i]).save(out / rel)
         rows.append((rel, given, true))

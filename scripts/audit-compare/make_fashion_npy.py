@@ -20,7 +20,7 @@ import numpy as np
 sys.dont_write_bytecode = True  # keep __pycache__ out of the repo
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import write_truth  # noqa: E402
-from make_fashion_folder import CLASSES, DEFAULT_DIR, NOISE_MAP, read_idx  # noqa: E402
+from make_fashion_folder import CLASSES, DEFAULT_DIR, filed_under, read_idx  # noqa: E402
 
 
 def main() -> None:
@@ -37,7 +37,7 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     flip = rng.random(args.n) < args.rate
     given = np.array([
-        CLASSES.index(NOISE_MAP[CLASSES[t]]) if (flip[i] and CLASSES[t] in NOISE_MAP) else t
+        CLASSES.index(filed_under(CLASSES[t], flip[i]))
         for i, t in enumerate(labels)
     ], dtype=np.int64)
     stem = args.out_stem

@@ -24,7 +24,7 @@ from PIL import Image
 sys.dont_write_bytecode = True  # keep __pycache__ out of the repo
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import truth_path_for, write_truth  # noqa: E402
-from make_fashion_folder import CLASSES, DEFAULT_DIR, NOISE_MAP, read_idx  # noqa: E402
+from make_fashion_folder import CLASSES, DEFAULT_DIR, filed_under, read_idx  # noqa: E402
 
 
 def main() -> None:
@@ -48,7 +48,7 @@ def main() -> None:
     rows = []
     for i in range(args.n):
         true = CLASSES[labels[i]]
-        given = NOISE_MAP[true] if (flip[i] and true in NOISE_MAP) else true
+        given = filed_under(true, flip[i])
         grey = Image.fromarray(images[i])
         kind = 1 if args.all_colour else i % 3
         if kind == 0:

@@ -19,7 +19,7 @@ from PIL import Image
 
 sys.dont_write_bytecode = True  # keep __pycache__ out of the repo
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_fashion_folder import CLASSES, DEFAULT_DIR, NOISE_MAP, open_idx  # noqa: E402
+from make_fashion_folder import CLASSES, DEFAULT_DIR, filed_under, open_idx  # noqa: E402
 
 
 def read(folder: Path, prefix: str):
@@ -54,8 +54,7 @@ def main() -> None:
     for split, indices, imgs, labs in parts:
         if args.npy:
             args.out.mkdir(parents=True, exist_ok=True)
-            given = [NOISE_MAP[CLASSES[labs[i]]] if (split == "train" and flip[i] and CLASSES[labs[i]] in NOISE_MAP)
-                     else CLASSES[labs[i]] for i in indices]
+            given = [filed_under(CLASSES[labs[i]], split == "train" and flip[i]) for i in indices]
             noisy += sum(g != CLASSES[labs[i]] for g, i in zip(given, indices))
             np.save(args.out / f"{split}.npy", imgs[list(indices)].reshape(len(indices), -1).astype(np.float32) / 255.0)
             np.save(args.out / f"{split}-labels.npy", np.array([CLASSES.index(g) for g in given], dtype=np.int64))
@@ -64,7 +63,7 @@ def main() -> None:
             (args.out / split / c).mkdir(parents=True, exist_ok=True)
         for i in indices:
             true = CLASSES[labs[i]]
-            given = NOISE_MAP[true] if (split == "train" and flip[i] and true in NOISE_MAP) else true
+            given = filed_under(true, split == "train" and flip[i])
             noisy += given != true
             Image.fromarray(imgs[i]).save(args.out / split / given / f"{i:05d}.png")
     print(f"wrote {args.out}: train {args.train} ({noisy} misfiled, {noisy / args.train:.1%}), val {args.val}, test {args.test}")

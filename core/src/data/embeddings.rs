@@ -10,9 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::folder::{FolderSplit, SPLITS};
-use super::normalisation::Normalisation;
-use super::{Dataset, Split};
+use super::Dataset;
+use super::folder::{FolderSplit, SPLITS, standardised};
 use crate::formats::{labels as names, npy};
 use crate::{Error, Result};
 
@@ -112,19 +111,7 @@ impl Files {
                 classes: classes.len(),
             });
         }
-        let normalisation = Normalisation::fit(&parts[0].images, width, width);
-        for part in &mut parts {
-            normalisation.apply(&mut part.images, width);
-        }
-        let test = parts.pop().expect("three parts");
-        let val = parts.pop().expect("three parts");
-        let train = parts.pop().expect("three parts");
-        Ok(FolderSplit {
-            split: Split { train, test },
-            val,
-            classes,
-            skipped: [0; 3],
-        })
+        Ok(standardised(parts, width, classes, [0; 3]))
     }
 
     /// The classes and every split's class indices.

@@ -159,20 +159,29 @@ impl FolderScan {
                 classes: classes.len(),
             });
         }
-        let size = channels * height * width;
-        let normalisation = Normalisation::fit(&parts[0].images, size, channels);
-        for part in &mut parts {
-            normalisation.apply(&mut part.images, size);
-        }
-        let test = parts.pop().expect("three parts");
-        let val = parts.pop().expect("three parts");
-        let train = parts.pop().expect("three parts");
-        Ok(FolderSplit {
-            split: Split { train, test },
-            val,
-            classes,
-            skipped,
-        })
+        Ok(standardised(parts, channels, classes, skipped))
+    }
+}
+
+/// The three parts (train, val, test) standardised per group (channel, or feature
+/// column) with the training part's statistics, as a [`FolderSplit`].
+pub(super) fn standardised(
+    mut parts: Vec<Dataset>,
+    groups: usize,
+    classes: Vec<String>,
+    skipped: [usize; 3],
+) -> FolderSplit {
+    let size = parts[0].sample_size();
+    let normalisation = Normalisation::fit(&parts[0].images, size, groups);
+    for part in &mut parts {
+        normalisation.apply(&mut part.images, size);
+    }
+    let [train, val, test]: [Dataset; 3] = parts.try_into().expect("three parts");
+    FolderSplit {
+        split: Split { train, test },
+        val,
+        classes,
+        skipped,
     }
 }
 

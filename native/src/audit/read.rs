@@ -112,37 +112,10 @@ fn read_data(args: &AuditArgs) -> Result<AuditData> {
     if is_npy && path.is_file() {
         read_npy(path, args)
     } else if path.is_file() {
-        if args.model.is_some_and(|m| m != Architecture::Mlp) {
-            bail!(
-                "a CSV table is audited with the MLP; --model {} takes images",
-                args.model.unwrap().name()
-            );
-        }
-        if args.image_size.is_some() {
-            bail!(
-                "--image-size is for image folders, and {} is a file",
-                path.display()
-            );
-        }
+        table_flags(args, path, "a CSV table")?;
         let table = csv_table::read(path, &args.label_column)?;
         let prepared = input::prepare_table(&table);
-        let n = table.rows();
-        Ok(AuditData {
-            prepared,
-            architecture: Architecture::Mlp,
-            ids: (0..n).map(|i| i.to_string()).collect(),
-            classes: table.classes.clone(),
-            labels: NoisyLabels {
-                true_labels: table.labels.clone(),
-                noisy_labels: table.labels,
-            },
-            truth_known: false,
-            skipped: Vec::new(),
-            source: path.display().to_string(),
-            network_choice: None,
-            colour_note: None,
-            shown: None,
-        })
+        Ok(table_data(prepared, table.classes, table.labels, path))
     } else {
         bail!("{}: no such file or folder", path.display());
     }
@@ -156,18 +129,7 @@ fn read_npy(path: &Path, args: &AuditArgs) -> Result<AuditData> {
             path.display()
         );
     };
-    if args.model.is_some_and(|m| m != Architecture::Mlp) {
-        bail!(
-            "a .npy feature matrix is audited with the MLP; --model {} takes images",
-            args.model.unwrap().name()
-        );
-    }
-    if args.image_size.is_some() {
-        bail!(
-            "--image-size is for image folders, and {} is a file",
-            path.display()
-        );
-    }
+    table_flags(args, path, "a .npy feature matrix")?;
     if !labels_path.is_file() {
         bail!("{}: no such file", labels_path.display());
     }
@@ -191,13 +153,41 @@ fn read_npy(path: &Path, args: &AuditArgs) -> Result<AuditData> {
             path.display()
         );
     }
-    let n = matrix.rows;
     let prepared =
         input::prepare_features(matrix.values, matrix.cols, labels.clone(), classes.len());
-    Ok(AuditData {
+    Ok(table_data(prepared, classes, labels, path))
+}
+
+/// Rows of numbers (`what`: a CSV table, a `.npy` matrix) are audited with the MLP, at
+/// no image size.
+fn table_flags(args: &AuditArgs, path: &Path, what: &str) -> Result<()> {
+    if let Some(model) = args.model.filter(|&m| m != Architecture::Mlp) {
+        bail!(
+            "{what} is audited with the MLP; --model {} takes images",
+            model.name()
+        );
+    }
+    if args.image_size.is_some() {
+        bail!(
+            "--image-size is for image folders, and {} is a file",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// The audit data of rows read from `path`: a sample's id is its 0-based row, its
+/// label as given (the truth unknown).
+fn table_data(
+    prepared: Prepared,
+    classes: Vec<String>,
+    labels: Vec<u32>,
+    path: &Path,
+) -> AuditData {
+    AuditData {
         prepared,
         architecture: Architecture::Mlp,
-        ids: (0..n).map(|i| i.to_string()).collect(),
+        ids: (0..labels.len()).map(|i| i.to_string()).collect(),
         classes,
         labels: NoisyLabels {
             true_labels: labels.clone(),
@@ -209,7 +199,7 @@ fn read_npy(path: &Path, args: &AuditArgs) -> Result<AuditData> {
         network_choice: None,
         colour_note: None,
         shown: None,
-    })
+    }
 }
 
 /// How many colour files the colour check decodes, spread over the folder.
