@@ -47,6 +47,12 @@ pub struct FolderSplit {
 /// Scan `DIR/train`, `DIR/val` and `DIR/test` and check that they hold the same classes
 /// (or find `DIR/train.npy` and its fellows: embeddings).
 pub fn scan(dir: &Path) -> Result<FolderScan> {
+    if dir.is_file() {
+        return Err(Error::Config(format!(
+            "{}: a file, not a folder of train/, val/ and test/",
+            dir.display()
+        )));
+    }
     if !dir.is_dir() {
         return Err(Error::Config(format!("{}: no such folder", dir.display())));
     }
