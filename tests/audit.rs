@@ -70,7 +70,7 @@ fn misfiled_digits(n: usize, rate: f64) -> (Vec<Vec<u8>>, Vec<u32>, Vec<u32>) {
     let mut images = Vec::new();
     let mut given = Vec::new();
     for i in 0..n {
-        let px = &split.train.images[i * 784..(i + 1) * 784];
+        let px = split.train.samples.range(i, 1);
         images.push(px.iter().map(|&v| (v * 255.0).round() as u8).collect());
         let truth = split.train.labels[i];
         let draw = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11;
@@ -282,6 +282,41 @@ fn an_image_folder_audit_finds_the_misfiled_digits_and_keeps_a_model() {
     ]);
     assert!(String::from_utf8_lossy(&again.stderr).contains("already holds an audit"));
     assert_eq!(read_suspects(&out).len(), 3000);
+
+    // Over the memory budget (0 MB here) the images are decoded once into a cache file
+    // that the audit reads its batches from, and a second audit reads the cache instead
+    // of decoding: both give exactly the in-memory audit's suspects.
+    let suspects = std::fs::read_to_string(out.join("suspects.csv")).unwrap();
+    let cache = scratch("folder-cache");
+    for (run, said) in [
+        ("decode", "decoded 3000 images into the cache"),
+        ("cached", "read the decoded images from the cache"),
+    ] {
+        let dir = out.parent().unwrap().join(run);
+        let printed = taks(&[
+            "audit",
+            data.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--model",
+            "mlp",
+            "--memory-budget",
+            "0",
+            "--cache-dir",
+            cache.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&printed.stderr);
+        assert!(
+            printed.status.success() && stderr.contains(said),
+            "{stderr}"
+        );
+        let same = std::fs::read_to_string(dir.join("suspects.csv")).unwrap();
+        assert!(same == suspects, "{run}: other suspects through the cache");
+    }
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 1);
+    std::fs::remove_dir_all(&cache).unwrap();
     std::fs::remove_dir_all(&data).unwrap();
     std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
 }
@@ -538,7 +573,7 @@ fn colour_folder(dir: &Path, per_class: usize) {
         if class > 1 || written[class as usize] == per_class {
             continue;
         }
-        let px = &split.train.images[i * 784..(i + 1) * 784];
+        let px = split.train.samples.range(i, 1);
         let image = image::RgbImage::from_fn(224, 224, |x, y| {
             let v = (px[(y / 8 * 28 + x / 8) as usize] * 255.0) as u8;
             if class == 0 {

@@ -47,15 +47,10 @@ pub fn noisy_holdout(train: &Dataset, labels: &NoisyLabels, fraction: f64, seed:
     let mut validation = validation.to_vec();
     validation.sort_unstable();
     let pick = |indices: &[u32], label: &dyn Fn(usize) -> u32| -> Dataset {
-        let size = train.sample_size();
-        let mut images = Vec::with_capacity(indices.len() * size);
-        for &i in indices {
-            let i = i as usize;
-            images.extend_from_slice(&train.images[i * size..(i + 1) * size]);
-        }
+        let picked: Vec<usize> = indices.iter().map(|&i| i as usize).collect();
         Dataset {
-            images,
-            labels: indices.iter().map(|&i| label(i as usize)).collect(),
+            samples: train.samples.subset(&picked),
+            labels: picked.iter().map(|&i| label(i)).collect(),
             shape: train.shape,
             classes: train.classes,
         }
@@ -85,7 +80,7 @@ mod tests {
     fn holds_out_a_fifth_with_noisy_labels() {
         let n = 50;
         let train = Dataset {
-            images: (0..n * 2).map(|v| v as f32).collect(),
+            samples: crate::data::Samples::from_values((0..n * 2).map(|v| v as f32).collect(), 2),
             labels: (0..n as u32).map(|i| i % 3).collect(),
             shape: [1, 1, 2],
             classes: 3,
@@ -98,15 +93,16 @@ mod tests {
         assert_eq!((h.train.len(), h.validation.len()), (40, 10));
         // Every sample lands in exactly one part, images travel with their labels.
         let mut seen: Vec<usize> = h.train_indices.iter().map(|&i| i as usize).collect();
+        let (validation, kept) = (h.validation.samples.to_vec(), h.train.samples.to_vec());
         for v in 0..h.validation.len() {
-            let i = h.validation.images[v * 2] as usize / 2;
+            let i = validation[v * 2] as usize / 2;
             assert_eq!(h.validation.labels[v], labels.noisy_labels[i]);
             seen.push(i);
         }
         seen.sort_unstable();
         assert_eq!(seen, (0..n).collect::<Vec<_>>());
         for (j, &i) in h.train_indices.iter().enumerate() {
-            assert_eq!(h.train.images[j * 2] as u32, i * 2);
+            assert_eq!(kept[j * 2] as u32, i * 2);
             assert_eq!(h.train.labels[j], labels.true_labels[i as usize]);
             assert_eq!(h.labels.noisy_labels[j], labels.noisy_labels[i as usize]);
         }

@@ -7,10 +7,12 @@
 //! samples in eval mode and let it choose the next k-set; then apply the schedule. The
 //! loop calls only the [`Rule`] trait; it never names a method
 //! ([`crate::methods::registry`] holds what differs). The parts live in `epoch`,
-//! `evaluate`, `first_stage`, `label_counts` and `checkpoint`. The training set is
-//! uploaded to the device once and batches are gathered there by index, so an epoch
-//! moves only indices and a few scalars between host and device; the label-precision
-//! counts of the samples each network trained on are summed on the device too.
+//! `evaluate`, `first_stage`, `label_counts` and `checkpoint`. The samples stay on the
+//! host, in one copy, as they were read ([`crate::data::samples`]: image bytes, or f32
+//! values); each batch and each scoring block is gathered, scaled and standardised there
+//! and uploaded on its own, so memory grows with n only through per-sample scalars
+//! (labels, risks) and the sample store itself. The labels live on the device, and the
+//! label-precision counts of the samples each network trained on are summed there.
 //!
 //! [`Trainer::step`] is `async` and reads only through `*_async` calls, because the
 //! browser's WebGPU cannot block; natively it is driven by a trivial `block_on`.
@@ -21,7 +23,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use web_time::Instant;
 
 use crate::config::TrainConfig;
-use crate::data::{Dataset, DatasetKind, Split};
+use crate::data::{Dataset, DatasetKind, Samples, Split};
 use crate::holdout::noisy_holdout;
 use crate::methods::{Rule, RuleInputs};
 use crate::metrics::EpochMetrics;
@@ -46,26 +48,33 @@ pub use launches::LaunchCounts;
 
 use evaluate::score;
 
-/// A dataset part resident on the device: `[n, C*H*W]` images and Int labels.
-struct DeviceSet {
-    images: Tensor<2>,
+/// A dataset part: its samples on the host, gathered a batch at a time, and its labels
+/// on the device.
+struct PartSet {
+    samples: Samples,
     labels: Tensor<1, Int>,
     len: usize,
 }
 
-impl DeviceSet {
-    /// Takes the images by value: the host copy is handed to the device, not duplicated.
-    fn upload(data: Dataset, labels: &[u32], device: &Device) -> Self {
-        let sample_size = data.sample_size();
-        let images = data.images;
+impl PartSet {
+    fn new(data: Dataset, labels: &[u32], device: &Device) -> Self {
         let n = labels.len();
         let labels: Vec<i32> = labels.iter().map(|&l| l as i32).collect();
-        DeviceSet {
-            images: Tensor::from_data(TensorData::new(images, [n, sample_size]), device),
+        PartSet {
+            samples: data.samples,
             labels: Tensor::from_data(TensorData::new(labels, [n]), device),
             len: n,
         }
     }
+}
+
+/// The network inputs of `samples` at positions `picked`, on `device`.
+fn inputs(samples: &Samples, picked: &[u32], device: &Device) -> Tensor<2> {
+    let values = samples.gather(picked);
+    Tensor::from_data(
+        TensorData::new(values, [picked.len(), samples.size()]),
+        device,
+    )
 }
 
 /// One run in progress, of any method.
@@ -79,10 +88,10 @@ pub struct Trainer {
     /// The rule's first stage (F-correction's), until [`Trainer::prepare`] runs it.
     stage_one: Option<(Split, NoisyLabels)>,
     preparation: Option<Preparation>,
-    train: DeviceSet,
-    test: DeviceSet,
+    train: PartSet,
+    test: PartSet,
     /// The validation set of a run that has one ([`Trainer::validate_on`]).
-    val: Option<DeviceSet>,
+    val: Option<PartSet>,
     classes: usize,
     /// f32 `[n]`: 1.0 where the noisy label is the true one.
     clean: Tensor<1>,
@@ -167,8 +176,8 @@ impl Trainer {
         let clean: Vec<f32> = (0..n).map(|i| labels.is_clean(i) as u8 as f32).collect();
         let test_labels = test.labels.clone();
         Ok(Trainer {
-            train: DeviceSet::upload(train, &labels.noisy_labels, device),
-            test: DeviceSet::upload(test, &test_labels, device),
+            train: PartSet::new(train, &labels.noisy_labels, device),
+            test: PartSet::new(test, &test_labels, device),
             val: None,
             clean: Tensor::from_data(TensorData::new(clean, [n]), device),
             classes,
@@ -194,7 +203,7 @@ impl Trainer {
     /// Report each epoch's accuracy on `val` too (against its labels as given), as the
     /// paper's Clothing1M protocol picks the epoch with the best validation accuracy.
     pub fn validate_on(&mut self, val: Dataset) -> Result<()> {
-        let size = self.train.images.dims()[1];
+        let size = self.train.samples.size();
         if val.is_empty() || val.sample_size() != size || val.classes != self.classes {
             return Err(Error::Config(format!(
                 "the validation set must hold samples of the training set's {size} values and {} classes",
@@ -202,7 +211,7 @@ impl Trainer {
             )));
         }
         let labels = val.labels.clone();
-        self.val = Some(DeviceSet::upload(val, &labels, &self.device));
+        self.val = Some(PartSet::new(val, &labels, &self.device));
         Ok(())
     }
 
@@ -246,33 +255,26 @@ impl Trainer {
     /// Softmax probabilities `[n * classes]` of the first network on every training
     /// sample, in order, in eval mode (what an audit reads after the last epoch).
     pub async fn train_probabilities(&self) -> Result<Vec<f32>> {
-        let logits = score(
-            self.networks().first(),
-            &self.train.images,
-            self.config.eval_batch_size,
-        );
-        read_floats(softmax(logits, 1), "probabilities").await
+        self.probabilities(&self.train.samples).await
     }
 
-    /// Softmax probabilities `[m * classes]` of the first network on `images` (`m`
-    /// samples laid out as the training set), in eval mode: predictions for samples the
-    /// network never trained on.
-    pub async fn probabilities(&self, images: Vec<f32>) -> Result<Vec<f32>> {
-        let size = self.train.images.dims()[1];
-        let m = images.len() / size;
-        let images = Tensor::from_data(TensorData::new(images, [m, size]), &self.device);
+    /// Softmax probabilities `[m * classes]` of the first network on `samples` (laid out
+    /// as the training set's), in eval mode: predictions for samples the network never
+    /// trained on.
+    pub async fn probabilities(&self, samples: &Samples) -> Result<Vec<f32>> {
         let logits = score(
             self.networks().first(),
-            &images,
+            samples,
             self.config.eval_batch_size,
+            &self.device,
         );
         read_floats(softmax(logits, 1), "probabilities").await
     }
 
     /// The training samples `[n * features]` as the networks see them (normalised, in
-    /// order), read back from the device: for handing the same data to another tool.
-    pub async fn train_images(&self) -> Result<Vec<f32>> {
-        read_floats(self.train.images.clone(), "training images").await
+    /// order): for handing the same data to another tool.
+    pub fn train_images(&self) -> Vec<f32> {
+        self.train.samples.to_vec()
     }
 
     /// Run one epoch and return its measurements.
@@ -292,8 +294,9 @@ impl Trainer {
         let logits = self.selector().is_some().then(|| {
             score(
                 self.networks().first(),
-                &self.train.images,
+                &self.train.samples,
                 self.config.eval_batch_size,
+                &self.device,
             )
         });
         let rule = self.rule.as_mut().expect("the rule is home between epochs");
@@ -306,6 +309,9 @@ impl Trainer {
         };
         let counts = read_floats(trained.scalars, "the epoch's loss and counts").await?;
         let epoch_seconds = started.elapsed().as_secs_f64();
+        if let Some(failed) = self.train.samples.read_error() {
+            return Err(Error::Config(failed));
+        }
 
         let train_loss = counts[0] as f64 / trained.samples as f64;
         if !train_loss.is_finite() {

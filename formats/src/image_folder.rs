@@ -34,6 +34,10 @@ pub struct ImageFile {
     pub height: u32,
     /// Whether the file stores colour (grey files can still be read as RGB).
     pub colour: bool,
+    /// The file's length and modification time (nanoseconds since 1970; 0 where the
+    /// system has none), read with its header: what tells a decoded cache it is stale.
+    pub bytes: u64,
+    pub modified_ns: u128,
 }
 
 /// A file left out, and why.
@@ -79,8 +83,8 @@ impl Scan {
 pub fn scan(dir: &Path) -> Result<Scan> {
     let mut classes = Vec::new();
     let mut skipped = Vec::new();
-    for (name, entry) in visible_entries(dir)? {
-        if entry.is_dir() {
+    for (name, entry, is_dir) in visible_entries(dir)? {
+        if is_dir {
             classes.push((name, entry));
         } else {
             skipped.push(Skipped {
@@ -105,13 +109,21 @@ pub fn scan(dir: &Path) -> Result<Scan> {
     let mut files = Vec::with_capacity(candidates.len());
     for ((id, path, label), header) in candidates.into_iter().zip(headers) {
         match header {
-            Ok((width, height, colour)) => files.push(ImageFile {
+            Ok(Header {
+                width,
+                height,
+                colour,
+                bytes,
+                modified_ns,
+            }) => files.push(ImageFile {
                 id,
                 path,
                 label,
                 width,
                 height,
                 colour,
+                bytes,
+                modified_ns,
             }),
             Err(reason) => skipped.push(Skipped { id, reason }),
         }
@@ -136,27 +148,58 @@ pub struct Decoded {
 /// Decode `files`, convert to `channels` (1: grey, 3: RGB) and resize each to
 /// `width` x `height` (bilinear; the aspect ratio is not kept, as torchvision's
 /// `Resize((h, w))`). A file that fails to decode is skipped with its reason.
-pub fn decode(files: &[ImageFile], channels: usize, width: u32, height: u32) -> Decoded {
+///
+/// Each image is decoded straight into its place in the one output buffer (the failed
+/// ones' places are closed up afterwards), so a million images need their bytes once,
+/// not once per image and again for the whole.
+pub fn decode(files: Vec<ImageFile>, channels: usize, width: u32, height: u32) -> Decoded {
     assert!(channels == 1 || channels == 3, "channels must be 1 or 3");
-    let decoded = in_parallel(files, |f| decode_one(&f.path, channels, width, height));
-    let mut out = Decoded {
-        pixels: Vec::with_capacity(files.len() * channels * (width * height) as usize),
-        files: Vec::with_capacity(files.len()),
-        skipped: Vec::new(),
+    let size = channels * (width * height) as usize;
+    let mut pixels = vec![0u8; files.len() * size];
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = files.len().div_ceil(workers).max(1);
+    let decode_part = |part: &[ImageFile], out: &mut [u8]| -> Vec<Option<String>> {
+        part.iter()
+            .zip(out.chunks_exact_mut(size))
+            .map(
+                |(f, out)| match decode_one(&f.path, channels, width, height) {
+                    Ok(bytes) => {
+                        out.copy_from_slice(&bytes);
+                        None
+                    }
+                    Err(reason) => Some(reason),
+                },
+            )
+            .collect()
     };
-    for (file, result) in files.iter().zip(decoded) {
-        match result {
-            Ok(pixels) => {
-                out.pixels.extend_from_slice(&pixels);
-                out.files.push(file.clone());
+    let parts: Vec<_> = files
+        .chunks(chunk)
+        .zip(pixels.chunks_mut(chunk * size))
+        .collect();
+    let failures = each_on_a_thread(parts, |(part, out)| decode_part(part, out));
+    let mut kept = Vec::with_capacity(files.len());
+    let mut skipped = Vec::new();
+    for (i, (file, failure)) in files.into_iter().zip(failures).enumerate() {
+        match failure {
+            None => {
+                let w = kept.len();
+                if w != i {
+                    pixels.copy_within(i * size..(i + 1) * size, w * size);
+                }
+                kept.push(file);
             }
-            Err(reason) => out.skipped.push(Skipped {
-                id: file.id.clone(),
+            Some(reason) => skipped.push(Skipped {
+                id: file.id,
                 reason,
             }),
         }
     }
-    out
+    pixels.truncate(kept.len() * size);
+    Decoded {
+        pixels,
+        files: kept,
+        skipped,
+    }
 }
 
 /// One file: decoded, converted and resized, as [C, H, W] bytes.
@@ -234,9 +277,24 @@ pub fn thumbnail_png(
 }
 
 /// (width, height, colour) from the header alone.
-fn read_header(path: &Path) -> std::result::Result<(u32, u32, bool), String> {
-    let reader = ImageReader::open(path)
-        .map_err(|e| e.to_string())?
+/// What [`scan`] reads of a file.
+struct Header {
+    width: u32,
+    height: u32,
+    colour: bool,
+    bytes: u64,
+    modified_ns: u128,
+}
+
+fn read_header(path: &Path) -> std::result::Result<Header, String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    let modified_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    let reader = ImageReader::new(std::io::BufReader::new(file))
         .with_guessed_format()
         .map_err(|e| e.to_string())?;
     if reader.format().is_none() {
@@ -251,19 +309,25 @@ fn read_header(path: &Path) -> std::result::Result<(u32, u32, bool), String> {
         image::ImageDecoder::color_type(&decoder),
         ColorType::L8 | ColorType::La8 | ColorType::L16 | ColorType::La16
     );
-    Ok((width, height, colour))
+    Ok(Header {
+        width,
+        height,
+        colour,
+        bytes: meta.len(),
+        modified_ns,
+    })
 }
 
 /// Every file under `dir`, recursively, as (path relative to `dir` with `/`
 /// separators, path), in sorted order; names starting with `.` are left out.
 pub fn files_under(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     fn walk(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) -> Result<()> {
-        for (name, entry) in visible_entries(dir)? {
+        for (name, entry, is_dir) in visible_entries(dir)? {
             let relative = match prefix {
                 "" => name,
                 _ => format!("{prefix}/{name}"),
             };
-            if entry.is_dir() {
+            if is_dir {
                 walk(&entry, &relative, out)?;
             } else {
                 out.push((relative, entry));
@@ -276,26 +340,29 @@ pub fn files_under(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     Ok(out)
 }
 
-/// The entries of `dir` as (name, path), sorted, without those whose name starts with
-/// `.` (`.DS_Store`, `.git`, editors' files).
-fn visible_entries(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+/// The entries of `dir` as (name, path, is a folder), sorted by name, without those
+/// whose name starts with `.` (`.DS_Store`, `.git`, editors' files). Whether an entry is
+/// a folder comes from the directory listing itself where the file system says (no
+/// `stat` per file: a million-file folder is listed in seconds); a link is followed.
+fn visible_entries(dir: &Path) -> Result<Vec<(String, PathBuf, bool)>> {
     let read = std::fs::read_dir(dir).map_err(|e| FormatError::io(dir, e))?;
-    let mut entries = read
-        .map(|e| e.map(|e| e.path()).map_err(|e| FormatError::io(dir, e)))
-        .collect::<Result<Vec<_>>>()?;
-    entries.sort();
-    Ok(entries
-        .into_iter()
-        .map(|path| {
-            let name = path
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .to_string();
-            (name, path)
-        })
-        .filter(|(name, _)| !name.starts_with('.'))
-        .collect())
+    let mut entries = Vec::new();
+    for entry in read {
+        let entry = entry.map_err(|e| FormatError::io(dir, e))?;
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let is_dir = match entry.file_type() {
+            Ok(t) if t.is_dir() => true,
+            Ok(t) if t.is_file() => false,
+            _ => path.is_dir(),
+        };
+        entries.push((name, path, is_dir));
+    }
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(entries)
 }
 
 /// `f` over `items` on every available core, results in the items' order.
@@ -305,10 +372,21 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
         return items.iter().map(f).collect();
     }
     let chunk = items.len().div_ceil(workers);
+    let parts: Vec<&[T]> = items.chunks(chunk).collect();
+    each_on_a_thread(parts, |part| part.iter().map(&f).collect())
+}
+
+/// `f` over each of `parts`, each on a scoped thread of its own (a single part on this
+/// thread), the results concatenated in order; a panic is passed on.
+fn each_on_a_thread<P: Send, R: Send>(parts: Vec<P>, f: impl Fn(P) -> Vec<R> + Sync) -> Vec<R> {
+    if parts.len() <= 1 {
+        return parts.into_iter().flat_map(&f).collect();
+    }
     std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| scope.spawn(|| part.iter().map(&f).collect::<Vec<R>>()))
+        let f = &f;
+        let handles: Vec<_> = parts
+            .into_iter()
+            .map(|part| scope.spawn(move || f(part)))
             .collect();
         handles
             .into_iter()
@@ -366,14 +444,14 @@ mod tests {
         );
         assert_eq!(scan.most_common_size(), Some((4, 2)));
 
-        let rgb = decode(&scan.files, 3, 2, 2);
+        let rgb = decode(scan.files.clone(), 3, 2, 2);
         assert_eq!(rgb.files.len(), 3);
         assert_eq!(rgb.pixels.len(), 3 * 3 * 4);
         // The grey file is grey in every plane; the red BMP is red in plane 0 only.
         assert!(rgb.pixels[..12].iter().all(|&p| p == 200));
         assert!(rgb.pixels[12..16].iter().all(|&p| p == 255));
         assert!(rgb.pixels[16..24].iter().all(|&p| p == 0));
-        let grey = decode(&scan.files[..1], 1, 4, 2);
+        let grey = decode(scan.files[..1].to_vec(), 1, 4, 2);
         assert_eq!(grey.pixels, vec![200; 8]);
         // A thumbnail is a real PNG of the sample, scaled to fit.
         let png = thumbnail_png(&rgb.pixels[12..24], 3, 2, 2, 1);
@@ -395,7 +473,7 @@ mod tests {
         std::fs::write(dir.join("a/cut.png"), &bytes[..bytes.len() - 20]).unwrap();
         let scan = scan(&dir).unwrap();
         assert_eq!(scan.files.len(), 2, "{:?}", scan.skipped);
-        let out = decode(&scan.files, 1, 8, 8);
+        let out = decode(scan.files.clone(), 1, 8, 8);
         assert_eq!(out.files.len(), 1);
         assert_eq!(out.skipped.len(), 1);
         assert_eq!(out.skipped[0].id, "a/cut.png");

@@ -8,7 +8,7 @@
 
 use std::str::FromStr;
 
-use taks_core::data::{Dataset, Split};
+use taks_core::data::{Dataset, Samples, Split};
 use taks_core::rng::SplitMix64;
 
 /// The size of a generated training set, as the flag gives it.
@@ -77,7 +77,7 @@ impl Generated {
                 images.extend(pattern.iter().map(|&p| p + rng.next_f64() as f32 - 0.5));
             }
             Dataset {
-                images,
+                samples: Samples::from_values(images, size),
                 labels,
                 shape: self.shape,
                 classes: CLASSES,
@@ -126,7 +126,8 @@ mod tests {
         }
         .split(3);
         assert_eq!((split.train.len(), split.test.len()), (200, 20));
-        assert_eq!(split.train.images.len(), 200 * 16);
+        let (train, test) = (split.train.samples.to_vec(), split.test.samples.to_vec());
+        assert_eq!(train.len(), 200 * 16);
         // A sample lies nearer its own class's mean than another class's: the classes
         // carry signal, so the networks' losses fall as they would on real data.
         let mean = |class: u32| {
@@ -135,7 +136,7 @@ mod tests {
             for (i, &l) in split.train.labels.iter().enumerate() {
                 if l == class {
                     count += 1.0;
-                    for (s, v) in sum.iter_mut().zip(&split.train.images[i * 16..][..16]) {
+                    for (s, v) in sum.iter_mut().zip(&train[i * 16..][..16]) {
                         *s += v;
                     }
                 }
@@ -151,7 +152,7 @@ mod tests {
             .iter()
             .enumerate()
             .filter(|&(i, &l)| {
-                let x = &split.test.images[i * 16..][..16];
+                let x = &test[i * 16..][..16];
                 (0..CLASSES).all(|c| dist(x, &means[l as usize]) <= dist(x, &means[c]))
             })
             .count();

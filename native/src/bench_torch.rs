@@ -83,7 +83,7 @@ pub fn run(
 ) -> Result<TorchEpochs> {
     let config = trainer.config();
     let n = trainer.train_len();
-    let images = pollster::block_on(trainer.train_images())?;
+    let images = trainer.train_images();
     let first = match trainer.selector() {
         Some(selector) => pollster::block_on(selector.current_indices_host())?,
         None => bail!("--torch needs the TAkS run's first k-set"),

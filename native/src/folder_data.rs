@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use taks_core::config::TrainConfig;
+use taks_core::data::cache::Cache;
 use taks_core::data::{Dataset, DatasetKind, Split, folder};
 
 /// What a run trains, validates and tests on.
@@ -47,7 +48,7 @@ pub fn load(config: &TrainConfig, dir: Option<&Path>) -> Result<RunData> {
     let input = config
         .folder_input
         .context("the folder's input size was not chosen")?;
-    let loaded = folder::scan(dir)?.load(input)?;
+    let loaded = folder::scan(dir)?.load(input, Some(&Cache::with_defaults()))?;
     let network = match input {
         [1, 1, features] => format!("{} on {features} features", config.architecture.name()),
         [c, h, w] => format!(
@@ -56,7 +57,11 @@ pub fn load(config: &TrainConfig, dir: Option<&Path>) -> Result<RunData> {
             if c == 1 { "grey" } else { "colour" }
         ),
     };
-    let note = format!(
+    let mut note = loaded.notes.join("\n");
+    if !note.is_empty() {
+        note.push('\n');
+    }
+    note += &format!(
         "{}: {} classes; train {}, val {}, test {} samples ({} files skipped); {network}",
         dir.display(),
         loaded.classes.len(),

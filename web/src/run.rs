@@ -109,7 +109,7 @@ impl Run {
             .len()
             .min(options.train_limit.unwrap_or(usize::MAX));
         let grid = options.grid.min(n);
-        let grid_images = split.train.images[..grid * split.train.sample_size()].to_vec();
+        let grid_images = split.train.samples.range(0, grid);
         let trainer = Trainer::new(config.clone(), split, &device).map_err(error)?;
         let labels = trainer.labels();
         let clean = (0..n).map(|i| labels.is_clean(i) as u8).collect();

@@ -8,10 +8,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
-use crate::data::Dataset;
 pub use crate::data::normalisation::Normalisation;
+use crate::data::{Dataset, Samples};
 use crate::formats::csv_table::Table;
-use crate::formats::image_folder::Decoded;
 use crate::model::Architecture;
 
 /// The raw input a model expects.
@@ -77,12 +76,12 @@ pub struct Prepared {
     pub normalisation: Normalisation,
 }
 
-/// Decoded images -> a normalised dataset.
+/// Decoded image bytes ([C, H, W] per sample, in memory or a mapped cache) -> a
+/// normalised dataset that keeps them as bytes ([`crate::data::samples`]).
 pub fn prepare_images(
-    decoded: &Decoded,
-    channels: usize,
-    height: usize,
-    width: usize,
+    pixels: Samples,
+    labels: Vec<u32>,
+    [channels, height, width]: [usize; 3],
     classes: usize,
 ) -> Prepared {
     let input = Input::Image {
@@ -90,13 +89,7 @@ pub fn prepare_images(
         height,
         width,
     };
-    prepare(
-        scaled_pixels(&decoded.pixels),
-        decoded.files.iter().map(|f| f.label).collect(),
-        input,
-        channels,
-        classes,
-    )
+    prepare(pixels, labels, input, channels, classes)
 }
 
 /// A parsed table -> a normalised dataset.
@@ -106,7 +99,7 @@ pub fn prepare_table(table: &Table) -> Prepared {
         features: table.features.clone(),
     };
     prepare(
-        table.values.clone(),
+        Samples::from_values(table.values.clone(), features),
         table.labels.clone(),
         input,
         features,
@@ -115,8 +108,8 @@ pub fn prepare_table(table: &Table) -> Prepared {
 }
 
 /// A feature matrix [rows, cols] (row-major, e.g. a backbone's embeddings from a `.npy`
-/// file), normalised per column in place: the features are named by their column index
-/// ("0", "1", ...), so a model card says how many it takes and in what order.
+/// file), normalised per column: the features are named by their column index ("0",
+/// "1", ...), so a model card says how many it takes and in what order.
 pub fn prepare_features(
     values: Vec<f32>,
     cols: usize,
@@ -126,25 +119,28 @@ pub fn prepare_features(
     let input = Input::Table {
         features: (0..cols).map(|c| c.to_string()).collect(),
     };
-    prepare(values, labels, input, cols, classes)
+    prepare(
+        Samples::from_values(values, cols),
+        labels,
+        input,
+        cols,
+        classes,
+    )
 }
 
 fn prepare(
-    mut values: Vec<f32>,
+    samples: Samples,
     labels: Vec<u32>,
     input: Input,
     groups: usize,
     classes: usize,
 ) -> Prepared {
-    let shape = input.shape();
-    let sample_size = shape.iter().product();
-    let normalisation = Normalisation::fit(&values, sample_size, groups);
-    normalisation.apply(&mut values, sample_size);
+    let normalisation = samples.fit_normalisation(groups);
     Prepared {
         dataset: Dataset {
-            images: values,
+            samples: samples.standardised(normalisation.clone()),
             labels,
-            shape,
+            shape: input.shape(),
             classes,
         },
         input,

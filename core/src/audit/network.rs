@@ -26,7 +26,7 @@ use web_time::Instant;
 
 use super::AuditSettings;
 use super::input::Input;
-use crate::data::{Dataset, Split};
+use crate::data::{Dataset, Samples, Split};
 use crate::methods::Method;
 use crate::model::Architecture;
 use crate::noise::NoisyLabels;
@@ -190,10 +190,12 @@ async fn seconds_per_sample_epoch(
     let labels: Vec<u32> = (0..TIMED_SAMPLES)
         .map(|_| rng.below(classes.max(2)) as u32)
         .collect();
+    // Random bytes, gathered and scaled batch by batch as a folder's images are.
+    let bytes: Vec<u8> = (0..TIMED_SAMPLES * size)
+        .map(|_| rng.below(256) as u8)
+        .collect();
     let data = Dataset {
-        images: (0..TIMED_SAMPLES * size)
-            .map(|_| rng.next_f64() as f32)
-            .collect(),
+        samples: Samples::from_bytes(bytes, size),
         labels: labels.clone(),
         shape,
         classes: classes.max(2),
@@ -203,11 +205,7 @@ async fn seconds_per_sample_epoch(
         ..settings.clone()
     };
     let config = timing.train_config(Method::TAKS, 1.0, 2)?;
-    let test = Dataset {
-        images: data.images[..size].to_vec(),
-        labels: labels[..1].to_vec(),
-        ..data.clone()
-    };
+    let test = data.subset(&[0]);
     let mut run = Trainer::with_labels(
         config,
         Split { train: data, test },

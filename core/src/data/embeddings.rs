@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::Dataset;
 use super::folder::{FolderSplit, SPLITS, standardised};
+use super::samples::Samples;
 use crate::formats::{labels as names, npy};
 use crate::{Error, Result};
 
@@ -105,7 +106,7 @@ impl Files {
                 )));
             }
             parts.push(Dataset {
-                images: matrix.values,
+                samples: Samples::from_values(matrix.values, width),
                 labels,
                 shape: [1, 1, width],
                 classes: classes.len(),

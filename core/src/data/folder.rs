@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::normalisation::Normalisation;
+use super::cache::{self, Cache};
 use super::{Dataset, Split};
 use crate::formats::image_folder::{self, Scan};
 use crate::model::Architecture;
@@ -42,6 +42,8 @@ pub struct FolderSplit {
     pub classes: Vec<String>,
     /// Files left out, per split (train, val, test).
     pub skipped: [usize; 3],
+    /// What the decoded cache did, for the output.
+    pub notes: Vec<String>,
 }
 
 /// Scan `DIR/train`, `DIR/val` and `DIR/test` and check that they hold the same classes
@@ -125,8 +127,9 @@ impl FolderScan {
         }
     }
 
-    /// Decode every split at `input` [channels, height, width] and standardise.
-    pub fn load(self, input: [usize; 3]) -> Result<FolderSplit> {
+    /// Decode every split at `input` [channels, height, width] (through `cache` when a
+    /// split's bytes exceed its budget, [`super::cache`]) and standardise.
+    pub fn load(self, input: [usize; 3], cache: Option<&Cache>) -> Result<FolderSplit> {
         let (dir, scans) = match self {
             FolderScan::Images { dir, scans } => (dir, scans),
             FolderScan::Embeddings(files) => {
@@ -149,8 +152,9 @@ impl FolderScan {
         let classes = scans[0].classes.clone();
         let mut parts = Vec::new();
         let mut skipped = [0usize; 3];
-        for (i, scan) in scans.iter().enumerate() {
-            let decoded = image_folder::decode(&scan.files, channels, width as u32, height as u32);
+        let mut notes = Vec::new();
+        for (i, scan) in scans.into_iter().enumerate() {
+            let decoded = cache::decode(scan.files, input, cache, &mut |n| notes.push(n))?;
             skipped[i] = scan.skipped.len() + decoded.skipped.len();
             if decoded.files.is_empty() {
                 return Err(Error::Config(format!(
@@ -159,13 +163,15 @@ impl FolderScan {
                 )));
             }
             parts.push(Dataset {
-                images: decoded.pixels.iter().map(|&p| p as f32 / 255.0).collect(),
+                samples: decoded.samples,
                 labels: decoded.files.iter().map(|f| f.label).collect(),
                 shape: input,
                 classes: classes.len(),
             });
         }
-        Ok(standardised(parts, channels, classes, skipped))
+        let mut split = standardised(parts, channels, classes, skipped);
+        split.notes = notes;
+        Ok(split)
     }
 }
 
@@ -177,10 +183,9 @@ pub(super) fn standardised(
     classes: Vec<String>,
     skipped: [usize; 3],
 ) -> FolderSplit {
-    let size = parts[0].sample_size();
-    let normalisation = Normalisation::fit(&parts[0].images, size, groups);
+    let normalisation = parts[0].samples.fit_normalisation(groups);
     for part in &mut parts {
-        normalisation.apply(&mut part.images, size);
+        part.samples = part.samples.clone().standardised(normalisation.clone());
     }
     let [train, val, test]: [Dataset; 3] = parts.try_into().expect("three parts");
     FolderSplit {
@@ -188,6 +193,7 @@ pub(super) fn standardised(
         val,
         classes,
         skipped,
+        notes: Vec::new(),
     }
 }
 
@@ -218,13 +224,13 @@ mod tests {
         let scan = scan(&dir).unwrap();
         let (architecture, input) = scan.choose().unwrap();
         assert_eq!((architecture, input), (Architecture::Mlp, [1, 4, 4]));
-        let loaded = scan.load(input).unwrap();
+        let loaded = scan.load(input, None).unwrap();
         assert_eq!(loaded.classes, ["cat", "dog"]);
         assert_eq!(loaded.split.train.len(), 4);
         assert_eq!((loaded.val.len(), loaded.split.test.len()), (4, 4));
         assert_eq!(loaded.skipped, [1, 0, 0]);
         // Standardised with the training split's statistics: its mean is 0.
-        let mean = loaded.split.train.images.iter().sum::<f32>() / 64.0;
+        let mean = loaded.split.train.samples.to_vec().iter().sum::<f32>() / 64.0;
         assert!(mean.abs() < 1e-5, "{mean}");
         assert_eq!(loaded.val.labels, [0, 0, 1, 1]);
 

@@ -1,13 +1,15 @@
 //! Datasets: reading them from their real file formats into one in-memory shape.
 //!
-//! Every dataset becomes a [`Dataset`] of f32 images in [C, H, W] layout plus u32 class
-//! labels, split into a fixed train and test part. Reading happens once on the host; the
-//! training loop then uploads the whole training part to the compute device and gathers
-//! batches there.
+//! Every dataset becomes a [`Dataset`] of samples in [C, H, W] layout (image bytes or f32
+//! values, [`samples`]) plus u32 class labels, split into a fixed train and test part.
+//! Reading happens once on the host, into one copy; the training loop gathers each batch
+//! from it and hands the device only that batch.
 
+pub mod cache;
 pub mod embeddings;
 pub mod folder;
 pub mod normalisation;
+pub mod samples;
 
 pub use taks_formats::{cifar, idx};
 
@@ -16,13 +18,16 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use normalisation::Normalisation;
+pub use samples::Samples;
+
 use crate::{Error, Result};
 
 /// One part (train or test) of a dataset.
 #[derive(Debug, Clone)]
 pub struct Dataset {
-    /// `n * C * H * W` values, sample-major, [C, H, W] inside a sample.
-    pub images: Vec<f32>,
+    /// `n` samples of `C * H * W` values, [C, H, W] inside a sample.
+    pub samples: Samples,
     /// The labels as shipped. For the training part these are the *true* labels; noise
     /// is injected separately so both can be kept.
     pub labels: Vec<u32>,
@@ -49,9 +54,19 @@ impl Dataset {
     pub fn truncated(mut self, n: usize) -> Self {
         if n < self.len() {
             self.labels.truncate(n);
-            self.images.truncate(n * self.sample_size());
+            self.samples = self.samples.truncated(n);
         }
         self
+    }
+
+    /// The samples `picked`, in that order: a view of the same store, labels copied.
+    pub fn subset(&self, picked: &[usize]) -> Self {
+        Dataset {
+            samples: self.samples.subset(picked),
+            labels: picked.iter().map(|&i| self.labels[i]).collect(),
+            shape: self.shape,
+            classes: self.classes,
+        }
     }
 }
 
@@ -220,7 +235,7 @@ fn load_idx_folder(dir: &Path, classes: usize) -> Result<Split> {
         let labels = idx_file(dir, &format!("{prefix}-labels-idx1-ubyte"));
         let (images, labels, rows, cols) = idx::read_pair(&images, &labels, classes)?;
         Ok(Dataset {
-            images,
+            samples: Samples::from_values(images, rows * cols),
             labels,
             shape: [1, rows, cols],
             classes,
@@ -255,7 +270,7 @@ pub fn bundled_mnist_digits() -> Result<Split> {
         let lab = idx::parse(&gunzip(labels)?, 1, &path)?;
         let (images, labels, rows, cols) = idx::decode_pair(img, lab, 10, &path, &path)?;
         Ok(Dataset {
-            images,
+            samples: Samples::from_values(images, rows * cols),
             labels,
             shape: [1, rows, cols],
             classes: 10,
@@ -283,7 +298,8 @@ const CIFAR10_MEAN_STD: ([f32; 3], [f32; 3]) = ([0.4914, 0.4822, 0.4465], [0.247
 const CIFAR100_MEAN_STD: ([f32; 3], [f32; 3]) =
     ([0.5071, 0.4865, 0.4409], [0.2673, 0.2564, 0.2762]);
 
-/// Per-channel (mean, std) normalisation, the usual one for CIFAR.
+/// Per-channel (mean, std) normalisation, the usual one for CIFAR, applied as batches are
+/// gathered from the bytes.
 fn load_cifar(dir: &Path, variant: cifar::Variant) -> Result<Split> {
     let (mean, std) = match variant {
         cifar::Variant::Cifar10 => CIFAR10_MEAN_STD,
@@ -292,16 +308,12 @@ fn load_cifar(dir: &Path, variant: cifar::Variant) -> Result<Split> {
     let (train_files, test_file) = variant.files();
     let part = |names: &[&str]| -> Result<Dataset> {
         let (pixels, labels) = cifar::read_files(dir, names, variant)?;
-        let images = pixels
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| {
-                let c = (i % cifar::PIXELS) / 1024;
-                (p as f32 / 255.0 - mean[c]) / std[c]
-            })
-            .collect();
+        let normalisation = Normalisation {
+            mean: mean.to_vec(),
+            std: std.to_vec(),
+        };
         Ok(Dataset {
-            images,
+            samples: Samples::from_bytes(pixels, cifar::PIXELS).standardised(normalisation),
             labels,
             shape: [3, 32, 32],
             classes: variant.classes(),
@@ -323,7 +335,8 @@ mod tests {
         assert_eq!(split.train.len(), 8000);
         assert_eq!(split.test.len(), 2000);
         assert_eq!(split.train.shape, [1, 28, 28]);
-        assert_eq!(split.train.images.len(), 8000 * 784);
+        let images = split.train.samples.to_vec();
+        assert_eq!(images.len(), 8000 * 784);
         // Every class is present in both parts, in realistic proportions.
         for part in [&split.train, &split.test] {
             let mut counts = [0usize; 10];
@@ -332,9 +345,9 @@ mod tests {
             assert!(min > 0.06 * part.len() as f64, "{counts:?}");
         }
         // Digits are ink on a blank page: mostly zeros, some full-intensity pixels.
-        let blank = split.train.images.iter().filter(|&&p| p == 0.0).count() as f64;
-        assert!(blank / split.train.images.len() as f64 > 0.7);
-        assert!(split.train.images.iter().any(|&p| p > 0.99));
+        let blank = images.iter().filter(|&&p| p == 0.0).count() as f64;
+        assert!(blank / images.len() as f64 > 0.7);
+        assert!(images.iter().any(|&p| p > 0.99));
     }
 
     #[test]
@@ -371,6 +384,6 @@ mod tests {
         assert_eq!(split.test.labels, vec![3]);
         assert_eq!(split.train.shape, [3, 32, 32]);
         // Red channel of a white pixel: (1 - 0.4914) / 0.2470.
-        assert!((split.train.images[0] - (1.0 - 0.4914) / 0.2470).abs() < 1e-5);
+        assert!((split.train.samples.range(0, 1)[0] - (1.0 - 0.4914) / 0.2470).abs() < 1e-5);
     }
 }

@@ -19,19 +19,59 @@ impl Normalisation {
     /// (channels of [C, H, W]; with `groups` = `sample_size`, columns). A constant
     /// group gets std 1, so it maps to 0 instead of dividing by zero.
     pub fn fit(values: &[f32], sample_size: usize, groups: usize) -> Self {
-        let per_group = sample_size / groups;
-        let mut sum = vec![0f64; groups];
-        let mut square = vec![0f64; groups];
-        for sample in values.chunks_exact(sample_size) {
-            for (i, &v) in sample.iter().enumerate() {
-                let g = i / per_group;
-                sum[g] += v as f64;
-                square[g] += v as f64 * v as f64;
+        let mut moments = Moments::new(sample_size, groups);
+        values
+            .chunks_exact(sample_size)
+            .for_each(|sample| moments.add(sample));
+        moments.finish()
+    }
+
+    /// Normalise `values` (whole samples of `sample_size`) in place.
+    pub fn apply(&self, values: &mut [f32], sample_size: usize) {
+        let per_group = sample_size / self.mean.len();
+        for sample in values.chunks_exact_mut(sample_size) {
+            for (g, group) in sample.chunks_exact_mut(per_group).enumerate() {
+                let (mean, std) = (self.mean[g], self.std[g]);
+                group.iter_mut().for_each(|v| *v = (*v - mean) / std);
             }
         }
-        let count = (values.len() / groups).max(1) as f64;
-        let mean: Vec<f64> = sum.iter().map(|s| s / count).collect();
-        let std = square
+    }
+}
+
+/// Running sums for [`Normalisation::fit`], one sample at a time, so the samples need
+/// not be in one slice (see [`crate::data::samples`]).
+pub(crate) struct Moments {
+    per_group: usize,
+    sum: Vec<f64>,
+    square: Vec<f64>,
+    values: usize,
+}
+
+impl Moments {
+    pub(crate) fn new(sample_size: usize, groups: usize) -> Self {
+        Moments {
+            per_group: sample_size / groups,
+            sum: vec![0f64; groups],
+            square: vec![0f64; groups],
+            values: 0,
+        }
+    }
+
+    pub(crate) fn add(&mut self, sample: &[f32]) {
+        for (i, &v) in sample.iter().enumerate() {
+            let g = i / self.per_group;
+            self.sum[g] += v as f64;
+            self.square[g] += v as f64 * v as f64;
+        }
+        self.values += sample.len();
+    }
+
+    /// A constant group gets std 1, so it maps to 0 instead of dividing by zero.
+    pub(crate) fn finish(self) -> Normalisation {
+        let count = (self.values / self.sum.len()).max(1) as f64;
+        let mean: Vec<f64> = self.sum.iter().map(|s| s / count).collect();
+        let std = self
+            .square
             .iter()
             .zip(&mean)
             .map(|(sq, m)| {
@@ -46,17 +86,6 @@ impl Normalisation {
         Normalisation {
             mean: mean.into_iter().map(|m| m as f32).collect(),
             std,
-        }
-    }
-
-    /// Normalise `values` (whole samples of `sample_size`) in place.
-    pub fn apply(&self, values: &mut [f32], sample_size: usize) {
-        let per_group = sample_size / self.mean.len();
-        for sample in values.chunks_exact_mut(sample_size) {
-            for (i, v) in sample.iter_mut().enumerate() {
-                let g = i / per_group;
-                *v = (*v - self.mean[g]) / self.std[g];
-            }
         }
     }
 }

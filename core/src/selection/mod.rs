@@ -247,6 +247,16 @@ pub(crate) async fn read_floats<const D: usize>(t: Tensor<D>, what: &str) -> Res
         .map_err(|e| Error::Device(format!("{what} are not f32: {e:?}")))
 }
 
+/// Read an index tensor to the host (never blocking).
+pub(crate) async fn read_indices(t: Tensor<1, Int>, what: &str) -> Result<Vec<u32>> {
+    Ok(t.into_data_async()
+        .await
+        .map_err(|e| Error::Device(format!("reading {what}: {e:?}")))?
+        .iter::<i64>()
+        .map(|i| i as u32)
+        .collect())
+}
+
 /// The indices of the `k` smallest `values` `[n]`, ascending (ties by index, NaN
 /// largest): by the WGSL radix select where `values` live on wgpu, else on the host.
 pub async fn k_smallest_indices(values: Tensor<1>, k: usize) -> Result<Tensor<1, Int>> {

@@ -3,31 +3,34 @@
 //! epoch's metrics are read from, kept on the device until the epoch ends.
 
 use burn::optim::GradientsParams;
-use burn::tensor::{Int, Tensor};
+use burn::tensor::Tensor;
 
-use super::Trainer;
 use super::evaluate::score;
+use super::{Trainer, inputs};
 use crate::Result;
 use crate::methods::{self, BatchAt, EpochSet, Rule};
 use crate::model::Networks;
 use crate::selection::{self, indices_tensor};
 
 impl Trainer {
-    /// The indices this epoch trains on, as the method's [`EpochSet`] says.
-    pub(super) async fn epoch_set(&self) -> Result<Tensor<1, Int>> {
+    /// The indices this epoch trains on, as the method's [`EpochSet`] says, on the host
+    /// (where the batches are gathered).
+    pub(super) async fn epoch_set(&self) -> Result<Vec<u32>> {
         let rule = self.rule.as_ref().expect("prepared before the first epoch");
         Ok(match rule.epoch_set() {
-            EpochSet::All => Tensor::<1, Int>::arange(0..self.train.len as i64, &self.device),
-            EpochSet::Given(indices) => indices,
+            EpochSet::All => (0..self.train.len as u32).collect(),
+            EpochSet::Given(indices) => selection::read_indices(indices, "the k-set").await?,
             EpochSet::SmallestLoss { keep } => {
                 let networks = self.networks();
                 let logits = score(
                     networks.first(),
-                    &self.train.images,
+                    &self.train.samples,
                     self.config.eval_batch_size,
+                    &self.device,
                 );
                 let loss = methods::small_loss::cross_entropy(logits, &self.train.labels);
-                selection::k_smallest_indices(loss, keep).await?
+                let kept = selection::k_smallest_indices(loss, keep).await?;
+                selection::read_indices(kept, "the smallest-loss set").await?
             }
         })
     }
@@ -35,15 +38,15 @@ impl Trainer {
     /// One pass over `set`, shuffled, with the method's batch rule.
     pub(super) fn train_epoch(
         &mut self,
-        set: Tensor<1, Int>,
+        set: Vec<u32>,
         lr: f64,
         beta_1: f32,
         epoch: usize,
     ) -> Trained {
-        let selected = set.dims()[0];
+        let selected = set.len();
         let mut order: Vec<u32> = (0..selected as u32).collect();
         self.shuffle.shuffle(&mut order);
-        let order = set.select(0, indices_tensor(&order, &self.device));
+        let order: Vec<u32> = order.iter().map(|&i| set[i as usize]).collect();
         let rule = self.rule.take().expect("prepared before the first epoch");
         let networks = self.networks.take().expect("networks present");
         let nets = networks.len();
@@ -54,12 +57,12 @@ impl Trainer {
         // Per network: clean samples picked, samples picked (None until a rule picks).
         let picks: Option<(Vec<Tensor<1>>, Vec<Tensor<1>>)> = None;
         let batch = self.config.batch_size;
-        let on_cpu = crate::flex_host::is_f32(&self.train.images);
+        let on_cpu = crate::flex_host::is_f32(&self.clean);
         let epoch_loop = || {
             let (mut networks, mut loss_sum, mut picks) = (networks, loss_sum, picks);
             for (b, start) in (0..selected).step_by(batch).enumerate() {
                 let len = batch.min(selected - start);
-                let idx = order.clone().narrow(0, start, len);
+                let idx = &order[start..start + len];
                 let at = BatchAt {
                     epoch,
                     batch: b,
@@ -90,7 +93,11 @@ impl Trainer {
         self.networks = Some(networks);
         // Methods that train on every sample of their set: the set itself was picked.
         let (clean_sums, counts) = picks.unwrap_or_else(|| {
-            let clean = self.clean.clone().select(0, order).sum();
+            let clean = order
+                .iter()
+                .filter(|&&i| self.labels.is_clean(i as usize))
+                .count();
+            let clean = zero().add_scalar(clean as f32);
             let count = zero().add_scalar(selected as f32);
             (vec![clean; nets], vec![count; nets])
         });
@@ -103,18 +110,20 @@ impl Trainer {
         }
     }
 
-    /// One batch of the samples `idx`: forward, the rule's loss, backward, Adam's step.
+    /// One batch of the samples `picked`: forward, the rule's loss, backward, Adam's
+    /// step.
     pub(super) fn train_batch(
         &mut self,
         rule: &dyn Rule,
         networks: Networks,
-        idx: Tensor<1, Int>,
+        picked: &[u32],
         at: BatchAt,
         lr: f64,
         beta_1: f32,
     ) -> (Networks, BatchSums) {
-        let len = idx.dims()[0];
-        let x = self.train.images.clone().select(0, idx.clone());
+        let len = picked.len();
+        let idx = indices_tensor(picked, &self.device);
+        let x = inputs(&self.train.samples, picked, &self.device);
         let y = self.train.labels.clone().select(0, idx.clone());
         // The MLP on the CPU with plain cross-entropy: gradients by hand, no graph.
         let by_hand = match networks.first().as_mlp() {

@@ -3,9 +3,10 @@
 //! the test set (and the validation set, where a run has one), which is not part of the
 //! timed epoch.
 
-use burn::tensor::{Int, Tensor};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use super::{DeviceSet, Trainer};
+use super::{PartSet, Trainer};
+use crate::data::Samples;
 use crate::model::Classifier;
 use crate::{Error, Result};
 
@@ -26,20 +27,21 @@ impl Trainer {
         }
     }
 
-    async fn accuracies(&self, set: &DeviceSet, what: &str) -> Result<Vec<f64>> {
+    async fn accuracies(&self, set: &PartSet, what: &str) -> Result<Vec<f64>> {
         let networks = self.networks();
         let chunk = self.config.eval_batch_size;
-        let mut correct = Vec::new();
-        for net in networks.iter() {
-            let mut c = Tensor::<1, Int>::zeros([1], &self.device);
-            for start in (0..set.len).step_by(chunk) {
-                let len = chunk.min(set.len - start);
-                let logits = net.forward(set.images.clone().narrow(0, start, len));
-                let predicted = logits.argmax(1).reshape([len]);
-                let truth = set.labels.clone().narrow(0, start, len);
-                c = c + predicted.equal(truth).int().sum();
+        let mut correct: Vec<Tensor<1, Int>> = networks
+            .iter()
+            .map(|_| Tensor::zeros([1], &self.device))
+            .collect();
+        for start in (0..set.len).step_by(chunk) {
+            let len = chunk.min(set.len - start);
+            let x = upload(&set.samples, start, len, &self.device);
+            let truth = set.labels.clone().narrow(0, start, len);
+            for (c, net) in correct.iter_mut().zip(networks.iter()) {
+                let predicted = net.forward(x.clone()).argmax(1).reshape([len]);
+                *c = c.clone() + predicted.equal(truth.clone()).int().sum();
             }
-            correct.push(c);
         }
         let correct = Tensor::cat(correct, 0)
             .into_data_async()
@@ -52,9 +54,36 @@ impl Trainer {
     }
 }
 
-/// Logits `[n, C]` of every sample of `images`, in order, in eval mode, in chunks (for
-/// the MLP on the CPU, chunks in parallel and without tensor dispatch: same bits).
-pub(super) fn score(net: &Classifier, images: &Tensor<2>, chunk: usize) -> Tensor<2> {
+/// Logits `[n, C]` of every sample of `samples`, in order, in eval mode, in chunks (for
+/// the MLP on the CPU, chunks in parallel and without tensor dispatch: same bits). The
+/// samples go to the device a block of whole chunks at a time, about [`BLOCK_BYTES`] of
+/// f32, so the pass never holds all n inputs at once.
+pub(super) fn score(
+    net: &Classifier,
+    samples: &Samples,
+    chunk: usize,
+    device: &Device,
+) -> Tensor<2> {
+    let n = samples.len();
+    let per_chunk = chunk * samples.size() * 4;
+    let block = chunk * (BLOCK_BYTES / per_chunk.max(1)).max(1);
+    let parts: Vec<Tensor<2>> = (0..n)
+        .step_by(block)
+        .map(|start| {
+            score_block(
+                net,
+                &upload(samples, start, block.min(n - start), device),
+                chunk,
+            )
+        })
+        .collect();
+    Tensor::cat(parts, 0)
+}
+
+/// About how many bytes of network inputs one scoring block uploads.
+const BLOCK_BYTES: usize = 64 << 20;
+
+fn score_block(net: &Classifier, images: &Tensor<2>, chunk: usize) -> Tensor<2> {
     if let Some(logits) = net.as_mlp().and_then(|m| m.host_logits(images, chunk)) {
         return logits;
     }
@@ -64,4 +93,10 @@ pub(super) fn score(net: &Classifier, images: &Tensor<2>, chunk: usize) -> Tenso
         .map(|start| net.forward(images.clone().narrow(0, start, chunk.min(n - start))))
         .collect();
     Tensor::cat(parts, 0)
+}
+
+/// Positions `start..start + len` of `samples` as network inputs on `device`.
+pub(super) fn upload(samples: &Samples, start: usize, len: usize, device: &Device) -> Tensor<2> {
+    let values = samples.range(start, len);
+    Tensor::from_data(TensorData::new(values, [len, samples.size()]), device)
 }

@@ -58,8 +58,9 @@ impl Trainer {
         }
         let logits = score(
             best.first(),
-            &self.train.images,
+            &self.train.samples,
             self.config.eval_batch_size,
+            &self.device,
         );
         let probabilities = read_floats(softmax(logits, 1), "stage-1 probabilities").await?;
         let rule = self.rule.as_mut().expect("the rule is home between epochs");

@@ -1,8 +1,6 @@
 //! How many kernels one training step and one scoring chunk launch on a GPU device, as
 //! the epoch runs them (see [`crate::gpu::launches`] for why the count matters).
 
-use burn::tensor::Tensor;
-
 use super::Trainer;
 use crate::Result;
 use crate::gpu::launches::count;
@@ -32,8 +30,8 @@ impl Trainer {
             self.config.decay_start,
         );
         let set = self.epoch_set().await?;
-        let len = self.config.batch_size.min(set.dims()[0]);
-        let idx = set.narrow(0, 0, len);
+        let len = self.config.batch_size.min(set.len());
+        let idx = &set[..len];
         let rule = self.rule.take().expect("prepared above");
         let networks = self.networks.clone().expect("networks present");
         let adam = self.adam.clone();
@@ -49,7 +47,7 @@ impl Trainer {
 
         let net = self.networks();
         let chunk = self.config.eval_batch_size.min(self.train.len);
-        let x: Tensor<2> = self.train.images.clone().narrow(0, 0, chunk);
+        let x = super::evaluate::upload(&self.train.samples, 0, chunk, &self.device);
         let (_, scoring_chunk) = count(|| net.first().forward(x));
         Ok(LaunchCounts {
             training_step,

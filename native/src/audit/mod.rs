@@ -19,8 +19,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::Args;
 use taks_core::audit::{self, AuditSettings, Stage};
-use taks_core::data::Dataset;
-use taks_core::data::DatasetKind;
+use taks_core::data::{DatasetKind, cache};
 use taks_core::model::Architecture;
 use taks_core::noise::NoiseKind;
 use web_time::Instant;
@@ -77,20 +76,31 @@ pub struct AuditArgs {
     /// --model is not given (an estimate from timing each candidate, not a deadline).
     #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
     pub budget: f64,
+    /// Megabytes of decoded images an image folder may hold in memory; a larger folder
+    /// is decoded once into a cache file (--cache-dir) that every epoch, and later audits
+    /// of the unchanged folder, read from disk.
+    #[arg(long, value_name = "MB", default_value_t = cache::DEFAULT_BUDGET_MB)]
+    pub memory_budget: u64,
+    /// Where the decoded cache files go. Default: $XDG_CACHE_HOME/taks/decoded (or
+    /// ~/.cache/taks/decoded).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
     /// Output folder. Default: audits/<name of DATA>, numbered when it exists. An
     /// explicit folder that already holds an audit is an error.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Epochs of the TAkS run.
-    #[arg(long, default_value_t = 20)]
-    pub epochs: usize,
-    /// Epochs of the probe run that estimates the noise rate.
-    #[arg(long, default_value_t = 5)]
-    pub probe_epochs: usize,
+    /// Epochs of the TAkS run. Default: 20 up to 200,000 samples, fewer above (never
+    /// below 8; see the README's "Large data").
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// Epochs of the probe run that estimates the noise rate. Default: 5 up to 200,000
+    /// samples, 1 above.
+    #[arg(long)]
+    pub probe_epochs: Option<usize>,
     /// Folds of the probe: each fold's samples are predicted by a network trained on
-    /// the others (at least 2).
-    #[arg(long, default_value_t = 4)]
-    pub probe_folds: usize,
+    /// the others (at least 2). Default: 4 up to 200,000 samples, 2 above.
+    #[arg(long)]
+    pub probe_folds: Option<usize>,
     /// Fraction of samples TAkS trains on each epoch. Default: 1 - the estimated noise
     /// rate.
     #[arg(long)]
@@ -145,14 +155,11 @@ pub fn run(args: AuditArgs) -> Result<()> {
     {
         settings_check.push(format!("{flag} is for --dataset; DATA is audited as it is"));
     }
-    if args.epochs == 0 || args.probe_epochs == 0 {
+    if args.epochs == Some(0) || args.probe_epochs == Some(0) {
         settings_check.push("--epochs and --probe-epochs must be at least 1".to_string());
     }
-    if args.probe_folds < 2 {
-        settings_check.push(format!(
-            "--probe-folds {} must be at least 2",
-            args.probe_folds
-        ));
+    if let Some(folds) = args.probe_folds.filter(|&f| f < 2) {
+        settings_check.push(format!("--probe-folds {folds} must be at least 2"));
     }
     if let Some(k) = args.k_ratio
         && !(k > 0.0 && k <= 1.0)
@@ -214,7 +221,7 @@ pub fn run(args: AuditArgs) -> Result<()> {
     let data = match source {
         Source::Ready(data) => *data,
         Source::Images(images) => {
-            let timing = settings_for(&args, Architecture::Mlp);
+            let timing = settings_for(&args, Architecture::Mlp, images.labels().len());
             let data = images.finish(&args, &timing, &chosen.device, say)?;
             enough(&data.source, &data.labels.noisy_labels, &data.skipped)?;
             data
@@ -222,7 +229,7 @@ pub fn run(args: AuditArgs) -> Result<()> {
     };
     let read_seconds = started.elapsed().as_secs_f64();
     let n = data.ids.len();
-    let settings = settings_for(&args, data.architecture);
+    let settings = settings_for(&args, data.architecture, n);
     if let Some(k) = args.k_ratio
         && (n as f64 * k).floor() < 1.0
     {
@@ -237,15 +244,8 @@ pub fn run(args: AuditArgs) -> Result<()> {
         data.architecture.name(),
         chosen.description
     ));
-    // The audit takes the samples; the report keeps what it shows of them (a quarter of
-    // an image's f32 values), so they are not held twice.
-    let mut data = data;
-    data.shown = Some(report::Shown::keep(&data.prepared));
-    let dataset = Dataset {
-        images: std::mem::take(&mut data.prepared.dataset.images),
-        labels: data.prepared.dataset.labels.clone(),
-        ..data.prepared.dataset
-    };
+    // The audit and the report share one store of the samples (a clone is a handle).
+    let dataset = data.prepared.dataset.clone();
     let audit_started = Instant::now();
     let outcome = pollster::block_on(audit::run(
         dataset,
@@ -254,7 +254,7 @@ pub fn run(args: AuditArgs) -> Result<()> {
         &chosen.device,
         |stage, m| {
             let name = match stage {
-                Stage::Probe(fold) => format!("probe {}/{}", fold + 1, args.probe_folds),
+                Stage::Probe(fold) => format!("probe {}/{}", fold + 1, settings.probe_folds),
                 Stage::Selection => "taks     ".to_string(),
             };
             say(format!(
@@ -283,11 +283,11 @@ pub fn run(args: AuditArgs) -> Result<()> {
 }
 
 /// The audit's settings from the flags, for `architecture`.
-fn settings_for(args: &AuditArgs, architecture: Architecture) -> AuditSettings {
-    let mut settings = AuditSettings::new(architecture);
-    settings.epochs = args.epochs;
-    settings.probe_epochs = args.probe_epochs;
-    settings.probe_folds = args.probe_folds;
+fn settings_for(args: &AuditArgs, architecture: Architecture, n: usize) -> AuditSettings {
+    let mut settings = AuditSettings::new(architecture).for_samples(n);
+    settings.epochs = args.epochs.unwrap_or(settings.epochs);
+    settings.probe_epochs = args.probe_epochs.unwrap_or(settings.probe_epochs);
+    settings.probe_folds = args.probe_folds.unwrap_or(settings.probe_folds);
     settings.k_ratio = args.k_ratio;
     settings.eta_ratio = args.eta_ratio.unwrap_or(settings.eta_ratio);
     settings.seed = args.seed;

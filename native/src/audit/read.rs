@@ -9,6 +9,7 @@ use burn::tensor::Device;
 use taks_core::audit::AuditSettings;
 use taks_core::audit::input::{self, Input, Normalisation, Prepared};
 use taks_core::audit::network::{self, Choice};
+use taks_core::data::cache::{self, Cache};
 use taks_core::data::{Dataset, DatasetKind};
 use taks_core::formats::image_folder::{self, Scan, Skipped};
 use taks_core::formats::{csv_table, labels as label_file, npy};
@@ -16,7 +17,6 @@ use taks_core::model::Architecture;
 use taks_core::noise::{NoiseKind, NoisyLabels, inject};
 
 use super::AuditArgs;
-use super::report::Shown;
 
 /// The audited data, ready for the networks.
 pub struct AuditData {
@@ -34,8 +34,6 @@ pub struct AuditData {
     pub network_choice: Option<Choice>,
     /// Why colour images are audited in grey, when they are.
     pub colour_note: Option<String>,
-    /// What the report shows of each sample, kept when the audit takes the data.
-    pub shown: Option<Shown>,
 }
 
 /// A short name for the default output folder: DATA's file or folder name.
@@ -198,7 +196,6 @@ fn table_data(
         source: path.display().to_string(),
         network_choice: None,
         colour_note: None,
-        shown: None,
     }
 }
 
@@ -238,7 +235,7 @@ fn scan_images(dir: &Path, args: &AuditArgs) -> Result<ImageSource> {
         let coloured: Vec<_> = scan.files.iter().filter(|f| f.colour).cloned().collect();
         let step = coloured.len().div_ceil(COLOUR_CHECK_FILES).max(1);
         let sample: Vec<_> = coloured.into_iter().step_by(step).collect();
-        let decoded = image_folder::decode(&sample, 3, common.0, common.1);
+        let decoded = image_folder::decode(sample, 3, common.0, common.1);
         let plane = (common.0 * common.1) as usize * 3;
         let images: Vec<(Vec<u8>, u32)> = decoded
             .pixels
@@ -332,16 +329,24 @@ impl ImageSource {
         else {
             unreachable!("images get an image input")
         };
-        let decoded = image_folder::decode(&scan.files, channels, width as u32, height as u32);
-        let mut skipped = scan.skipped.clone();
-        skipped.extend(decoded.skipped.iter().cloned());
+        let mut scan = scan;
+        let files = std::mem::take(&mut scan.files);
+        let shape = [channels, height, width];
+        let cache = Cache {
+            dir: args.cache_dir.clone().unwrap_or_else(Cache::default_dir),
+            budget_bytes: args.memory_budget.saturating_mul(1_000_000),
+        };
+        let decoded = cache::decode(files, shape, Some(&cache), &mut |line| say(line))?;
+        let mut skipped = scan.skipped;
+        skipped.extend(decoded.skipped);
         let classes = scan.classes.len();
-        let prepared = input::prepare_images(&decoded, channels, height, width, classes);
         let labels: Vec<u32> = decoded.files.iter().map(|f| f.label).collect();
+        let ids = decoded.files.into_iter().map(|f| f.id).collect();
+        let prepared = input::prepare_images(decoded.samples, labels.clone(), shape, classes);
         Ok(AuditData {
             prepared,
             architecture,
-            ids: decoded.files.iter().map(|f| f.id.clone()).collect(),
+            ids,
             classes: scan.classes,
             labels: NoisyLabels {
                 true_labels: labels.clone(),
@@ -352,7 +357,6 @@ impl ImageSource {
             source: dir.display().to_string(),
             network_choice,
             colour_note,
-            shown: None,
         })
     }
 }
@@ -401,6 +405,5 @@ fn read_builtin(kind: DatasetKind, args: &AuditArgs) -> Result<AuditData> {
         source: kind.name().to_string(),
         network_choice: None,
         colour_note: None,
-        shown: None,
     })
 }

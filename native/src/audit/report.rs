@@ -10,7 +10,7 @@
 use std::fmt::Write;
 
 use taks_core::audit::AuditOutcome;
-use taks_core::audit::input::{Input, Prepared};
+use taks_core::audit::input::Input;
 use taks_core::formats::image_folder::thumbnail_png;
 
 use super::read::AuditData;
@@ -132,87 +132,42 @@ code {{ font-size: 12px; }}
     html
 }
 
-/// What the report can show of every sample, kept before the audit takes the data (it
-/// is not kept twice): an image's bytes [C, H, W] as the network saw it before
-/// normalisation (a quarter of its f32 values), or a row's first [`FEATURES_SHOWN`]
-/// values, un-normalised.
-pub enum Shown {
-    Images(Vec<u8>),
-    Rows { values: Vec<f32>, per_row: usize },
-}
-
-impl Shown {
-    pub fn keep(prepared: &Prepared) -> Shown {
-        let input = &prepared.input;
-        let size: usize = input.shape().iter().product();
-        let norm = &prepared.normalisation;
-        let per_group = size / norm.mean.len();
-        let raw = |j: usize, v: f32| v * norm.std[j / per_group] + norm.mean[j / per_group];
-        let samples = prepared.dataset.images.chunks_exact(size);
-        match input {
-            Input::Image { .. } => Shown::Images(
-                samples
-                    .flat_map(|s| {
-                        s.iter()
-                            .enumerate()
-                            .map(|(j, &v)| (raw(j, v) * 255.0).round().clamp(0.0, 255.0) as u8)
-                    })
-                    .collect(),
-            ),
-            Input::Table { features } => {
-                let per_row = features.len().min(FEATURES_SHOWN);
-                Shown::Rows {
-                    values: samples
-                        .flat_map(|s| s[..per_row].iter().enumerate().map(|(j, &v)| raw(j, v)))
-                        .collect(),
-                    per_row,
-                }
-            }
-        }
-    }
-}
-
 /// A thumbnail for an image (from the sample as the network saw it), the first feature
 /// values for a table row (un-normalised).
 fn sample_cell(data: &AuditData, i: usize) -> String {
     let input = &data.prepared.input;
-    let size: usize = input.shape().iter().product();
-    match (input, &data.shown) {
-        (
-            Input::Image {
-                channels,
-                height,
-                width,
-            },
-            Some(Shown::Images(bytes)),
-        ) => {
-            let png = thumbnail_png(
-                &bytes[i * size..(i + 1) * size],
-                *channels,
-                *width as u32,
-                *height as u32,
-                THUMBNAIL,
-            );
+    let samples = &data.prepared.dataset.samples;
+    match input {
+        Input::Image {
+            channels,
+            height,
+            width,
+        } => {
+            // Image bytes as stored; a built-in set's f32 pixels (in [0, 1]) as bytes.
+            let bytes = samples.bytes_of(i).unwrap_or_else(|| {
+                samples
+                    .raw(i)
+                    .iter()
+                    .map(|&v| (v * 255.0).round().clamp(0.0, 255.0) as u8)
+                    .collect()
+            });
+            let png = thumbnail_png(&bytes, *channels, *width as u32, *height as u32, THUMBNAIL);
             format!(
                 "<img alt=\"{}\" src=\"data:image/png;base64,{}\">",
                 escape(&data.ids[i]),
                 base64(&png)
             )
         }
-        (Input::Table { features }, Some(Shown::Rows { values, per_row })) => {
-            let shown: Vec<String> = values[i * per_row..(i + 1) * per_row]
+        Input::Table { features } => {
+            let per_row = features.len().min(FEATURES_SHOWN);
+            let shown: Vec<String> = samples.raw(i)[..per_row]
                 .iter()
                 .zip(features)
                 .map(|(v, name)| format!("{}={}", escape(name), round(*v)))
                 .collect();
-            let more = if features.len() > *per_row {
-                " ..."
-            } else {
-                ""
-            };
+            let more = if features.len() > per_row { " ..." } else { "" };
             format!("<code>{}{more}</code>", shown.join(" "))
         }
-        _ => String::new(),
     }
 }
 
