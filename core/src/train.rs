@@ -309,9 +309,6 @@ impl Trainer {
         };
         let counts = read_floats(trained.scalars, "the epoch's loss and counts").await?;
         let epoch_seconds = started.elapsed().as_secs_f64();
-        if let Some(failed) = self.train.samples.read_error() {
-            return Err(Error::Config(failed));
-        }
 
         let train_loss = counts[0] as f64 / trained.samples as f64;
         if !train_loss.is_finite() {
@@ -328,6 +325,15 @@ impl Trainer {
         }
         let network_accuracies = self.test_accuracies().await?;
         let val_accuracy = self.validation_accuracy().await?;
+        // A decoded cache that failed a read gave zeros: say so instead of reporting them.
+        let parts = [Some(&self.train), Some(&self.test), self.val.as_ref()];
+        if let Some(failed) = parts
+            .into_iter()
+            .flatten()
+            .find_map(|p| p.samples.read_error())
+        {
+            return Err(Error::Config(failed));
+        }
         self.epoch += 1;
         let t = self.epoch;
         let (selection_risk, total, regret, bound, paper) = match update {

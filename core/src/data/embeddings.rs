@@ -11,8 +11,8 @@
 use std::path::{Path, PathBuf};
 
 use super::Dataset;
-use super::folder::{FolderSplit, SPLITS, standardised};
 use super::samples::Samples;
+use super::splits::{FolderSplit, SPLITS, standardised};
 use crate::formats::{labels as names, npy};
 use crate::{Error, Result};
 

@@ -14,14 +14,14 @@
 
 use std::path::{Path, PathBuf};
 
+use super::Dataset;
 use super::cache::{self, Cache};
-use super::{Dataset, Split};
+pub use super::splits::FolderSplit;
+use super::splits::{SPLITS, standardised};
 use crate::formats::image_folder::{self, Scan};
 use crate::model::Architecture;
 use crate::model::image_input;
 use crate::{Error, Result};
-
-pub(super) const SPLITS: [&str; 3] = ["train", "val", "test"];
 
 /// The three splits' files, checked: image folders, or embeddings
 /// ([`super::embeddings`]).
@@ -32,18 +32,6 @@ pub enum FolderScan {
         scans: Box<[Scan; 3]>,
     },
     Embeddings(super::embeddings::Files),
-}
-
-/// A folder read for training.
-pub struct FolderSplit {
-    /// `train` and `test`.
-    pub split: Split,
-    pub val: Dataset,
-    pub classes: Vec<String>,
-    /// Files left out, per split (train, val, test).
-    pub skipped: [usize; 3],
-    /// What the decoded cache did, for the output.
-    pub notes: Vec<String>,
 }
 
 /// Scan `DIR/train`, `DIR/val` and `DIR/test` and check that they hold the same classes
@@ -172,28 +160,6 @@ impl FolderScan {
         let mut split = standardised(parts, channels, classes, skipped);
         split.notes = notes;
         Ok(split)
-    }
-}
-
-/// The three parts (train, val, test) standardised per group (channel, or feature
-/// column) with the training part's statistics, as a [`FolderSplit`].
-pub(super) fn standardised(
-    mut parts: Vec<Dataset>,
-    groups: usize,
-    classes: Vec<String>,
-    skipped: [usize; 3],
-) -> FolderSplit {
-    let normalisation = parts[0].samples.fit_normalisation(groups);
-    for part in &mut parts {
-        part.samples = part.samples.clone().standardised(normalisation.clone());
-    }
-    let [train, val, test]: [Dataset; 3] = parts.try_into().expect("three parts");
-    FolderSplit {
-        split: Split { train, test },
-        val,
-        classes,
-        skipped,
-        notes: Vec::new(),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod embeddings;
 pub mod folder;
 pub mod normalisation;
 pub mod samples;
+pub mod splits;
 
 pub use taks_formats::{cifar, idx};
 
