@@ -10,10 +10,10 @@
 //! version, so a changed, added or removed file, another size or a new taks gives a new
 //! key: a stale cache is never read, only left behind.
 //!
-//! The file is written as `<key>.partial` and renamed when complete, with its magic
-//! written last; on reading, the header, the length and a checksum of the pixels are
-//! checked, and a file that fails (damaged, truncated, another version) is rebuilt with
-//! a note. A write that fails (a full disk) removes the partial file, says so, and
+//! The file is written as `<key>.<process id>.partial` (two audits of one folder at once
+//! each write their own) and renamed when complete, with its magic written last; on
+//! reading, the header, the length and a checksum of the pixels are checked, and a file
+//! that fails (damaged, truncated, another version) is rebuilt with a note. A write that fails (a full disk) removes the partial file, says so, and
 //! decodes into memory instead: nothing is lost but the cache.
 
 use std::fs::File;
@@ -207,7 +207,7 @@ fn checksum(bytes: &[u8]) -> u64 {
     h
 }
 
-/// Decode `files` block by block into `path` (via `<key>.partial`).
+/// Decode `files` block by block into `path` (via [`partial_path`]).
 fn build(
     path: &Path,
     key: u64,
@@ -218,7 +218,8 @@ fn build(
     let size = channels * height * width;
     std::fs::create_dir_all(path.parent().expect("a file in a folder"))
         .map_err(|e| e.to_string())?;
-    let partial = path.with_extension("partial");
+    // Named for this process: two audits of one folder at once each write their own.
+    let partial = partial_path(path);
     let written = (|| -> std::io::Result<()> {
         let mut out = BufWriter::new(File::create(&partial)?);
         out.write_all(&[0u8; HEADER])?;
@@ -284,6 +285,11 @@ fn build(
         let _ = std::fs::remove_file(&partial);
         e.to_string()
     })
+}
+
+/// Where this process writes the cache at `path` before renaming it into place.
+fn partial_path(path: &Path) -> PathBuf {
+    path.with_extension(format!("{}.partial", std::process::id()))
 }
 
 /// One checksum from those of the pixels' [`BLOCK_BYTES`] pieces.
@@ -589,7 +595,7 @@ mod tests {
         let (good, _) = run(&dir, &cache);
         let file = only_file(&cache);
         std::fs::remove_file(&file).unwrap();
-        std::os::unix::fs::symlink("/dev/full", file.with_extension("partial")).unwrap();
+        std::os::unix::fs::symlink("/dev/full", partial_path(&file)).unwrap();
         let (memory, notes) = run(&dir, &cache);
         assert!(
             notes[0].contains("could not write the decoded cache"),
