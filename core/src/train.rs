@@ -68,15 +68,6 @@ impl PartSet {
     }
 }
 
-/// The network inputs of `samples` at positions `picked`, on `device`.
-fn inputs(samples: &Samples, picked: &[u32], device: &Device) -> Tensor<2> {
-    let values = samples.gather(picked);
-    Tensor::from_data(
-        TensorData::new(values, [picked.len(), samples.size()]),
-        device,
-    )
-}
-
 /// One run in progress, of any method.
 pub struct Trainer {
     config: TrainConfig,

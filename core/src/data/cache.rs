@@ -97,7 +97,7 @@ pub fn decode(
     let key = key(&files, shape);
     let path = cache.dir.join(format!("{key:016x}.bin"));
     if path.exists() {
-        match open(&path, key, shape, &files) {
+        match open(&path, key, shape, &files, Pixels::Check) {
             Ok((bytes, kept)) => {
                 note(format!(
                     "read the decoded images from the cache {}",
@@ -116,7 +116,9 @@ pub fn decode(
     }
     match build(&path, key, shape, &files) {
         Ok(()) => {
-            let (bytes, kept) = open(&path, key, shape, &files)
+            // Just hashed while written: reading the pixels back to check them again
+            // would only read the whole file once more.
+            let (bytes, kept) = open(&path, key, shape, &files, Pixels::Trust)
                 .map_err(|why| Error::Config(format!("{}: just written, {why}", path.display())))?;
             note(format!(
                 "decoded {} images into the cache {} ({:.0} MB, over the {:.0} MB memory budget)",
@@ -354,6 +356,14 @@ fn read_exact_at(file: &File, mut offset: u64, mut out: &mut [u8]) -> std::io::R
     Ok(())
 }
 
+/// Whether [`open`] reads the pixels to check their checksum.
+#[derive(Clone, Copy, PartialEq)]
+enum Pixels {
+    Check,
+    /// The caller has just written and hashed them.
+    Trust,
+}
+
 /// Open and check the cache at `path`: its pixels and, per file, `None` when it decoded
 /// or the reason it did not.
 fn open(
@@ -361,6 +371,7 @@ fn open(
     key: u64,
     shape: [usize; 3],
     files: &[ImageFile],
+    pixels: Pixels,
 ) -> std::result::Result<(CachedPixels, Vec<Option<String>>), String> {
     let mut file = File::open(path).map_err(|e| e.to_string())?;
     let total = file.metadata().map_err(|e| e.to_string())?.len();
@@ -395,19 +406,23 @@ fn open(
                 == Some(total)
         })
         .ok_or_else(|| "its length does not match its header (truncated?)".to_string())?;
-    let mut sums = Vec::new();
-    let mut block = vec![0u8; BLOCK_BYTES];
-    let mut left = len;
-    while left > 0 {
-        let piece = left.min(BLOCK_BYTES as u64) as usize;
-        file.read_exact(&mut block[..piece])
+    if pixels == Pixels::Check {
+        let mut sums = Vec::new();
+        let mut block = vec![0u8; BLOCK_BYTES];
+        let mut left = len;
+        while left > 0 {
+            let piece = left.min(BLOCK_BYTES as u64) as usize;
+            file.read_exact(&mut block[..piece])
+                .map_err(|e| e.to_string())?;
+            sums.push(checksum(&block[..piece]));
+            left -= piece as u64;
+        }
+        if combine(&sums) != u64_at(56) {
+            return Err("its pixels do not match their checksum".into());
+        }
+    } else {
+        file.seek(SeekFrom::Start(HEADER as u64 + len))
             .map_err(|e| e.to_string())?;
-        sums.push(checksum(&block[..piece]));
-        left -= piece as u64;
-    }
-    drop(block);
-    if combine(&sums) != u64_at(56) {
-        return Err("its pixels do not match their checksum".into());
     }
     let mut rest = Vec::new();
     file.read_to_end(&mut rest).map_err(|e| e.to_string())?;

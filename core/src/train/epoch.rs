@@ -5,8 +5,8 @@
 use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
 
-use super::evaluate::score;
-use super::{Trainer, inputs};
+use super::Trainer;
+use super::evaluate::{inputs, score};
 use crate::Result;
 use crate::methods::{self, BatchAt, EpochSet, Rule};
 use crate::model::Networks;

@@ -97,6 +97,16 @@ fn score_block(net: &Classifier, images: &Tensor<2>, chunk: usize) -> Tensor<2> 
 
 /// Positions `start..start + len` of `samples` as network inputs on `device`.
 pub(super) fn upload(samples: &Samples, start: usize, len: usize, device: &Device) -> Tensor<2> {
-    let values = samples.range(start, len);
-    Tensor::from_data(TensorData::new(values, [len, samples.size()]), device)
+    on_device(samples.range(start, len), samples.size(), device)
+}
+
+/// The network inputs of `samples` at positions `picked` (a training batch), on `device`.
+pub(super) fn inputs(samples: &Samples, picked: &[u32], device: &Device) -> Tensor<2> {
+    on_device(samples.gather(picked), samples.size(), device)
+}
+
+/// Whole samples of `size` values as a `[rows, size]` tensor on `device`.
+fn on_device(values: Vec<f32>, size: usize, device: &Device) -> Tensor<2> {
+    let rows = values.len() / size;
+    Tensor::from_data(TensorData::new(values, [rows, size]), device)
 }
