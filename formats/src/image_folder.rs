@@ -13,9 +13,17 @@
 //! output, so memory holds only the resized samples, never the originals. A file that
 //! cannot be read at either pass is returned as a [`Skipped`] with its reason: listed,
 //! never silently dropped, and never the end of the whole read.
+//!
+//! The files may also arrive in memory, as (relative path, bytes) pairs: a browser's
+//! folder picker gives exactly that. [`scan_memory`] applies the same rules to them
+//! (hidden names left out, loose files at the top listed, classes in name order, files
+//! in path order), so the page and `taks audit` read one folder into the same samples
+//! in the same order.
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, Cursor, Seek};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use image::imageops::FilterType;
 use image::{ColorType, ImageReader};
@@ -38,6 +46,9 @@ pub struct ImageFile {
     /// system has none), read with its header: what tells a decoded cache it is stale.
     pub bytes: u64,
     pub modified_ns: u128,
+    /// The file's content when it was given in memory ([`scan_memory`]); `None` for a
+    /// file on disk, read from `path` when decoded.
+    pub data: Option<Arc<[u8]>>,
 }
 
 /// A file left out, and why.
@@ -109,27 +120,72 @@ pub fn scan(dir: &Path) -> Result<Scan> {
     let mut files = Vec::with_capacity(candidates.len());
     for ((id, path, label), header) in candidates.into_iter().zip(headers) {
         match header {
-            Ok(Header {
-                width,
-                height,
-                colour,
-                bytes,
-                modified_ns,
-            }) => files.push(ImageFile {
-                id,
-                path,
-                label,
-                width,
-                height,
-                colour,
-                bytes,
-                modified_ns,
-            }),
+            Ok(header) => files.push(header.file(id, path, label, None)),
             Err(reason) => skipped.push(Skipped { id, reason }),
         }
     }
     Ok(Scan {
         classes: classes.into_iter().map(|(name, _)| name).collect(),
+        files,
+        skipped,
+    })
+}
+
+/// [`scan`] over files given in memory: `(path, bytes)` with `/`-separated paths
+/// relative to the chosen folder (a browser's `webkitRelativePath` without its first
+/// part). The rules are [`scan`]'s: a path with a part starting with `.` is left out, a
+/// file directly in the folder is skipped as not inside a class folder, the class is
+/// the first part, and the order is the order a walk of the same folder on disk gives
+/// (each folder's entries by name). A class folder holding no files does not exist
+/// here: a browser lists files, not folders.
+pub fn scan_memory(entries: Vec<(String, Vec<u8>)>) -> Result<Scan> {
+    let mut visible: Vec<(Vec<String>, Vec<u8>)> = entries
+        .into_iter()
+        .map(|(path, bytes)| {
+            let parts = path
+                .split('/')
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect::<Vec<_>>();
+            (parts, bytes)
+        })
+        .filter(|(parts, _)| !parts.is_empty() && !parts.iter().any(|p| p.starts_with('.')))
+        .collect();
+    visible.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut skipped = Vec::new();
+    let mut classes: Vec<String> = Vec::new();
+    let mut candidates = Vec::new();
+    for (parts, bytes) in visible {
+        let id = parts.join("/");
+        if parts.len() == 1 {
+            skipped.push(Skipped {
+                id,
+                reason: "not inside a class folder".into(),
+            });
+            continue;
+        }
+        if classes.last() != Some(&parts[0]) {
+            classes.push(parts[0].clone());
+        }
+        candidates.push((id, Arc::<[u8]>::from(bytes), classes.len() as u32 - 1));
+    }
+    if classes.is_empty() {
+        return Err(FormatError::malformed(
+            "the chosen folder",
+            "no class folders (expected DATA/<class>/<image files>)",
+        ));
+    }
+    let mut files = Vec::with_capacity(candidates.len());
+    for (id, bytes, label) in candidates {
+        match header_of(Cursor::new(&bytes[..]), bytes.len() as u64, 0) {
+            Ok(header) => {
+                files.push(header.file(id.clone(), PathBuf::from(&id), label, Some(bytes)))
+            }
+            Err(reason) => skipped.push(Skipped { id, reason }),
+        }
+    }
+    Ok(Scan {
+        classes,
         files,
         skipped,
     })
@@ -161,15 +217,13 @@ pub fn decode(files: Vec<ImageFile>, channels: usize, width: u32, height: u32) -
     let decode_part = |part: &[ImageFile], out: &mut [u8]| -> Vec<Option<String>> {
         part.iter()
             .zip(out.chunks_exact_mut(size))
-            .map(
-                |(f, out)| match decode_one(&f.path, channels, width, height) {
-                    Ok(bytes) => {
-                        out.copy_from_slice(&bytes);
-                        None
-                    }
-                    Err(reason) => Some(reason),
-                },
-            )
+            .map(|(f, out)| match decode_file(f, channels, width, height) {
+                Ok(bytes) => {
+                    out.copy_from_slice(&bytes);
+                    None
+                }
+                Err(reason) => Some(reason),
+            })
             .collect()
     };
     let parts: Vec<_> = files
@@ -202,6 +256,24 @@ pub fn decode(files: Vec<ImageFile>, channels: usize, width: u32, height: u32) -
     }
 }
 
+/// One file of a scan, from memory or from disk: [`decode_one`].
+fn decode_file(
+    file: &ImageFile,
+    channels: usize,
+    width: u32,
+    height: u32,
+) -> std::result::Result<Vec<u8>, String> {
+    match &file.data {
+        Some(bytes) => convert(
+            ImageReader::new(Cursor::new(&bytes[..])),
+            channels,
+            width,
+            height,
+        ),
+        None => decode_one(&file.path, channels, width, height),
+    }
+}
+
 /// One file: decoded, converted and resized, as [C, H, W] bytes.
 pub fn decode_one(
     path: &Path,
@@ -209,8 +281,22 @@ pub fn decode_one(
     width: u32,
     height: u32,
 ) -> std::result::Result<Vec<u8>, String> {
-    let image = ImageReader::open(path)
-        .map_err(|e| e.to_string())?
+    convert(
+        ImageReader::open(path).map_err(|e| e.to_string())?,
+        channels,
+        width,
+        height,
+    )
+}
+
+/// Decode what `reader` holds, convert to `channels` and resize: [C, H, W] bytes.
+fn convert<R: BufRead + Seek>(
+    reader: ImageReader<R>,
+    channels: usize,
+    width: u32,
+    height: u32,
+) -> std::result::Result<Vec<u8>, String> {
+    let image = reader
         .with_guessed_format()
         .map_err(|e| e.to_string())?
         .decode()
@@ -268,22 +354,34 @@ pub fn thumbnail_png(
     };
     let mut bytes = Vec::new();
     small
-        .write_to(
-            &mut std::io::Cursor::new(&mut bytes),
-            image::ImageFormat::Png,
-        )
+        .write_to(&mut Cursor::new(&mut bytes), image::ImageFormat::Png)
         .expect("PNG encoding into memory cannot fail");
     bytes
 }
 
-/// (width, height, colour) from the header alone.
-/// What [`scan`] reads of a file.
+/// What [`scan`] reads of a file: (width, height, colour) from the header alone.
 struct Header {
     width: u32,
     height: u32,
     colour: bool,
     bytes: u64,
     modified_ns: u128,
+}
+
+impl Header {
+    fn file(self, id: String, path: PathBuf, label: u32, data: Option<Arc<[u8]>>) -> ImageFile {
+        ImageFile {
+            id,
+            path,
+            label,
+            width: self.width,
+            height: self.height,
+            colour: self.colour,
+            bytes: self.bytes,
+            modified_ns: self.modified_ns,
+            data,
+        }
+    }
 }
 
 fn read_header(path: &Path) -> std::result::Result<Header, String> {
@@ -294,7 +392,16 @@ fn read_header(path: &Path) -> std::result::Result<Header, String> {
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos());
-    let reader = ImageReader::new(std::io::BufReader::new(file))
+    header_of(std::io::BufReader::new(file), meta.len(), modified_ns)
+}
+
+/// The header of the image `reader` holds (`bytes` long, modified at `modified_ns`).
+fn header_of<R: BufRead + Seek>(
+    reader: R,
+    bytes: u64,
+    modified_ns: u128,
+) -> std::result::Result<Header, String> {
+    let reader = ImageReader::new(reader)
         .with_guessed_format()
         .map_err(|e| e.to_string())?;
     if reader.format().is_none() {
@@ -313,7 +420,7 @@ fn read_header(path: &Path) -> std::result::Result<Header, String> {
         width,
         height,
         colour,
-        bytes: meta.len(),
+        bytes,
         modified_ns,
     })
 }
@@ -458,6 +565,76 @@ mod tests {
         let back = image::load_from_memory(&png).unwrap().into_rgb8();
         assert_eq!((back.width(), back.height()), (1, 1));
         assert_eq!(back.get_pixel(0, 0).0, [255, 0, 0]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Every file under `dir` as `scan_memory` takes it, in the order given (shuffled
+    /// here, as a browser may list them).
+    fn in_memory(dir: &Path) -> Vec<(String, Vec<u8>)> {
+        fn walk(dir: &Path, prefix: &str, out: &mut Vec<(String, Vec<u8>)>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let entry = entry.unwrap();
+                let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+                if entry.path().is_dir() {
+                    walk(&entry.path(), &format!("{name}/"), out);
+                } else {
+                    out.push((name, std::fs::read(entry.path()).unwrap()));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(dir, "", &mut out);
+        out.reverse();
+        out
+    }
+
+    #[test]
+    fn files_in_memory_read_as_the_same_folder_on_disk() {
+        let dir = folder("memory");
+        for sub in ["shirt/b", "coat", ".git"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let grey = image::GrayImage::from_fn(6, 4, |x, y| image::Luma([(x * 40 + y) as u8]));
+        grey.save(dir.join("shirt/z.png")).unwrap();
+        grey.save(dir.join("shirt/b/a.png")).unwrap();
+        image::RgbImage::from_pixel(6, 4, image::Rgb([9, 200, 30]))
+            .save(dir.join("coat/c.bmp"))
+            .unwrap();
+        std::fs::write(dir.join("coat/empty.png"), b"").unwrap();
+        std::fs::write(dir.join("coat/notes.jpg"), "not a picture").unwrap();
+        std::fs::write(dir.join("coat/.DS_Store"), b"\0\0\0\x01Bud1").unwrap();
+        std::fs::write(dir.join(".git/HEAD"), "ref").unwrap();
+        std::fs::write(dir.join("README.txt"), "exported").unwrap();
+        let disk = scan(&dir).unwrap();
+        let memory = scan_memory(in_memory(&dir)).unwrap();
+        assert_eq!(memory.classes, ["coat", "shirt"]);
+        assert_eq!(memory.classes, disk.classes);
+        let ids = |s: &Scan| {
+            s.files
+                .iter()
+                .map(|f| (f.id.clone(), f.label))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&memory), ids(&disk));
+        assert_eq!(
+            ids(&memory),
+            [
+                ("coat/c.bmp".to_string(), 0),
+                ("shirt/b/a.png".into(), 1),
+                ("shirt/z.png".into(), 1)
+            ]
+        );
+        assert_eq!(memory.skipped, disk.skipped);
+        assert_eq!(memory.skipped[0].id, "README.txt");
+        assert_eq!(memory.skipped.len(), 3, "{:?}", memory.skipped);
+        // Decoded from memory, the pixels are the disk's, byte for byte.
+        let a = decode(memory.files.clone(), 3, 5, 3);
+        let b = decode(disk.files.clone(), 3, 5, 3);
+        assert_eq!(a.pixels, b.pixels);
+        assert_eq!(a.pixels.len(), 3 * 3 * 15);
+        assert!(memory.files.iter().all(|f| f.data.is_some()));
+        let err = scan_memory(vec![("loose.png".into(), vec![1])]).unwrap_err();
+        assert!(err.to_string().contains("no class folders"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

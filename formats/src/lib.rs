@@ -18,5 +18,6 @@ pub mod idx;
 pub mod image_folder;
 pub mod labels;
 pub mod npy;
+pub mod weights;
 
 pub use error::{FormatError, Result};

@@ -1,95 +1,30 @@
-//! The model an audit keeps: `model.safetensors` (the weights, in PyTorch's layout) and
-//! `model.json` (what the weights are and how inputs are prepared).
+//! Saving and loading the model an audit keeps (`model.safetensors` + `model.json`,
+//! described in [`taks_core::audit::model_card`], which also writes the weights).
 //!
-//! The weights go through burn-store's SafeTensors store with its Burn-to-PyTorch
-//! adapter: Linear weights transposed to `[out, in]`, batch norm's gamma/beta named
-//! `weight`/`bias`, and names a `torch.nn` module of the same shape loads directly:
-//! - MLP: `0.weight`, `0.bias`, `2.weight`, `2.bias`, i.e. `nn.Sequential(nn.Flatten(),
-//!   ...)` without the flatten: `nn.Sequential(nn.Linear(d, 256), nn.ReLU(),
-//!   nn.Linear(256, C))` over flattened inputs;
-//! - CNN: `blocks.{0..5}.conv.*`, `blocks.{0..5}.norm.*`, `output.*` (README spells out
-//!   the module);
-//! - ResNet-18: torchvision's `resnet18` names (`conv1`, `bn1`, `layer1.0.conv1`, ...,
-//!   `layer2.0.downsample.0`, `layer2.0.downsample.1`, `fc`); it has no
-//!   `num_batches_tracked` buffers, so load it with `strict=False`.
-//!
-//! Loading reverses every step, and every fault (a missing file, a corrupt one, a tensor
-//! of the wrong shape, a model.json from another tool) is one line naming the file.
+//! Loading goes through burn-store's SafeTensors store with its PyTorch-to-Burn adapter
+//! (Linear weights transposed back, batch norm's `weight`/`bias` as gamma/beta) and
+//! the name rewrites below, so a file PyTorch wrote under the same names loads too.
+//! Every fault (a missing file, a corrupt one, a tensor of the wrong shape, a
+//! model.json from another tool) is one line naming the file.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
-use burn::store::{BurnToPyTorchAdapter, ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
+use burn::store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
 use burn::tensor::Device;
-use serde::{Deserialize, Serialize};
-use taks_core::audit::input::{Input, Normalisation};
+use taks_core::audit::input::Input;
 use taks_core::formats::atomic::write_atomically;
 use taks_core::model::{Architecture, Classifier};
 
-pub const WEIGHTS: &str = "model.safetensors";
-pub const DESCRIPTION: &str = "model.json";
-const FORMAT: &str = "taks-model";
-const VERSION: u32 = 1;
+pub use taks_core::audit::model_card::{DESCRIPTION, ModelCard, WEIGHTS};
+use taks_core::audit::model_card::{FORMAT, VERSION, pytorch_weights};
 
-/// `model.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ModelCard {
-    pub format: String,
-    pub version: u32,
-    pub architecture: Architecture,
-    /// Class names; output j of the network is `classes[j]`.
-    pub classes: Vec<String>,
-    pub input: Input,
-    pub normalisation: Normalisation,
-    /// How the tensor names map onto PyTorch (for a person reading the file).
-    pub pytorch: String,
-}
-
-impl ModelCard {
-    pub fn new(
-        architecture: Architecture,
-        classes: Vec<String>,
-        input: Input,
-        normalisation: Normalisation,
-    ) -> Self {
-        let pytorch = match architecture {
-            Architecture::Mlp => {
-                "nn.Sequential(nn.Linear(inputs, 256), nn.ReLU(), nn.Linear(256, classes)) over flattened, normalised inputs"
-            }
-            Architecture::Cnn => {
-                "the paper's CNN: blocks.i = Conv2d(3x3, padding 1) + BatchNorm2d + ReLU, max-pool 2x2 after blocks 1, 3, 5, then output = Linear; see the README"
-            }
-            Architecture::ResNet18 => {
-                "torchvision.models.resnet18(num_classes=len(classes)); load_state_dict(..., strict=False) (no num_batches_tracked)"
-            }
-        };
-        ModelCard {
-            format: FORMAT.into(),
-            version: VERSION,
-            architecture,
-            classes,
-            input,
-            normalisation,
-            pytorch: pytorch.into(),
-        }
-    }
-}
-
-/// Name rewrites (regex, replacement) from burn's module paths to PyTorch's
-/// (`to_pytorch`) or back.
-fn renamings(
-    architecture: Architecture,
-    to_pytorch: bool,
-) -> &'static [(&'static str, &'static str)] {
-    match (architecture, to_pytorch) {
-        (Architecture::Mlp, true) => &[(r"^hidden\.", "0."), (r"^output\.", "2.")],
-        (Architecture::Mlp, false) => &[(r"^0\.", "hidden."), (r"^2\.", "output.")],
-        (Architecture::Cnn, _) => &[],
-        (Architecture::ResNet18, true) => &[
-            (r"\.downsample\.conv\.", ".downsample.0."),
-            (r"\.downsample\.bn\.", ".downsample.1."),
-        ],
-        (Architecture::ResNet18, false) => &[
+/// Name rewrites (regex, replacement) from PyTorch's names back to burn's module paths.
+fn renamings(architecture: Architecture) -> &'static [(&'static str, &'static str)] {
+    match architecture {
+        Architecture::Mlp => &[(r"^0\.", "hidden."), (r"^2\.", "output.")],
+        Architecture::Cnn => &[],
+        Architecture::ResNet18 => &[
             (r"\.downsample\.0\.", ".downsample.conv."),
             (r"\.downsample\.1\.", ".downsample.bn."),
         ],
@@ -98,23 +33,8 @@ fn renamings(
 
 /// Write `network` and its card into `dir` (each file atomically).
 pub fn save(dir: &Path, network: &Classifier, card: &ModelCard) -> Result<()> {
-    let mut store = SafetensorsStore::from_bytes(None)
-        .skip_enum_variants(true)
-        .with_to_adapter(BurnToPyTorchAdapter)
-        .metadata("taks", FORMAT)
-        .metadata("architecture", card.architecture.name());
-    for (from, to) in renamings(card.architecture, true) {
-        store = store.with_key_remapping(*from, *to);
-    }
-    network
-        .save_into(&mut store)
-        .map_err(|e| anyhow!("{}", one_line(&e.to_string())))
-        .context("collecting the model's tensors")?;
-    let bytes = store
-        .get_bytes()
-        .map_err(|e| anyhow!("{}", one_line(&e.to_string())))?;
-    let weights = dir.join(WEIGHTS);
-    write_atomically(&weights, &bytes)?;
+    let bytes = pollster::block_on(pytorch_weights(network, card.architecture))?;
+    write_atomically(&dir.join(WEIGHTS), &bytes)?;
     let json = serde_json::to_vec_pretty(card)?;
     write_atomically(&dir.join(DESCRIPTION), &json)?;
     Ok(())
@@ -160,7 +80,7 @@ pub fn load(dir: &Path, device: &Device) -> Result<Loaded> {
     let mut store = SafetensorsStore::from_file(&weights)
         .skip_enum_variants(true)
         .with_from_adapter(PyTorchToBurnAdapter);
-    for (from, to) in renamings(card.architecture, false) {
+    for (from, to) in renamings(card.architecture) {
         store = store.with_key_remapping(*from, *to);
     }
     let result = network

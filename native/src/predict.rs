@@ -19,9 +19,9 @@ use taks_core::audit::input::{Input, scaled_pixels};
 use taks_core::formats::image_folder::{decode_one, files_under};
 use taks_core::formats::{csv_table, npy};
 
-use crate::audit::csv_field;
 use crate::device::{self, DeviceChoice};
 use crate::model_file;
+use taks_core::audit::suspects::csv_field;
 
 #[derive(Args, Debug)]
 pub struct PredictArgs {

@@ -14,6 +14,7 @@
 //! used to switch on `futures-util/std` under burn and rebuild all of it).
 #![cfg(target_arch = "wasm32")]
 
+pub mod audit;
 pub mod backend;
 pub mod methods;
 mod panic;

@@ -4,6 +4,7 @@
 // terminates this worker and starts a fresh one, which also frees burn's wgpu runtime
 // (it can be initialised only once per wasm instance).
 import init, * as taks from '../pkg/taks_web.js';
+import { chooseBackend as chooseBackendIn, messageOf as messageOfIn } from './backend.js';
 
 let runs = [];          // [{ method, run }] stepped in turn, one epoch each, so side-by-side
                         // runs share the device fairly and each times only its own epoch
@@ -12,42 +13,8 @@ let wake = null;        // resolves a pause
 
 const post = (message, transfer = []) => self.postMessage(message, transfer);
 
-function messageOf(err) {
-  if (err instanceof WebAssembly.RuntimeError) {
-    // A Rust panic traps as "unreachable"; the panic hook kept the real message.
-    try { return taks.last_panic() || `WebAssembly trap: ${err.message}`; } catch { return err.message; }
-  }
-  return (err && err.message) ? err.message : String(err);
-}
-
-// WebGPU if asked for and usable, otherwise flex on the CPU, with the reason.
-async function chooseBackend(want) {
-  if (want === 'cpu') {
-    taks.init_cpu();
-    return { kind: 'cpu', reason: 'CPU chosen in the settings' };
-  }
-  let reason;
-  if (!('gpu' in navigator) || !navigator.gpu) {
-    reason = 'this browser exposes no WebGPU (navigator.gpu is missing)';
-  } else {
-    const adapter = await navigator.gpu.requestAdapter();
-    if (!adapter) {
-      reason = 'WebGPU is present but offers no adapter (requestAdapter returned null)';
-    } else {
-      try {
-        const name = await taks.init_webgpu();
-        const info = adapter.info || {};
-        const described = [info.vendor, info.architecture, info.description].filter(Boolean).join(' ');
-        return { kind: 'webgpu', adapter: name || described || 'unnamed adapter' };
-      } catch (err) {
-        reason = `WebGPU failed to start: ${messageOf(err)}`;
-      }
-    }
-  }
-  if (want === 'webgpu') throw new Error(`WebGPU was requested but ${reason}`);
-  taks.init_cpu();
-  return { kind: 'cpu', reason };
-}
+const messageOf = (err) => messageOfIn(taks, err);
+const chooseBackend = (want) => chooseBackendIn(taks, want);
 
 function start(settings) {
   const { methods, ...common } = settings;

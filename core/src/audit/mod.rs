@@ -22,8 +22,11 @@
 //!   whole run, not just at the end. See [`is_label_issue`].
 
 pub mod estimate;
+pub mod images;
 pub mod input;
+pub mod model_card;
 pub mod network;
+pub mod suspects;
 
 use burn::tensor::Device;
 use serde::Serialize;
@@ -31,6 +34,7 @@ use serde::Serialize;
 use crate::choices::Choices;
 use crate::config::TrainConfig;
 use crate::data::{Dataset, DatasetKind, Split};
+use crate::formats::image_folder::Skipped;
 use crate::methods::Method;
 use crate::metrics::EpochMetrics;
 use crate::model::{Architecture, Classifier};
@@ -323,6 +327,32 @@ pub async fn run(
         probe_history,
         history,
     })
+}
+
+/// At least 4 samples of at least 2 classes in `labels` (what `source` holds once
+/// `skipped` are left out), or the error that says what there is.
+pub fn enough(source: &str, labels: &[u32], skipped: &[Skipped]) -> Result<()> {
+    let n = labels.len();
+    let mut present = labels.to_vec();
+    present.sort_unstable();
+    present.dedup();
+    if n < 4 || present.len() < 2 {
+        return Err(Error::malformed(
+            source,
+            format!(
+                "has {n} usable samples in {} classes; an audit needs at least 4 samples and 2 classes{}",
+                present.len(),
+                match skipped.len() {
+                    0 => String::new(),
+                    s => format!(
+                        " ({s} files skipped, e.g. {}: {})",
+                        skipped[0].id, skipped[0].reason
+                    ),
+                }
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The class with the highest probability (the first of equals) and its probability.

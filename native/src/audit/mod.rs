@@ -27,7 +27,6 @@ use web_time::Instant;
 use crate::device::{self, DeviceChoice};
 use crate::out_dir;
 
-pub use outputs::csv_field;
 use read::{Source, read_source};
 use taks_core::formats::image_folder::Skipped;
 
@@ -296,26 +295,8 @@ fn settings_for(args: &AuditArgs, architecture: Architecture, n: usize) -> Audit
     settings
 }
 
-/// At least 4 samples of at least 2 classes, or the error that says what there is.
 fn enough(source: &str, labels: &[u32], skipped: &[Skipped]) -> Result<()> {
-    let n = labels.len();
-    let mut present = labels.to_vec();
-    present.sort_unstable();
-    present.dedup();
-    if n < 4 || present.len() < 2 {
-        bail!(
-            "{source} has {n} usable samples in {} classes; an audit needs at least 4 samples and 2 classes{}",
-            present.len(),
-            match skipped.len() {
-                0 => String::new(),
-                s => format!(
-                    " ({s} files skipped, e.g. {}: {})",
-                    skipped[0].id, skipped[0].reason
-                ),
-            }
-        );
-    }
-    Ok(())
+    Ok(audit::enough(source, labels, skipped)?)
 }
 
 #[cfg(test)]

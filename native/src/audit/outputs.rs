@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use anyhow::Result;
+use taks_core::audit::suspects::{suspect_order, suspects_csv};
 use taks_core::audit::{AuditOutcome, AuditSettings};
 use taks_core::formats::atomic::write_atomically;
 
@@ -11,27 +12,6 @@ use super::read::AuditData;
 use super::summary::{AuditSummary, Seconds};
 use super::{AuditArgs, report};
 use crate::model_file::{self, ModelCard};
-
-/// The samples, most suspect first: ascending label quality, ties in data order.
-pub fn suspect_order(outcome: &AuditOutcome) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..outcome.samples.len()).collect();
-    order.sort_by(|&a, &b| {
-        outcome.samples[a]
-            .label_quality
-            .total_cmp(&outcome.samples[b].label_quality)
-            .then(a.cmp(&b))
-    });
-    order
-}
-
-/// A CSV field: quoted when it holds a comma, quote or line break.
-pub fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
-}
 
 #[allow(clippy::too_many_arguments)]
 pub fn write(
@@ -44,24 +24,8 @@ pub fn write(
     read_seconds: f64,
     audit_seconds: f64,
 ) -> Result<String> {
-    let order = suspect_order(outcome);
-    let mut csv = String::from(
-        "id,given_label,suggested_label,suggested_confidence,label_quality,is_label_issue,cumulative_noise_risk,selected_fraction\n",
-    );
-    for &i in &order {
-        let s = &outcome.samples[i];
-        csv += &format!(
-            "{},{},{},{:.4},{:.4},{},{:.4},{:.3}\n",
-            csv_field(&data.ids[i]),
-            csv_field(&data.classes[s.given_label as usize]),
-            csv_field(&data.classes[s.suggested_label as usize]),
-            s.suggested_confidence,
-            s.label_quality,
-            s.is_label_issue,
-            s.cumulative_risk,
-            s.selected_fraction
-        );
-    }
+    let order = suspect_order(&outcome.samples);
+    let csv = suspects_csv(&data.ids, &data.classes, &outcome.samples, None);
     write_atomically(&out.join("suspects.csv"), csv.as_bytes())?;
 
     let seconds = Seconds {
@@ -115,16 +79,4 @@ pub fn write(
         out.display()
     );
     Ok(lines)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn csv_fields_are_quoted_when_needed() {
-        assert_eq!(csv_field("cat/a.png"), "cat/a.png");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-    }
 }

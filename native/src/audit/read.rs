@@ -2,16 +2,17 @@
 //! table, a `.npy` feature matrix with its labels, or a built-in dataset with injected
 //! noise, into one [`AuditData`].
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Result, bail};
 use burn::tensor::Device;
 use taks_core::audit::AuditSettings;
+use taks_core::audit::images::Examined;
 use taks_core::audit::input::{self, Input, Normalisation, Prepared};
-use taks_core::audit::network::{self, Choice};
-use taks_core::data::cache::{self, Cache};
+use taks_core::audit::network::Choice;
+use taks_core::data::cache::Cache;
 use taks_core::data::{Dataset, DatasetKind};
-use taks_core::formats::image_folder::{self, Scan, Skipped};
+use taks_core::formats::image_folder::{self, Skipped};
 use taks_core::formats::{csv_table, labels as label_file, npy};
 use taks_core::model::Architecture;
 use taks_core::noise::{NoiseKind, NoisyLabels, inject};
@@ -62,16 +63,9 @@ impl Source {
     }
 }
 
-/// An image folder whose headers are read and checked.
+/// An image folder whose headers are read and checked ([`Examined`]).
 pub struct ImageSource {
-    dir: PathBuf,
-    scan: Scan,
-    common: (u32, u32),
-    /// Whether colour is kept: some file is colour and its colour says something.
-    colour: bool,
-    colour_note: Option<String>,
-    /// The network and input `--model`/`--image-size` chose, checked at the scan.
-    explicit: Option<(Architecture, Input)>,
+    examined: Examined,
 }
 
 /// Read and check DATA (or the built-in set) as far as can be done without a device.
@@ -199,82 +193,27 @@ fn table_data(
     }
 }
 
-/// How many colour files the colour check decodes, spread over the folder.
-const COLOUR_CHECK_FILES: usize = 256;
-
 fn scan_images(dir: &Path, args: &AuditArgs) -> Result<ImageSource> {
     let scan = image_folder::scan(dir)?;
-    let Some(common) = scan.most_common_size() else {
-        bail!(
-            "{}: no readable images in its {} class folders{}",
-            dir.display(),
-            scan.classes.len(),
-            match scan.skipped.first() {
-                Some(s) => format!(
-                    " ({} skipped, e.g. {}: {})",
-                    scan.skipped.len(),
-                    s.id,
-                    s.reason
-                ),
-                None => String::new(),
-            }
-        );
-    };
-    let explicit = match args.model.is_some() || args.image_size.is_some() {
-        true => Some(input::choose_for_images(
-            common,
-            scan.any_colour(),
-            args.model,
-            args.image_size,
-        )?),
-        false => None,
-    };
-    let mut colour = scan.any_colour();
-    let mut colour_note = None;
-    if colour && args.model.is_none() && args.image_size.is_none() {
-        let coloured: Vec<_> = scan.files.iter().filter(|f| f.colour).cloned().collect();
-        let step = coloured.len().div_ceil(COLOUR_CHECK_FILES).max(1);
-        let sample: Vec<_> = coloured.into_iter().step_by(step).collect();
-        let decoded = image_folder::decode(sample, 3, common.0, common.1);
-        let plane = (common.0 * common.1) as usize * 3;
-        let images: Vec<(Vec<u8>, u32)> = decoded
-            .pixels
-            .chunks_exact(plane)
-            .zip(&decoded.files)
-            .map(|(p, f)| (p.to_vec(), f.label))
-            .collect();
-        if network::colour_carries_nothing(&images) {
-            colour = false;
-            colour_note = Some(format!(
-                "the {} colour files checked are grey or tinted grey, and their tints say nothing about the class: audited in grey",
-                images.len()
-            ));
-        }
-    }
-    Ok(ImageSource {
-        dir: dir.to_path_buf(),
-        scan,
-        common,
-        colour,
-        colour_note,
-        explicit,
-    })
+    let source = dir.display().to_string();
+    let examined = Examined::new(scan, &source, args.model, args.image_size)?;
+    Ok(ImageSource { examined })
 }
 
 impl ImageSource {
     /// DATA as the user named it.
     pub fn source(&self) -> &str {
-        self.dir.to_str().unwrap_or("DATA")
+        &self.examined.source
     }
 
     /// The label of every readable file, as far as the headers say.
     pub fn labels(&self) -> Vec<u32> {
-        self.scan.files.iter().map(|f| f.label).collect()
+        self.examined.labels()
     }
 
     /// The files left out so far, and why.
     pub fn skipped(&self) -> &[Skipped] {
-        &self.scan.skipped
+        self.examined.skipped()
     }
 
     /// Choose the network (by `--model`/`--image-size`, else by the time budget on
@@ -286,77 +225,33 @@ impl ImageSource {
         device: &Device,
         say: impl Fn(String),
     ) -> Result<AuditData> {
-        let ImageSource {
-            dir,
-            scan,
-            common,
-            colour,
-            colour_note,
-            explicit,
-        } = self;
-        if let Some(note) = &colour_note {
+        let examined = self.examined;
+        if let Some(note) = &examined.colour_note {
             say(note.clone());
         }
-        let (architecture, input, network_choice) = if let Some((architecture, input)) = explicit {
-            (architecture, input, None)
-        } else {
-            let candidates = network::candidates(common, colour);
-            say(format!(
-                "timing {} networks on the device for the {:.0} s budget (--budget)",
-                candidates.len(),
-                args.budget
-            ));
-            let choice = pollster::block_on(network::choose(
-                &candidates,
-                scan.files.len(),
-                scan.classes.len(),
-                settings,
-                args.budget,
-                device,
-            ))?;
-            say(format!("chose the {}: {}", choice.network, choice.reason));
-            (
-                choice.candidate.architecture,
-                choice.candidate.input.clone(),
-                Some(choice),
-            )
-        };
-        let Input::Image {
-            channels,
-            height,
-            width,
-        } = input
-        else {
-            unreachable!("images get an image input")
-        };
-        let mut scan = scan;
-        let files = std::mem::take(&mut scan.files);
-        let shape = [channels, height, width];
+        let mut tell = |line: String| say(line);
+        let network =
+            pollster::block_on(examined.network(settings, args.budget, device, &mut tell))?;
         let cache = Cache {
             dir: args.cache_dir.clone().unwrap_or_else(Cache::default_dir),
             budget_bytes: args.memory_budget.saturating_mul(1_000_000),
         };
-        let decoded = cache::decode(files, shape, Some(&cache), &mut |line| say(line))?;
-        let mut skipped = scan.skipped;
-        skipped.extend(decoded.skipped);
-        let classes = scan.classes.len();
-        let labels: Vec<u32> = decoded.files.iter().map(|f| f.label).collect();
-        let ids = decoded.files.into_iter().map(|f| f.id).collect();
-        let prepared = input::prepare_images(decoded.samples, labels.clone(), shape, classes);
+        let source = examined.source.clone();
+        let images = examined.decode(network, Some(&cache), &mut tell)?;
         Ok(AuditData {
-            prepared,
-            architecture,
-            ids,
-            classes: scan.classes,
+            prepared: images.prepared,
+            architecture: images.architecture,
+            ids: images.ids,
+            classes: images.classes,
             labels: NoisyLabels {
-                true_labels: labels.clone(),
-                noisy_labels: labels,
+                true_labels: images.labels.clone(),
+                noisy_labels: images.labels,
             },
             truth_known: false,
-            skipped,
-            source: dir.display().to_string(),
-            network_choice,
-            colour_note,
+            skipped: images.skipped,
+            source,
+            network_choice: images.network_choice,
+            colour_note: images.colour_note,
         })
     }
 }

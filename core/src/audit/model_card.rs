@@ -1,0 +1,204 @@
+//! The model an audit keeps: `model.safetensors` (the weights, in PyTorch's layout) and
+//! `model.json` (what the weights are and how inputs are prepared). Written here for
+//! `taks audit` and the browser page alike; `taks predict` loads them.
+//!
+//! The weights are the network's float tensors ([`crate::params`]) under the names and
+//! layouts a `torch.nn` module of the same shape loads directly:
+//! - Linear weights transposed to `[out, in]`; batch norm's gamma/beta named
+//!   `weight`/`bias`; convolutions as they are (`[out, in, kh, kw]` in both);
+//! - MLP: `0.weight`, `0.bias`, `2.weight`, `2.bias`, i.e. `nn.Sequential(nn.Linear(d,
+//!   256), nn.ReLU(), nn.Linear(256, C))` over flattened inputs;
+//! - CNN: `blocks.{0..5}.conv.*`, `blocks.{0..5}.norm.*`, `output.*` (the README
+//!   spells out the module);
+//! - ResNet-18: torchvision's `resnet18` names (`conv1`, `bn1`, `layer1.0.conv1`, ...,
+//!   `layer2.0.downsample.0`, `layer2.0.downsample.1`, `fc`); it has no
+//!   `num_batches_tracked` buffers, so load it with `strict=False`.
+
+use serde::{Deserialize, Serialize};
+
+use super::input::{Input, Normalisation};
+use crate::Result;
+use crate::formats::weights::{self, Named};
+use crate::model::{Architecture, Classifier};
+use crate::params::float_tensors;
+use crate::selection::read_floats;
+
+pub const WEIGHTS: &str = "model.safetensors";
+pub const DESCRIPTION: &str = "model.json";
+pub const FORMAT: &str = "taks-model";
+pub const VERSION: u32 = 1;
+
+/// `model.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModelCard {
+    pub format: String,
+    pub version: u32,
+    pub architecture: Architecture,
+    /// Class names; output j of the network is `classes[j]`.
+    pub classes: Vec<String>,
+    pub input: Input,
+    pub normalisation: Normalisation,
+    /// How the tensor names map onto PyTorch (for a person reading the file).
+    pub pytorch: String,
+}
+
+impl ModelCard {
+    pub fn new(
+        architecture: Architecture,
+        classes: Vec<String>,
+        input: Input,
+        normalisation: Normalisation,
+    ) -> Self {
+        let pytorch = match architecture {
+            Architecture::Mlp => {
+                "nn.Sequential(nn.Linear(inputs, 256), nn.ReLU(), nn.Linear(256, classes)) over flattened, normalised inputs"
+            }
+            Architecture::Cnn => {
+                "the paper's CNN: blocks.i = Conv2d(3x3, padding 1) + BatchNorm2d + ReLU, max-pool 2x2 after blocks 1, 3, 5, then output = Linear; see the README"
+            }
+            Architecture::ResNet18 => {
+                "torchvision.models.resnet18(num_classes=len(classes)); load_state_dict(..., strict=False) (no num_batches_tracked)"
+            }
+        };
+        ModelCard {
+            format: FORMAT.into(),
+            version: VERSION,
+            architecture,
+            classes,
+            input,
+            normalisation,
+            pytorch: pytorch.into(),
+        }
+    }
+}
+
+/// The SafeTensors bytes of `network` (an `architecture`) in PyTorch's names and
+/// layouts (see the module doc). Async: on WebGPU the weights are read off the device.
+pub async fn pytorch_weights(network: &Classifier, architecture: Architecture) -> Result<Vec<u8>> {
+    let mut tensors = Vec::new();
+    for t in float_tensors(network) {
+        let values = read_floats(t.values, "the model's weights").await?;
+        let (name, shape, values) = pytorch_tensor(&t.name, architecture, t.dims, values);
+        tensors.push(Named {
+            name,
+            shape,
+            values,
+        });
+    }
+    Ok(weights::encode(
+        &tensors,
+        &[
+            ("taks", FORMAT),
+            ("architecture", architecture.name()),
+            ("format", "pt"),
+        ],
+    ))
+}
+
+/// One tensor under burn's path (`Mlp.hidden.weight`) as PyTorch names and lays it out.
+fn pytorch_tensor(
+    path: &str,
+    architecture: Architecture,
+    dims: Vec<usize>,
+    values: Vec<f32>,
+) -> (String, Vec<usize>, Vec<f32>) {
+    // The first part is the Classifier's variant, which a torch module has not.
+    let mut parts: Vec<&str> = path.split('.').skip(1).collect();
+    let last = parts.len() - 1;
+    parts[last] = match parts[last] {
+        "gamma" => "weight",
+        "beta" => "bias",
+        other => other,
+    };
+    match architecture {
+        Architecture::Mlp => match parts[0] {
+            "hidden" => parts[0] = "0",
+            "output" => parts[0] = "2",
+            _ => {}
+        },
+        Architecture::ResNet18 => {
+            for i in 1..parts.len() {
+                if parts[i - 1] == "downsample" {
+                    parts[i] = match parts[i] {
+                        "conv" => "0",
+                        "bn" => "1",
+                        other => other,
+                    };
+                }
+            }
+        }
+        Architecture::Cnn => {}
+    }
+    let name = parts.join(".");
+    // A 2-D weight is a Linear's: burn keeps [in, out], torch [out, in].
+    if dims.len() == 2 && parts[last] == "weight" {
+        let (rows, cols) = (dims[0], dims[1]);
+        let mut transposed = vec![0f32; values.len()];
+        for r in 0..rows {
+            for c in 0..cols {
+                transposed[c * rows + r] = values[r * cols + c];
+            }
+        }
+        return (name, vec![cols, rows], transposed);
+    }
+    (name, dims, values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_layouts_are_pytorch_s() {
+        let t = |path: &str, arch, dims: Vec<usize>| {
+            let n = dims.iter().product();
+            let (name, shape, values) =
+                pytorch_tensor(path, arch, dims, (0..n).map(|v| v as f32).collect());
+            (name, shape, values)
+        };
+        let (name, shape, values) = t("Mlp.hidden.weight", Architecture::Mlp, vec![2, 3]);
+        assert_eq!((name.as_str(), shape), ("0.weight", vec![3, 2]));
+        // burn's row r = input r; torch's row = output: [[0, 3], [1, 4], [2, 5]].
+        assert_eq!(values, [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+        assert_eq!(t("Mlp.output.bias", Architecture::Mlp, vec![4]).0, "2.bias");
+        assert_eq!(
+            t("Cnn.blocks.3.norm.gamma", Architecture::Cnn, vec![8]).0,
+            "blocks.3.norm.weight"
+        );
+        let conv = t(
+            "Cnn.blocks.0.conv.weight",
+            Architecture::Cnn,
+            vec![4, 3, 3, 3],
+        );
+        assert_eq!(
+            (conv.0.as_str(), conv.1),
+            ("blocks.0.conv.weight", vec![4, 3, 3, 3])
+        );
+        assert_eq!(
+            t(
+                "ResNet18.layer2.0.downsample.bn.beta",
+                Architecture::ResNet18,
+                vec![8]
+            )
+            .0,
+            "layer2.0.downsample.1.bias"
+        );
+        assert_eq!(
+            t(
+                "ResNet18.layer2.0.downsample.conv.weight",
+                Architecture::ResNet18,
+                vec![8, 4, 1, 1]
+            )
+            .0,
+            "layer2.0.downsample.0.weight"
+        );
+        assert_eq!(
+            t("ResNet18.bn1.running_var", Architecture::ResNet18, vec![8]).0,
+            "bn1.running_var"
+        );
+        assert_eq!(
+            t("ResNet18.fc.weight", Architecture::ResNet18, vec![512, 2]).1,
+            [2, 512]
+        );
+    }
+}

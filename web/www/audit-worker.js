@@ -1,0 +1,59 @@
+// The audit's worker: owns the wasm module, reads the chosen files into it and runs
+// the core's audit (taks_web AuditJob), so that the page stays responsive. Nothing is
+// fetched or sent: the files come from the page as File objects, the results go back
+// to the page as messages. Cancel = the page terminates this worker.
+import init, * as taks from '../pkg/taks_web.js';
+import { chooseBackend, messageOf } from './backend.js';
+
+const post = (message, transfer = []) => self.postMessage(message, transfer);
+let job = null;
+
+const ready = init().then(() => post({ type: 'ready' }));
+
+async function audit({ backend, options, files, table }) {
+  const device = await chooseBackend(taks, backend);
+  post({ type: 'backend', ...device });
+  job = new taks.AuditJob();
+  if (table) {
+    job.set_table(table.name, new Uint8Array(await table.arrayBuffer()));
+  } else {
+    for (let i = 0; i < files.length; i++) {
+      const { path, file } = files[i];
+      job.add_file(path, new Uint8Array(await file.arrayBuffer()));
+      if (i % 500 === 0) post({ type: 'progress', phase: 'reading', read: i, files: files.length });
+    }
+  }
+  const summary = JSON.parse(await job.run(JSON.stringify(options), (json) => post({ type: 'progress', ...JSON.parse(json) })));
+  const pixels = job.pixels();
+  post({ type: 'done', summary, rows: JSON.parse(job.rows_json()), shape: Array.from(job.shape()), pixels }, [pixels.buffer]);
+}
+
+async function download({ what, decisions }) {
+  if (what === 'suspects') return [{ name: 'suspects.csv', type: 'text/csv', data: job.suspects_csv(decisions) }];
+  if (what === 'labels') return [{ name: 'labels.csv', type: 'text/csv', data: job.labels_csv(decisions) }];
+  const weights = await job.model_weights();
+  return [
+    { name: 'model.safetensors', type: 'application/octet-stream', data: weights },
+    { name: 'model.json', type: 'application/json', data: job.model_card() },
+  ];
+}
+
+self.addEventListener('error', (event) => {
+  event.preventDefault();
+  post({ type: 'error', message: messageOf(taks, event.error || event.message) });
+});
+self.addEventListener('unhandledrejection', (event) => {
+  event.preventDefault();
+  post({ type: 'error', message: messageOf(taks, event.reason) });
+});
+
+self.onmessage = async ({ data }) => {
+  try {
+    await ready;
+    if (data.type === 'start') await audit(data);
+    else if (data.type === 'download') post({ type: 'files', files: await download(data) });
+    else throw new Error(`unknown message ${data.type}`);
+  } catch (err) {
+    post({ type: 'error', message: messageOf(taks, err) });
+  }
+};
