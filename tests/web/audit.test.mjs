@@ -1,0 +1,320 @@
+// End-to-end tests of the audit page (audit.html) in Debian's headless chromium on the
+// CPU fallback: a folder exported the way people have them (grey PNGs, tinted colour
+// JPEGs and BMPs of another size, a fifth filed under a confusable class, an empty
+// .png, a truncated .png, a text file named .jpg, a .DS_Store and a README at the top)
+// is picked with the directory upload, audited, and checked against the truth and
+// against `taks audit` on the same folder: the same files left out, the same samples,
+// F1 close to the CLI's, downloads with the CLI's columns, a model `taks predict`
+// loads, and not one network request once the page has loaded.
+//
+// The folder is made here from the repository's bundled MNIST digits: PNG and BMP
+// written by hand (zlib is node's), JPEG by the browser's own encoder.
+// Environment: CHROMIUM (default /usr/bin/chromium); TAKS_BIN (the release `taks`).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { readFile, writeFile, mkdir, rm, mkdtemp } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { gunzipSync, deflateSync, crc32 } from 'node:zlib';
+import { extname, join, normalize, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const TAKS = process.env.TAKS_BIN || join(ROOT, 'target/release/taks');
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm' };
+const FLAGS = ['--headless', '--no-sandbox', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const NAMES = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'];
+// Where a misfiled digit goes: the class it is most often confused with.
+const CONFUSED = [6, 7, 7, 5, 9, 3, 0, 1, 3, 4];
+const PER_CLASS = 50;
+
+let server;
+let origin;
+let work;
+
+before(async () => {
+  assert.ok(existsSync(join(ROOT, 'web/pkg/taks_web_bg.wasm')), 'web/pkg is missing: run scripts/build-web.sh first');
+  assert.ok(existsSync(TAKS), `${TAKS} is missing: build the release binary (or set TAKS_BIN)`);
+  server = createServer(async (req, res) => {
+    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '');
+    try {
+      const body = await readFile(join(ROOT, path));
+      res.writeHead(200, { 'content-type': TYPES[extname(path)] || 'application/octet-stream' });
+      res.end(body);
+    } catch {
+      res.writeHead(404).end('not found');
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  origin = `http://127.0.0.1:${server.address().port}`;
+  work = await mkdtemp(join(tmpdir(), 'taks-audit-page-'));
+});
+
+after(async () => {
+  if (server) server.close();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+/** The bundled training digits: { images: [Uint8Array(784)], labels: [n] }. */
+function digits(count) {
+  const dir = join(ROOT, 'core/data/mnist-digits');
+  const images = gunzipSync(readFileSync(join(dir, 'train-images-idx3-ubyte.gz')));
+  const labels = gunzipSync(readFileSync(join(dir, 'train-labels-idx1-ubyte.gz')));
+  const out = { images: [], labels: [] };
+  for (let i = 0; i < count; i++) {
+    out.images.push(images.subarray(16 + i * 784, 16 + (i + 1) * 784));
+    out.labels.push(labels[8 + i]);
+  }
+  return out;
+}
+
+/** A grey 8-bit PNG of `w` x `h` pixels. */
+function png(pixels, w, h) {
+  const chunk = (type, data) => {
+    const body = Buffer.concat([Buffer.from(type), data]);
+    const len = Buffer.alloc(4); len.writeUInt32BE(data.length);
+    const crc = Buffer.alloc(4); crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([len, body, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(w, 0); header.writeUInt32BE(h, 4);
+  header[8] = 8; header[9] = 0; // 8-bit grey
+  const raw = Buffer.alloc((w + 1) * h);
+  for (let y = 0; y < h; y++) raw.set(pixels.subarray(y * w, (y + 1) * w), y * (w + 1) + 1);
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+}
+
+/** A 24-bit BMP of a grey digit scaled (nearest) to `side` and tinted by `tint`. */
+function bmp(pixels, side, tint) {
+  const row = Math.ceil((side * 3) / 4) * 4;
+  const out = Buffer.alloc(54 + row * side);
+  out.write('BM'); out.writeUInt32LE(out.length, 2); out.writeUInt32LE(54, 10);
+  out.writeUInt32LE(40, 14); out.writeInt32LE(side, 18); out.writeInt32LE(side, 22);
+  out.writeUInt16LE(1, 26); out.writeUInt16LE(24, 28); out.writeUInt32LE(row * side, 34);
+  for (let y = 0; y < side; y++) {
+    for (let x = 0; x < side; x++) {
+      const v = pixels[Math.floor((y * 28) / side) * 28 + Math.floor((x * 28) / side)];
+      const at = 54 + (side - 1 - y) * row + x * 3; // bottom-up rows, BGR
+      out[at] = Math.round(v * tint[2]); out[at + 1] = Math.round(v * tint[1]); out[at + 2] = Math.round(v * tint[0]);
+    }
+  }
+  return out;
+}
+
+/** The mixed export: returns { dir, truth: Map(id -> misfiled?) }. JPEGs come from the
+ * browser's encoder (`page`, any page of the served origin). */
+async function mixedExport(page, name, { classes = 10 } = {}) {
+  const dir = join(work, name);
+  await rm(dir, { recursive: true, force: true });
+  const d = digits(PER_CLASS * 10 * 3);
+  const truth = new Map();
+  const count = new Array(10).fill(0);
+  const jpegs = [];
+  let n = 0;
+  for (let i = 0; i < d.labels.length; i++) {
+    const label = d.labels[i];
+    if (label >= classes || count[label] >= PER_CLASS) continue;
+    count[label] += 1;
+    n += 1;
+    // One in five is filed under its confusable class (within the classes present).
+    const misfiled = n % 5 === 0 && CONFUSED[label] < classes;
+    const filed = NAMES[misfiled ? CONFUSED[label] : label];
+    await mkdir(join(dir, filed), { recursive: true });
+    const kind = n % 6; // 0, 1: grey PNG ... 4: JPEG, 5: BMP
+    const tint = [[1, 0.85, 0.7], [0.7, 0.9, 1], [0.9, 1, 0.8]][n % 3];
+    let id;
+    if (kind === 4) {
+      id = `${filed}/img${i}.jpg`;
+      jpegs.push({ id, pixels: Array.from(d.images[i]), tint });
+    } else if (kind === 5) {
+      id = `${filed}/img${i}.bmp`;
+      await writeFile(join(dir, id), bmp(d.images[i], 40, tint));
+    } else {
+      id = `${filed}/img${i}.png`;
+      await writeFile(join(dir, id), png(d.images[i], 28, 28));
+    }
+    truth.set(id, misfiled);
+  }
+  const encoded = await page.evaluate((items) => items.map(({ id, pixels, tint }) => {
+    const canvas = document.createElement('canvas');
+    canvas.width = canvas.height = 64;
+    const small = document.createElement('canvas');
+    small.width = small.height = 28;
+    const img = small.getContext('2d').createImageData(28, 28);
+    pixels.forEach((v, p) => img.data.set([v * tint[0], v * tint[1], v * tint[2], 255], p * 4));
+    small.getContext('2d').putImageData(img, 0, 0);
+    canvas.getContext('2d').drawImage(small, 0, 0, 64, 64);
+    return { id, data: canvas.toDataURL('image/jpeg', 0.92).split(',')[1] };
+  }), jpegs);
+  for (const { id, data } of encoded) await writeFile(join(dir, id), Buffer.from(data, 'base64'));
+  // What people's exports also hold.
+  const first = NAMES[0];
+  await writeFile(join(dir, first, 'empty.png'), Buffer.alloc(0));
+  const good = png(d.images[0], 28, 28);
+  await writeFile(join(dir, first, 'cut.png'), good.subarray(0, good.length - 40));
+  await writeFile(join(dir, first, 'notes.jpg'), 'shot list for the catalogue\n');
+  await writeFile(join(dir, first, '.DS_Store'), Buffer.from([0, 0, 0, 1, 0x42, 0x75, 0x64, 0x31]));
+  await writeFile(join(dir, 'README.txt'), 'exported from the shop\n');
+  return { dir, truth };
+}
+
+/** Precision, recall and F1 of `flagged` ids against the misfiled ones of `truth`. */
+function score(flagged, truth) {
+  const wrong = [...truth].filter(([, m]) => m).map(([id]) => id);
+  const hits = wrong.filter((id) => flagged.has(id)).length;
+  const precision = flagged.size ? hits / flagged.size : 0;
+  const recall = hits / wrong.length;
+  return { precision, recall, f1: precision + recall ? (2 * precision * recall) / (precision + recall) : 0 };
+}
+
+function parseCsv(text) {
+  const rows = [];
+  for (const line of text.trim().split('\n')) {
+    const cells = [];
+    let cur = '', quoted = false;
+    for (let i = 0; i < line.length; i++) {
+      const c = line[i];
+      if (quoted) {
+        if (c === '"' && line[i + 1] === '"') { cur += '"'; i++; } else if (c === '"') quoted = false; else cur += c;
+      } else if (c === '"') quoted = true; else if (c === ',') { cells.push(cur); cur = ''; } else cur += c;
+    }
+    cells.push(cur);
+    rows.push(cells);
+  }
+  return rows;
+}
+
+async function openAudit(browser) {
+  const page = await browser.newPage({ acceptDownloads: true });
+  const requests = [];
+  page.on('request', (r) => requests.push(r.url()));
+  page.on('worker', (w) => w.on('console', () => {}));
+  await page.goto(`${origin}/audit.html`);
+  await page.waitForFunction(() => document.body.dataset.ready === '1', null, { timeout: 60_000 });
+  return { page, requests };
+}
+
+async function downloaded(page, button, count = 1) {
+  const downloads = [];
+  const got = new Promise((ok) => {
+    page.on('download', async function onDownload(d) {
+      downloads.push(d);
+      if (downloads.length === count) { page.off('download', onDownload); ok(); }
+    });
+  });
+  await page.click(button);
+  await got;
+  const out = {};
+  for (const d of downloads) out[d.suggestedFilename()] = await readFile(await d.path());
+  return out;
+}
+
+test('a mixed export: audited on the CPU fallback like `taks audit`, nothing sent', { timeout: 600_000 }, async () => {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+  try {
+    const { page, requests } = await openAudit(browser);
+    const { dir, truth } = await mixedExport(page, 'export');
+    const loaded = requests.length;
+    await page.selectOption('#audit-backend-choice', 'cpu');
+    await page.fill('#audit-budget', '60');
+    await page.setInputFiles('#audit-input', dir);
+    await page.click('#audit-start');
+    await page.waitForFunction(() => /^(done|error)/.test(document.getElementById('audit-status').dataset.value), null, { timeout: 540_000 });
+    const state = await page.evaluate(() => ({
+      status: document.getElementById('audit-status').dataset.value,
+      backend: document.getElementById('audit-backend').dataset.kind,
+      network: document.getElementById('audit-summary').dataset.network,
+      skipped: [...document.querySelectorAll('#audit-skipped li')].map((li) => [li.dataset.id, li.textContent]),
+      rows: [...document.querySelectorAll('#audit-table tbody tr')].map((tr) => ({ id: tr.dataset.id, issue: tr.dataset.issue === 'true' })),
+    }));
+    assert.equal(state.status, 'done');
+    assert.equal(state.backend, 'cpu');
+
+    // The CLI on the same folder, with the network the page chose.
+    const model = state.network.split(' ')[0];
+    const cliOut = join(work, 'cli-audit');
+    execFileSync(TAKS, ['audit', dir, '--model', model, '--out', cliOut, '--device', 'cpu', '-q'], { stdio: 'pipe' });
+    const cliSummary = JSON.parse(readFileSync(join(cliOut, 'summary.json'), 'utf8'));
+    const cliRows = parseCsv(readFileSync(join(cliOut, 'suspects.csv'), 'utf8'));
+
+    // The same files left out, for the same reasons; .DS_Store is not a file to list.
+    assert.deepEqual(state.skipped.map(([id]) => id), cliSummary.skipped.map((s) => s.id));
+    assert.deepEqual(state.skipped.map(([id]) => id).sort(), ['README.txt', 'zero/cut.png', 'zero/empty.png', 'zero/notes.jpg']);
+    // The same samples, one row each.
+    assert.equal(state.rows.length, truth.size);
+    assert.deepEqual(state.rows.map((r) => r.id).sort(), cliRows.slice(1).map((r) => r[0]).sort());
+
+    const page_ = score(new Set(state.rows.filter((r) => r.issue).map((r) => r.id)), truth);
+    const cli = score(new Set(cliRows.slice(1).filter((r) => r[5] === 'true').map((r) => r[0])), truth);
+    console.log('mixed export', JSON.stringify({ network: state.network, page: page_, cli }));
+    assert.ok(page_.f1 > 0.6, `the page's F1 ${page_.f1.toFixed(3)} (a fifth misfiled)`);
+    assert.ok(Math.abs(page_.f1 - cli.f1) <= 0.08, `page F1 ${page_.f1.toFixed(3)} vs taks audit ${cli.f1.toFixed(3)}`);
+
+    // Only the issues, when asked.
+    await page.check('#audit-issues-only');
+    const visible = await page.evaluate(() => [...document.querySelectorAll('#audit-table tbody tr')].filter((tr) => tr.offsetParent !== null).length);
+    assert.equal(visible, state.rows.filter((r) => r.issue).length);
+    await page.uncheck('#audit-issues-only');
+
+    // Decide on the two most suspect rows, then download.
+    await page.click('#audit-table tbody tr:nth-child(1) .decide-accept');
+    await page.click('#audit-table tbody tr:nth-child(2) .decide-keep');
+    const suspects = parseCsv((await downloaded(page, '#audit-download'))['suspects.csv'].toString());
+    assert.deepEqual(suspects[0], [...cliRows[0], 'decision']);
+    assert.equal(suspects.length - 1, truth.size);
+    assert.equal(suspects[1][8], 'accept');
+    assert.equal(suspects[2][8], 'keep');
+    assert.ok(suspects.slice(3).every((r) => r[8] === ''));
+    const labels = parseCsv((await downloaded(page, '#audit-download-labels'))['labels.csv'].toString());
+    assert.deepEqual(labels[0], ['path', 'label']);
+    const relabelled = new Map(labels.slice(1));
+    assert.equal(relabelled.get(suspects[1][0]), suspects[1][2], 'an accepted suggestion is the new label');
+    assert.equal(relabelled.get(suspects[2][0]), suspects[2][1], 'a kept label stays');
+    assert.equal(relabelled.size, truth.size);
+
+    // The model: `taks predict` loads it and agrees with the page's suggestions.
+    const files = await downloaded(page, '#audit-download-model', 2);
+    const modelDir = join(work, 'page-model');
+    await mkdir(modelDir, { recursive: true });
+    await writeFile(join(modelDir, 'model.safetensors'), files['model.safetensors']);
+    await writeFile(join(modelDir, 'model.json'), files['model.json']);
+    // It lists the four unreadable files and exits 1 after predicting the others.
+    const run = spawnSync(TAKS, ['predict', '--model', modelDir, dir], { encoding: 'utf8' });
+    assert.match(run.stderr, /4 inputs could not be read/);
+    const predicted = parseCsv(run.stdout);
+    const suggested = new Map(suspects.slice(1).map((r) => [r[0], r[2]]));
+    const agree = predicted.slice(1).filter((r) => suggested.get(r[0].slice(dir.length + 1)) === r[1]).length;
+    assert.ok(agree >= 0.98 * truth.size, `taks predict agrees with the page on ${agree} of ${truth.size}`);
+
+    // Not one request since the page's own files loaded: no upload, no fetch.
+    const after = requests.slice(loaded).filter((url) => !url.startsWith('blob:') && !url.startsWith('data:'));
+    assert.deepEqual(after, []);
+    assert.equal(await page.textContent('#error'), '');
+  } finally {
+    await browser.close();
+  }
+});
+
+test('a folder of one class, and no folder at all, are clear messages', { timeout: 120_000 }, async () => {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+  try {
+    const { page } = await openAudit(browser);
+    await page.click('#audit-start');
+    await page.waitForFunction(() => document.getElementById('audit-status').dataset.value.startsWith('error'));
+    assert.match(await page.textContent('#error'), /choose a folder/);
+    const { dir } = await mixedExport(page, 'one-class', { classes: 1 });
+    await page.selectOption('#audit-backend-choice', 'cpu');
+    await page.setInputFiles('#audit-input', dir);
+    await page.click('#audit-start');
+    await page.waitForFunction(() => /^(done|error: .*class)/.test(document.getElementById('audit-status').dataset.value), null, { timeout: 60_000 });
+    const status = await page.evaluate(() => document.getElementById('audit-status').dataset.value);
+    assert.match(status, /^error: the chosen folder: has \d+ usable samples in 1 classes; an audit needs at least 4 samples and 2 classes/);
+  } finally {
+    await browser.close();
+  }
+});
