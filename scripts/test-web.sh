@@ -4,7 +4,9 @@
 # wasm package (scripts/build-web.sh) and runs tests/web/demo.test.mjs in headless
 # chromium: WebGPU on SwiftShader, then the CPU fallback with the full 20-epoch demo,
 # and TAkS, Standard, Co-teaching and JoCoR side by side on a small subset; then
-# tests/web/report.test.mjs opens an audit's report.html.
+# tests/web/audit.test.mjs audits a generated folder and a CSV table on the audit page
+# (audit.html) against `taks audit`, and tests/web/report.test.mjs opens an audit's
+# report.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,4 +24,4 @@ scripts/build-web.sh
 # report.test.mjs opens the report.html of a real `taks audit`: the release binary
 # that scripts/test.sh built (in CARGO_TARGET_DIR, else the checkout's target/).
 export TAKS_BIN="${TAKS_BIN:-${CARGO_TARGET_DIR:-$PWD/target}/release/taks}"
-cd tests/web && node --test --test-reporter=spec demo.test.mjs report.test.mjs
+cd tests/web && node --test --test-reporter=spec demo.test.mjs audit.test.mjs report.test.mjs

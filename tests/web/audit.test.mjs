@@ -318,3 +318,80 @@ test('a folder of one class, and no folder at all, are clear messages', { timeou
     await browser.close();
   }
 });
+
+test('a CSV table: rows audited by their numbers, ids are row numbers', { timeout: 300_000 }, async () => {
+  // 1,000 digits as 49 features (7x7 means of the 28x28 pixels), a fifth misfiled.
+  const d = digits(1000);
+  const header = [...Array.from({ length: 49 }, (_, j) => `f${j}`), 'label'];
+  const lines = [header.join(',')];
+  const misfiled = new Set();
+  d.images.forEach((img, i) => {
+    const features = [];
+    for (let by = 0; by < 7; by++) {
+      for (let bx = 0; bx < 7; bx++) {
+        let sum = 0;
+        for (let y = 0; y < 4; y++) for (let x = 0; x < 4; x++) sum += img[(by * 4 + y) * 28 + bx * 4 + x];
+        features.push((sum / 16 / 255).toFixed(4));
+      }
+    }
+    const wrong = i % 5 === 4;
+    if (wrong) misfiled.add(String(i));
+    lines.push([...features, NAMES[wrong ? CONFUSED[d.labels[i]] : d.labels[i]]].join(','));
+  });
+  const csv = join(work, 'digits.csv');
+  await writeFile(csv, `${lines.join('\n')}\n`);
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+  try {
+    const { page } = await openAudit(browser);
+    await page.selectOption('#audit-backend-choice', 'cpu');
+    await page.setInputFiles('#audit-csv', csv);
+    await page.click('#audit-start');
+    await page.waitForFunction(() => /^(done|error)/.test(document.getElementById('audit-status').dataset.value), null, { timeout: 240_000 });
+    assert.equal(await page.evaluate(() => document.getElementById('audit-status').dataset.value), 'done');
+    const rows = await page.evaluate(() => [...document.querySelectorAll('#audit-table tbody tr')].map((tr) => ({ id: tr.dataset.id, issue: tr.dataset.issue === 'true' })));
+    assert.deepEqual(rows.map((r) => Number(r.id)).sort((a, b) => a - b), Array.from({ length: 1000 }, (_, i) => i));
+    const truth = new Map(rows.map((r) => [r.id, misfiled.has(r.id)]));
+    const found = score(new Set(rows.filter((r) => r.issue).map((r) => r.id)), truth);
+    const cliOut = join(work, 'cli-table');
+    execFileSync(TAKS, ['audit', csv, '--out', cliOut, '--device', 'cpu', '-q'], { stdio: 'pipe' });
+    const cliRows = parseCsv(readFileSync(join(cliOut, 'suspects.csv'), 'utf8')).slice(1);
+    const cli = score(new Set(cliRows.filter((r) => r[5] === 'true').map((r) => r[0])), truth);
+    console.log('csv table', JSON.stringify({ page: found, cli }));
+    // Flagging a fifth at random would score about 0.2.
+    assert.ok(found.f1 > 0.55, `F1 ${found.f1.toFixed(3)} on the table`);
+    assert.ok(Math.abs(found.f1 - cli.f1) <= 0.08, `page F1 ${found.f1.toFixed(3)} vs taks audit ${cli.f1.toFixed(3)}`);
+    assert.equal(await page.evaluate(() => document.getElementById('audit-summary').dataset.network), 'mlp on 49 features');
+  } finally {
+    await browser.close();
+  }
+});
+
+// SwiftShader runs WebGPU on the CPU and is slow: a small folder and few epochs, enough
+// to run the probe, the WGSL selection and the weights' read-back on WebGPU.
+test('WebGPU (SwiftShader): the audit runs on the GPU path', { timeout: 400_000 }, async () => {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: [...FLAGS, '--enable-unsafe-webgpu'] });
+  try {
+    const { page } = await openAudit(browser);
+    const { dir, truth } = await mixedExport(page, 'gpu', { classes: 4 });
+    await page.selectOption('#audit-backend-choice', 'webgpu');
+    await page.selectOption('#audit-model', 'mlp');
+    await page.fill('#audit-epochs', '4');
+    await page.fill('#audit-probe-epochs', '2');
+    await page.setInputFiles('#audit-input', dir);
+    await page.click('#audit-start');
+    await page.waitForFunction(() => /^(done|error)/.test(document.getElementById('audit-status').dataset.value), null, { timeout: 380_000 });
+    const state = await page.evaluate(() => ({
+      status: document.getElementById('audit-status').dataset.value,
+      backend: document.getElementById('audit-backend').dataset.kind,
+      rows: document.querySelectorAll('#audit-table tbody tr').length,
+    }));
+    assert.equal(state.status, 'done');
+    assert.equal(state.backend, 'webgpu');
+    assert.equal(state.rows, truth.size);
+    const files = await downloaded(page, '#audit-download-model', 2);
+    assert.equal(JSON.parse(files['model.json'].toString()).architecture, 'mlp');
+    assert.ok(files['model.safetensors'].length > 4 * 784 * 256, 'the weights were read back from the GPU');
+  } finally {
+    await browser.close();
+  }
+});

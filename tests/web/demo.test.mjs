@@ -60,6 +60,11 @@ async function openSample(page, index, epochs, { keyboard = false } = {}) {
       && Number(document.getElementById('sample-history').dataset.epochs) >= e,
     [index, epochs], { timeout: 60_000, polling: 100 },
   );
+  // The grid shows the set chosen after the same epoch as the panel's last.
+  await page.waitForFunction(
+    () => document.getElementById('grid').dataset.epoch === document.getElementById('sample-history').dataset.epochs,
+    null, { timeout: 30_000, polling: 100 },
+  );
   return page.evaluate((i) => {
     const $ = (id) => document.getElementById(id);
     const list = (key) => ($('sample-history').dataset[key] || '').split(',').filter((v) => v !== '').map(Number);
@@ -77,6 +82,7 @@ async function openSample(page, index, epochs, { keyboard = false } = {}) {
       verdict: $('sample-verdict').textContent,
       cellClean: cell.dataset.clean,
       cellSelected: cell.dataset.selected,
+      gridEpoch: $('grid').dataset.epoch,
     };
   }, index);
 }
@@ -101,7 +107,8 @@ function assertExplains(s, epochs) {
       `epoch ${t + 1}: trained ${s.selected[t]} but ranked ${s.ranked[t - 1]} vs line ${s.threshold[t - 1]}`);
   }
   // The grid shows the set chosen after the last epoch.
-  assert.equal(s.cellSelected === '1', s.ranked[epochs - 1] <= s.threshold[epochs - 1], s.verdict);
+  assert.equal(s.cellSelected === '1', s.ranked[epochs - 1] <= s.threshold[epochs - 1],
+    `grid after epoch ${s.gridEpoch}: selected ${s.cellSelected}; panel: ${s.verdict}; trained ${s.selected}`);
 }
 
 /** Open the page with `query`, wait until training ends, return what the page shows

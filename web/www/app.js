@@ -12,6 +12,7 @@
 // (samples trained on per second); and #status[data-state], #epoch, #throughput,
 // #elapsed (data-value: raw numbers), #engine[data-value], #backend[data-kind], #error,
 // #histogram-note (shown when the first method has no cumulative noise-risk),
+// #grid[data-epoch] (the epoch whose chosen set the cells show),
 // #grid .cell[data-selected][data-clean][data-index]; clicking a cell (or Enter on it)
 // opens #sample: #sample-given and #sample-true (data-value: the labels),
 // #sample-selected (data-value "1,0,1,...": trained on in each finished epoch),
@@ -402,8 +403,9 @@ function buildGrid() {
   $('grid').replaceChildren(...cells);
 }
 
-function onSnapshot({ method, selected, cumulative }) {
+function onSnapshot({ method, epoch, selected, cumulative }) {
   if (shownSample !== null) askSample(shownSample);
+  $('grid').dataset.epoch = epoch; // the set chosen after this epoch
   for (const cell of $('grid').children) {
     const i = Number(cell.dataset.index);
     cell.dataset.selected = selected[i] ? '1' : '0';

@@ -120,6 +120,9 @@ async function start() {
     model: $('audit-model').value || null,
     budget: Number($('audit-budget').value) || 300,
     label_column: $('audit-label-column').value || 'label',
+    // Empty: taks audit's defaults for this many samples.
+    epochs: Number($('audit-epochs').value) || null,
+    probe_epochs: Number($('audit-probe-epochs').value) || null,
   };
   worker.postMessage({ type: 'start', backend: $('audit-backend-choice').value, options, files, table });
 }
