@@ -17,10 +17,14 @@ async function audit({ backend, options, files, table }) {
   if (table) {
     job.set_table(table.name, new Uint8Array(await table.arrayBuffer()));
   } else {
-    for (let i = 0; i < files.length; i++) {
-      const { path, file } = files[i];
-      job.add_file(path, new Uint8Array(await file.arrayBuffer()));
-      if (i % 500 === 0) post({ type: 'progress', phase: 'reading', read: i, files: files.length });
+    // Many reads in flight at once: each is a round trip to the browser's file store
+    // (one at a time took 21 s for 10,000 files, FileReaderSync as long; 64 at once 15 s).
+    const AT_ONCE = 64;
+    for (let i = 0; i < files.length; i += AT_ONCE) {
+      const part = files.slice(i, i + AT_ONCE);
+      const contents = await Promise.all(part.map(({ file }) => file.arrayBuffer()));
+      part.forEach(({ path }, j) => job.add_file(path, new Uint8Array(contents[j])));
+      post({ type: 'progress', phase: 'reading', read: Math.min(i + AT_ONCE, files.length), files: files.length });
     }
   }
   const summary = JSON.parse(await job.run(JSON.stringify(options), (json) => post({ type: 'progress', ...JSON.parse(json) })));
