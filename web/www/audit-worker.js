@@ -7,8 +7,9 @@ import { chooseBackend, messageOf } from './backend.js';
 
 const post = (message, transfer = []) => self.postMessage(message, transfer);
 let job = null;
+let wasm = null;        // the module's exports (its linear memory, for the page's figures)
 
-const ready = init().then(() => post({ type: 'ready' }));
+const ready = init().then((exports) => { wasm = exports; post({ type: 'ready' }); });
 
 async function audit({ backend, options, files, table }) {
   const device = await chooseBackend(taks, backend);
@@ -29,6 +30,8 @@ async function audit({ backend, options, files, table }) {
   }
   const summary = JSON.parse(await job.run(JSON.stringify(options), (json) => post({ type: 'progress', ...JSON.parse(json) })));
   const pixels = job.pixels();
+  // The wasm heap never shrinks: its size now is the audit's peak in the module.
+  summary.wasm_memory_bytes = wasm.memory.buffer.byteLength;
   post({ type: 'done', summary, rows: JSON.parse(job.rows_json()), shape: Array.from(job.shape()), pixels }, [pixels.buffer]);
 }
 

@@ -141,6 +141,7 @@ function showResults({ summary, rows, shape, pixels }) {
   const s = $('audit-summary');
   Object.assign(s.dataset, {
     n: summary.n, issues: summary.label_issues, noiseRate: summary.estimated_noise_rate, network: summary.network,
+    seconds: summary.seconds, wasmMemoryMb: Math.round(summary.wasm_memory_bytes / 1e6),
   });
   s.textContent = `${summary.n} samples in ${summary.classes.length} classes, audited with the ${summary.network} `
     + `in ${summary.seconds.toFixed(1)} s. Estimated noise rate ${(summary.estimated_noise_rate * 100).toFixed(1)}%; `
