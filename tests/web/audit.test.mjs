@@ -314,6 +314,17 @@ test('a folder of one class, and no folder at all, are clear messages', { timeou
     await page.waitForFunction(() => /^(done|error: .*class)/.test(document.getElementById('audit-status').dataset.value), null, { timeout: 60_000 });
     const status = await page.evaluate(() => document.getElementById('audit-status').dataset.value);
     assert.match(status, /^error: the chosen folder: has \d+ usable samples in 1 classes; an audit needs at least 4 samples and 2 classes/);
+    // A table without its label column, and one with a word among the numbers.
+    for (const [name, text, message] of [
+      ['no-label.csv', 'a,b\n1,2\n3,4\n', /no-label\.csv: has no label column 'label'/],
+      ['word.csv', 'a,label\n1,x\nseven,y\n3,x\n4,y\n', /word\.csv: .*seven/],
+    ]) {
+      await writeFile(join(work, name), text);
+      await page.setInputFiles('#audit-csv', join(work, name));
+      await page.click('#audit-start');
+      await page.waitForFunction((n) => document.getElementById('audit-status').dataset.value.includes(n), name, { timeout: 60_000 });
+      assert.match(await page.evaluate(() => document.getElementById('audit-status').dataset.value), message);
+    }
   } finally {
     await browser.close();
   }

@@ -7,12 +7,14 @@ import { chooseBackend, messageOf } from './backend.js';
 
 const post = (message, transfer = []) => self.postMessage(message, transfer);
 let job = null;
+let device = null;      // the backend chosen by the first audit: burn's runtime keeps it
 let wasm = null;        // the module's exports (its linear memory, for the page's figures)
 
 const ready = init().then((exports) => { wasm = exports; post({ type: 'ready' }); });
 
 async function audit({ backend, options, files, table }) {
-  const device = await chooseBackend(taks, backend);
+  // The page starts a fresh worker to change the backend; a later audit here reuses it.
+  device ||= await chooseBackend(taks, backend);
   post({ type: 'backend', ...device });
   job = new taks.AuditJob();
   if (table) {

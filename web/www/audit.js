@@ -11,6 +11,7 @@ const $ = (id) => document.getElementById(id);
 
 let worker = null;
 let workerReady = null;     // resolves when the worker's wasm module is loaded
+let workerBackend = null;   // the backend choice the worker's first audit used
 let result = null;          // { summary, rows, shape, pixels }
 let decisions = null;       // Uint8Array(n): 0 undecided, 1 accept, 2 keep (data order)
 let epochTimes = [];        // seconds of each finished epoch, for the time left
@@ -32,6 +33,7 @@ function showError(message) {
 
 function newWorker() {
   if (worker) worker.terminate();
+  workerBackend = null;
   worker = new Worker(new URL('./audit-worker.js', import.meta.url), { type: 'module' });
   workerReady = new Promise((resolve) => { worker.onready = resolve; });
   worker.onmessage = ({ data }) => onMessage(data);
@@ -107,7 +109,10 @@ async function start() {
     showError('choose a folder of class folders, or a CSV table, first');
     return;
   }
-  if (!worker) newWorker();
+  // A worker keeps the device of its first audit: another choice needs a new worker.
+  const backend = $('audit-backend-choice').value;
+  if (!worker || (workerBackend && workerBackend !== backend)) newWorker();
+  workerBackend = backend;
   await workerReady;
   result = null;
   epochTimes = [];
@@ -124,7 +129,7 @@ async function start() {
     epochs: Number($('audit-epochs').value) || null,
     probe_epochs: Number($('audit-probe-epochs').value) || null,
   };
-  worker.postMessage({ type: 'start', backend: $('audit-backend-choice').value, options, files, table });
+  worker.postMessage({ type: 'start', backend, options, files, table });
 }
 
 function cancel() {
@@ -135,7 +140,6 @@ function cancel() {
 }
 
 function showResults({ summary, rows, shape, pixels }) {
-  worker.used = true;
   result = { summary, rows, shape, pixels };
   decisions = new Uint8Array(summary.n);
   const s = $('audit-summary');
