@@ -406,3 +406,40 @@ test('WebGPU (SwiftShader): the audit runs on the GPU path', { timeout: 400_000 
     await browser.close();
   }
 });
+
+test('progress while it runs, Cancel, and a second audit after it', { timeout: 300_000 }, async () => {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+  try {
+    const { page } = await openAudit(browser);
+    const { dir, truth } = await mixedExport(page, 'cancel', { classes: 4 });
+    await page.selectOption('#audit-backend-choice', 'cpu');
+    await page.selectOption('#audit-model', 'mlp');
+    await page.setInputFiles('#audit-input', dir);
+    await page.click('#audit-start');
+    // The first probe epoch has finished: a phase, an epoch and a time left are shown.
+    await page.waitForFunction(() => document.getElementById('audit-left').dataset.value !== '', null, { timeout: 120_000 });
+    const shown = await page.evaluate(() => ({
+      status: document.getElementById('audit-status').dataset.value,
+      phase: document.getElementById('audit-phase').textContent,
+      epoch: document.getElementById('audit-epoch').textContent,
+      left: Number(document.getElementById('audit-left').dataset.value),
+    }));
+    assert.equal(shown.status, 'running');
+    assert.match(shown.phase, /^probe 1 of 4|^TAkS/);
+    assert.match(shown.epoch, /^\d+ \/ \d+$/);
+    assert.ok(shown.left >= 0 && shown.left < 600, `time left ${shown.left}`);
+    await page.click('#audit-cancel');
+    assert.equal(await page.evaluate(() => document.getElementById('audit-status').dataset.value), 'cancelled');
+    await page.waitForTimeout(500);
+    assert.equal(await page.evaluate(() => document.getElementById('audit-status').dataset.value), 'cancelled',
+      'a cancelled audit reports nothing more');
+    assert.equal(await page.evaluate(() => document.getElementById('audit-results').hidden), true);
+    // Start again: a fresh worker audits the same files to the end.
+    await page.click('#audit-start');
+    await page.waitForFunction(() => /^(done|error)/.test(document.getElementById('audit-status').dataset.value), null, { timeout: 240_000 });
+    assert.equal(await page.evaluate(() => document.getElementById('audit-status').dataset.value), 'done');
+    assert.equal(await page.evaluate(() => document.querySelectorAll('#audit-table tbody tr').length), truth.size);
+  } finally {
+    await browser.close();
+  }
+});
