@@ -42,3 +42,8 @@ fi
 size=$(stat -c %s web/pkg/taks_web_bg.wasm)
 gz=$(gzip -9c web/pkg/taks_web_bg.wasm | wc -c)
 echo "web/pkg/taks_web_bg.wasm: $((size / 1024)) KiB ($((gz / 1024)) KiB gzipped)"
+# What a visitor downloads before the page can do anything: kept at most 8 MB gzipped.
+if [ "$gz" -gt 8000000 ]; then
+    echo "error: the wasm module is $gz bytes gzipped, over the 8,000,000 the pages allow" >&2
+    exit 1
+fi

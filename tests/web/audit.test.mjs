@@ -314,6 +314,12 @@ test('a folder of one class, and no folder at all, are clear messages', { timeou
     await page.waitForFunction(() => /^(done|error: .*class)/.test(document.getElementById('audit-status').dataset.value), null, { timeout: 60_000 });
     const status = await page.evaluate(() => document.getElementById('audit-status').dataset.value);
     assert.match(status, /^error: the chosen folder: has \d+ usable samples in 1 classes; an audit needs at least 4 samples and 2 classes/);
+    // A silly budget is refused before anything is read.
+    await page.fill('#audit-budget', '0');
+    await page.click('#audit-start');
+    await page.waitForFunction(() => document.getElementById('audit-status').dataset.value.includes('budget'), null, { timeout: 60_000 });
+    assert.match(await page.evaluate(() => document.getElementById('audit-status').dataset.value), /^error: the budget 0 must be a positive number of seconds/);
+    await page.fill('#audit-budget', '300');
     // A table without its label column, and one with a word among the numbers.
     for (const [name, text, message] of [
       ['no-label.csv', 'a,b\n1,2\n3,4\n', /no-label\.csv: has no label column 'label'/],

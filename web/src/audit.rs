@@ -156,6 +156,15 @@ impl AuditJob {
         let options: Result<AuditOptions, _> = serde_json::from_str(options_json);
         future_to_promise(async move {
             let options = options.map_err(|e| js_error(format!("bad audit settings: {e}")))?;
+            if !(options.budget > 0.0 && options.budget.is_finite()) {
+                return Err(js_error(format!(
+                    "the budget {} must be a positive number of seconds",
+                    options.budget
+                )));
+            }
+            if options.epochs == Some(0) || options.probe_epochs == Some(0) {
+                return Err(js_error("the TAkS and probe epochs must be at least 1"));
+            }
             let device = crate::backend::device()?;
             let started = Instant::now();
             let tell = |value: serde_json::Value| {

@@ -123,11 +123,11 @@ async function start() {
   setStatus('reading');
   const options = {
     model: $('audit-model').value || null,
-    budget: Number($('audit-budget').value) || 300,
+    budget: $('audit-budget').value === '' ? 300 : Number($('audit-budget').value),
     label_column: $('audit-label-column').value || 'label',
     // Empty: taks audit's defaults for this many samples.
-    epochs: Number($('audit-epochs').value) || null,
-    probe_epochs: Number($('audit-probe-epochs').value) || null,
+    epochs: $('audit-epochs').value === '' ? null : Number($('audit-epochs').value),
+    probe_epochs: $('audit-probe-epochs').value === '' ? null : Number($('audit-probe-epochs').value),
   };
   worker.postMessage({ type: 'start', backend, options, files, table });
 }

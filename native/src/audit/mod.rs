@@ -28,7 +28,6 @@ use crate::device::{self, DeviceChoice};
 use crate::out_dir;
 
 use read::{Source, read_source};
-use taks_core::formats::image_folder::Skipped;
 
 #[derive(Args, Debug)]
 pub struct AuditArgs {
@@ -201,9 +200,13 @@ pub fn run(args: AuditArgs) -> Result<()> {
     let started = Instant::now();
     let source = read_source(&args)?;
     match &source {
-        Source::Ready(data) => enough(&data.source, &data.labels.noisy_labels, &data.skipped)?,
+        Source::Ready(data) => {
+            audit::enough(&data.source, &data.labels.noisy_labels, &data.skipped)?
+        }
         // Decoding may skip more files; checked again after it.
-        Source::Images(images) => enough(images.source(), &images.labels(), images.skipped())?,
+        Source::Images(images) => {
+            audit::enough(images.source(), &images.labels(), images.skipped())?
+        }
     }
     if let Some(k) = args.k_ratio
         && let Source::Ready(data) = &source
@@ -222,7 +225,7 @@ pub fn run(args: AuditArgs) -> Result<()> {
         Source::Images(images) => {
             let timing = settings_for(&args, Architecture::Mlp, images.labels().len());
             let data = images.finish(&args, &timing, &chosen.device, say)?;
-            enough(&data.source, &data.labels.noisy_labels, &data.skipped)?;
+            audit::enough(&data.source, &data.labels.noisy_labels, &data.skipped)?;
             data
         }
     };
@@ -293,10 +296,6 @@ fn settings_for(args: &AuditArgs, architecture: Architecture, n: usize) -> Audit
     settings.batch_size = args.batch_size;
     settings.learning_rate = args.lr;
     settings
-}
-
-fn enough(source: &str, labels: &[u32], skipped: &[Skipped]) -> Result<()> {
-    Ok(audit::enough(source, labels, skipped)?)
 }
 
 #[cfg(test)]
