@@ -6,9 +6,9 @@
 //! step after that is the core's, as the CLI runs it: the same folder rules
 //! ([`scan_memory`]), the same network choice and decoding ([`Examined`]), the same
 //! audit ([`audit::run`]), the same `suspects.csv` ([`suspects`]) and the same model
-//! files ([`model_card`]). Nothing is sent anywhere: the bytes stay in this worker's
-//! memory, and the results go back to the page as JSON, typed arrays and file contents
-//! for it to offer as downloads.
+//! files ([`taks_core::audit::model_card`]). Nothing is sent anywhere: the bytes stay
+//! in this worker's memory, and the results go back to the page as JSON, typed arrays
+//! and file contents for it to offer as downloads.
 
 use std::cell::RefCell;
 use std::path::Path;
