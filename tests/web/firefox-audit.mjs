@@ -1,0 +1,117 @@
+// The audit page in Firefox, driven by hand over WebDriver BiDi (not a test: CI has no
+// Firefox). playwright-core 1.65's Firefox path needs BiDi commands Debian's
+// firefox-esr lacks (`emulation.setMediaFeaturesOverride`), so this speaks the
+// protocol itself: it opens audit.html, picks DATA with `input.setFiles`, starts the
+// audit on the CPU and waits for the verdict. DATA is a CSV table: Firefox ESR 153's
+// `input.setFiles` refuses a folder ("File error: Is directory"), so no automation can
+// pick one there, though a person can.
+//
+//   node --experimental-websocket tests/web/firefox-audit.mjs DATA [FIREFOX]
+//
+// Prints one JSON line: the status, the summary the page shows, the files it left out,
+// the rows and the issues (and DATA's suspects as `id,is_label_issue` on stderr, for
+// scoring). Needs web/pkg (scripts/build-web.sh).
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import { readFile, mkdtemp, rm } from 'node:fs/promises';
+import { statSync } from 'node:fs';
+import { extname, join, normalize, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm' };
+const [data, firefoxPath = '/usr/bin/firefox-esr'] = process.argv.slice(2);
+if (!data) {
+  console.error('usage: node --experimental-websocket tests/web/firefox-audit.mjs DATA [FIREFOX]');
+  process.exit(2);
+}
+
+const server = createServer(async (req, res) => {
+  const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '');
+  try {
+    const body = await readFile(join(ROOT, path));
+    res.writeHead(200, { 'content-type': TYPES[extname(path)] || 'application/octet-stream' });
+    res.end(body);
+  } catch {
+    res.writeHead(404).end('not found');
+  }
+});
+await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+const origin = `http://127.0.0.1:${server.address().port}`;
+
+const profile = await mkdtemp(join(tmpdir(), 'taks-firefox-'));
+const firefox = spawn(firefoxPath, ['--headless', '--no-remote', '--profile', profile, '--remote-debugging-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+const endpoint = await new Promise((ok, fail) => {
+  let log = '';
+  const look = (chunk) => {
+    log += chunk;
+    const m = log.match(/WebDriver BiDi listening on (ws:\/\/\S+)/);
+    if (m) ok(m[1]);
+  };
+  firefox.stdout.on('data', look);
+  firefox.stderr.on('data', look);
+  firefox.on('exit', () => fail(new Error(`firefox exited: ${log}`)));
+  setTimeout(() => fail(new Error(`no BiDi endpoint: ${log}`)), 60_000);
+});
+
+const socket = new WebSocket(`${endpoint}/session`);
+await new Promise((ok, fail) => { socket.onopen = ok; socket.onerror = fail; });
+let next = 0;
+const waiting = new Map();
+socket.onmessage = ({ data: text }) => {
+  const message = JSON.parse(text);
+  if (message.id !== undefined && waiting.has(message.id)) {
+    const { ok, fail } = waiting.get(message.id);
+    waiting.delete(message.id);
+    if (message.type === 'error') fail(new Error(`${message.error}: ${message.message}`)); else ok(message.result);
+  }
+};
+const send = (method, params) => new Promise((ok, fail) => {
+  const id = ++next;
+  waiting.set(id, { ok, fail });
+  socket.send(JSON.stringify({ id, method, params }));
+});
+
+try {
+  await send('session.new', { capabilities: {} });
+  const { contexts } = await send('browsingContext.getTree', {});
+  const context = contexts[0].context;
+  await send('browsingContext.navigate', { context, url: `${origin}/audit.html`, wait: 'complete' });
+  const evaluate = async (expression) => {
+    const { result } = await send('script.evaluate', { expression, target: { context }, awaitPromise: true });
+    return result.value;
+  };
+  const until = async (expression, seconds) => {
+    for (let t = 0; t < seconds * 2; t++) {
+      if (await evaluate(expression)) return;
+      await new Promise((ok) => setTimeout(ok, 500));
+    }
+    throw new Error(`timed out waiting for ${expression}`);
+  };
+  await until("document.body.dataset.ready === '1'", 120);
+  const isTable = statSync(data).isFile();
+  const { result: input } = await send('script.evaluate', {
+    expression: `document.getElementById('${isTable ? 'audit-csv' : 'audit-input'}')`, target: { context }, awaitPromise: false,
+  });
+  await send('input.setFiles', { context, element: { sharedId: input.sharedId }, files: [resolve(data)] });
+  await evaluate("document.getElementById('audit-backend-choice').value = 'cpu'");
+  const started = Date.now();
+  await evaluate("document.getElementById('audit-start').click()");
+  await until("/^(done|error)/.test(document.getElementById('audit-status').dataset.value)", 1800);
+  const state = JSON.parse(await evaluate(`JSON.stringify({
+    status: document.getElementById('audit-status').dataset.value,
+    backend: document.getElementById('audit-backend').textContent,
+    summary: document.getElementById('audit-summary').textContent,
+    skipped: [...document.querySelectorAll('#audit-skipped li')].map((li) => li.textContent),
+    rows: [...document.querySelectorAll('#audit-table tbody tr')].map((tr) => [tr.dataset.id, tr.dataset.issue]),
+  })`));
+  const { rows, ...rest } = state;
+  console.log(JSON.stringify({ ...rest, seconds: (Date.now() - started) / 1000, rows: rows.length, issues: rows.filter((r) => r[1] === 'true').length, userAgent: await evaluate('navigator.userAgent') }));
+  console.error(['id,is_label_issue', ...rows.map(([id, issue]) => `${id},${issue}`)].join('\n'));
+} finally {
+  socket.close();
+  firefox.kill();
+  server.close();
+  await rm(profile, { recursive: true, force: true });
+}
