@@ -303,6 +303,13 @@ test('a mixed export: audited on the CPU fallback like `taks audit`, nothing sen
 test('a folder of one class, and no folder at all, are clear messages', { timeout: 120_000 }, async () => {
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
   try {
+    // The demo links here.
+    const demo = await browser.newPage();
+    await demo.goto(`${origin}/index.html`);
+    await demo.click('#audit-link');
+    await demo.waitForFunction(() => document.body.dataset.ready === '1', null, { timeout: 60_000 });
+    assert.match(await demo.textContent('#audit-private'), /Nothing leaves this machine/);
+    await demo.close();
     const { page } = await openAudit(browser);
     await page.click('#audit-start');
     await page.waitForFunction(() => document.getElementById('audit-status').dataset.value.startsWith('error'));
