@@ -16,7 +16,7 @@ import { createServer } from 'node:http';
 import { readFile, writeFile, mkdir, rm, mkdtemp } from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { gunzipSync, deflateSync, crc32 } from 'node:zlib';
+import { gunzipSync, deflateSync } from 'node:zlib';
 import { extname, join, normalize, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -70,6 +70,16 @@ function digits(count) {
     out.labels.push(labels[8 + i]);
   }
   return out;
+}
+
+/** CRC-32 (IEEE), as PNG chunks carry it (node's zlib.crc32 is newer than some nodes). */
+function crc32(bytes) {
+  let c = 0xffffffff;
+  for (const b of bytes) {
+    c ^= b;
+    for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
+  }
+  return (c ^ 0xffffffff) >>> 0;
 }
 
 /** A grey 8-bit PNG of `w` x `h` pixels. */
