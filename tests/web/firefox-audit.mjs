@@ -2,9 +2,10 @@
 // Firefox). playwright-core 1.65's Firefox path needs BiDi commands Debian's
 // firefox-esr lacks (`emulation.setMediaFeaturesOverride`), so this speaks the
 // protocol itself: it opens audit.html, picks DATA with `input.setFiles`, starts the
-// audit on the CPU and waits for the verdict. DATA is a CSV table: Firefox ESR 153's
-// `input.setFiles` refuses a folder ("File error: Is directory"), so no automation can
-// pick one there, though a person can.
+// audit on the CPU and waits for the verdict. Firefox ESR 153's `input.setFiles`
+// refuses a folder ("File error: Is directory"), so for a folder this sets its files
+// one by one and gives each the `webkitRelativePath` the folder picker would have: the
+// picker itself is the one part a script cannot drive there.
 //
 //   node --experimental-websocket tests/web/firefox-audit.mjs DATA [FIREFOX]
 //
@@ -14,7 +15,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { readFile, mkdtemp, rm } from 'node:fs/promises';
-import { statSync } from 'node:fs';
+import { statSync, readdirSync } from 'node:fs';
 import { extname, join, normalize, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -94,7 +95,27 @@ try {
   const { result: input } = await send('script.evaluate', {
     expression: `document.getElementById('${isTable ? 'audit-csv' : 'audit-input'}')`, target: { context }, awaitPromise: false,
   });
-  await send('input.setFiles', { context, element: { sharedId: input.sharedId }, files: [resolve(data)] });
+  if (isTable) {
+    await send('input.setFiles', { context, element: { sharedId: input.sharedId }, files: [resolve(data)] });
+  } else {
+    // Every file under DATA, as the picker lists them: "<folder name>/<path inside>".
+    const walk = (dir, prefix) => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory()
+      ? walk(join(dir, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`]));
+    const top = resolve(data).split('/').pop();
+    const relative = walk(resolve(data), '');
+    await send('input.setFiles', { context, element: { sharedId: input.sharedId }, files: relative.map((r) => join(resolve(data), r)) });
+    const named = await evaluate(`(() => {
+      const paths = ${JSON.stringify(relative.map((r) => `${top}/${r}`))};
+      const files = document.getElementById('audit-input').files;
+      if (files.length !== paths.length) return 'count ' + files.length;
+      for (let i = 0; i < files.length; i++) {
+        if (!paths[i].endsWith('/' + files[i].name)) return 'order at ' + i;
+        Object.defineProperty(files[i], 'webkitRelativePath', { value: paths[i] });
+      }
+      return files[0].webkitRelativePath;
+    })()`);
+    if (!named.startsWith(top)) throw new Error(`could not name the files: ${named}`);
+  }
   await evaluate("document.getElementById('audit-backend-choice').value = 'cpu'");
   const started = Date.now();
   await evaluate("document.getElementById('audit-start').click()");
