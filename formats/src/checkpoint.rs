@@ -10,44 +10,16 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use safetensors::{Dtype, SafeTensors, tensor::TensorView};
+use safetensors::{Dtype, SafeTensors};
 
-use crate::{FormatError, Result};
+use crate::{FormatError, Result, tensors};
 
 /// The `format` entry of every taks checkpoint.
 pub const FORMAT: &str = "taks-checkpoint";
 /// The layout version this build writes and reads.
 pub const VERSION: u32 = 1;
 
-/// A tensor's values.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Values {
-    F32(Vec<f32>),
-    U32(Vec<u32>),
-}
-
-/// One named tensor.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Tensor {
-    pub shape: Vec<usize>,
-    pub values: Values,
-}
-
-impl Tensor {
-    pub fn f32(shape: Vec<usize>, values: Vec<f32>) -> Self {
-        Tensor {
-            shape,
-            values: Values::F32(values),
-        }
-    }
-
-    pub fn u32(shape: Vec<usize>, values: Vec<u32>) -> Self {
-        Tensor {
-            shape,
-            values: Values::U32(values),
-        }
-    }
-}
+pub use crate::tensors::{Tensor, Values};
 
 /// A decoded checkpoint: the state document and the tensors by name.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,36 +31,12 @@ pub struct Checkpoint {
 impl Checkpoint {
     /// The SafeTensors bytes of this checkpoint.
     pub fn encode(&self) -> Vec<u8> {
-        let bytes: Vec<(&String, Dtype, &Vec<usize>, Vec<u8>)> = self
-            .tensors
-            .iter()
-            .map(|(name, t)| match &t.values {
-                Values::F32(v) => (
-                    name,
-                    Dtype::F32,
-                    &t.shape,
-                    v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-                ),
-                Values::U32(v) => (
-                    name,
-                    Dtype::U32,
-                    &t.shape,
-                    v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-                ),
-            })
-            .collect();
-        let views = bytes.iter().map(|(name, dtype, shape, data)| {
-            let view = TensorView::new(*dtype, shape.to_vec(), data)
-                .expect("shape and byte count agree by construction");
-            (name.as_str(), view)
-        });
-        let info = [
-            ("format".to_string(), FORMAT.to_string()),
-            ("version".to_string(), VERSION.to_string()),
-            ("state".to_string(), self.state.to_string()),
-        ];
-        safetensors::serialize(views, Some(info.into_iter().collect()))
-            .expect("a checkpoint's header is far below SafeTensors' size limit")
+        let version = VERSION.to_string();
+        let state = self.state.to_string();
+        tensors::encode(
+            &self.tensors,
+            &[("format", FORMAT), ("version", &version), ("state", &state)],
+        )
     }
 
     /// Decode and check a checkpoint; `path` only names the source in errors.
@@ -234,6 +182,7 @@ fn wrong_type(name: &str, wanted: &str, path: &Path) -> FormatError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use safetensors::tensor::TensorView;
 
     fn sample() -> Checkpoint {
         let mut tensors = BTreeMap::new();

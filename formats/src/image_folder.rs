@@ -51,6 +51,9 @@ pub struct ImageFile {
     pub data: Option<Arc<[u8]>>,
 }
 
+/// Why a folder holds nothing to read, on disk or in memory.
+const NO_CLASS_FOLDERS: &str = "no class folders (expected DATA/<class>/<image files>)";
+
 /// A file left out, and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Skipped {
@@ -105,10 +108,7 @@ pub fn scan(dir: &Path) -> Result<Scan> {
         }
     }
     if classes.is_empty() {
-        return Err(FormatError::malformed(
-            dir,
-            "no class folders (expected DATA/<class>/<image files>)",
-        ));
+        return Err(FormatError::malformed(dir, NO_CLASS_FOLDERS));
     }
     let mut candidates = Vec::new();
     for (label, (name, path)) in classes.iter().enumerate() {
@@ -172,7 +172,7 @@ pub fn scan_memory(entries: Vec<(String, Vec<u8>)>) -> Result<Scan> {
     if classes.is_empty() {
         return Err(FormatError::malformed(
             "the chosen folder",
-            "no class folders (expected DATA/<class>/<image files>)",
+            NO_CLASS_FOLDERS,
         ));
     }
     let mut files = Vec::with_capacity(candidates.len());

@@ -18,6 +18,6 @@ pub mod idx;
 pub mod image_folder;
 pub mod labels;
 pub mod npy;
-pub mod weights;
+pub mod tensors;
 
 pub use error::{FormatError, Result};

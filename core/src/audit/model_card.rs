@@ -14,11 +14,13 @@
 //!   `layer2.0.downsample.0`, `layer2.0.downsample.1`, `fc`); it has no
 //!   `num_batches_tracked` buffers, so load it with `strict=False`.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::input::{Input, Normalisation};
 use crate::Result;
-use crate::formats::weights::{self, Named};
+use crate::formats::tensors::{self, Tensor};
 use crate::model::{Architecture, Classifier};
 use crate::params::float_tensors;
 use crate::selection::read_floats;
@@ -75,17 +77,13 @@ impl ModelCard {
 /// The SafeTensors bytes of `network` (an `architecture`) in PyTorch's names and
 /// layouts (see the module doc). Async: on WebGPU the weights are read off the device.
 pub async fn pytorch_weights(network: &Classifier, architecture: Architecture) -> Result<Vec<u8>> {
-    let mut tensors = Vec::new();
+    let mut tensors = BTreeMap::new();
     for t in float_tensors(network) {
         let values = read_floats(t.values, "the model's weights").await?;
         let (name, shape, values) = pytorch_tensor(&t.name, architecture, t.dims, values);
-        tensors.push(Named {
-            name,
-            shape,
-            values,
-        });
+        tensors.insert(name, Tensor::f32(shape, values));
     }
-    Ok(weights::encode(
+    Ok(tensors::encode(
         &tensors,
         &[
             ("taks", FORMAT),
