@@ -221,7 +221,7 @@ impl AuditJob {
                 source: ready.source.clone(),
                 n,
                 classes: ready.classes.clone(),
-                network: network_name(ready.architecture, &ready.prepared.input),
+                network: ready.prepared.input.describe(ready.architecture),
                 network_reason: ready.network_reason.clone(),
                 colour_note: ready.colour_note.clone(),
                 skipped: ready.skipped.clone(),
@@ -344,17 +344,6 @@ fn decisions_of(codes: &[u8], n: usize) -> Vec<Decision> {
 
 fn js_error(message: impl std::fmt::Display) -> JsValue {
     JsError::new(&message.to_string()).into()
-}
-
-fn network_name(architecture: Architecture, input: &input::Input) -> String {
-    match input.shape() {
-        [1, 1, features] => format!("{} on {features} features", architecture.name()),
-        [c, h, w] => format!(
-            "{} at {w}x{h} {}",
-            architecture.name(),
-            if c == 1 { "grey" } else { "colour" }
-        ),
-    }
 }
 
 /// A CSV table: numeric feature columns and a label column, audited with the MLP.

@@ -29,6 +29,25 @@ pub enum Input {
 }
 
 impl Input {
+    /// The network on this input, as the outputs say it: `mlp at 28x28 grey`, `cnn at
+    /// 32x32 colour`, `mlp on 64 features`.
+    pub fn describe(&self, architecture: Architecture) -> String {
+        match self {
+            Input::Image {
+                channels,
+                height,
+                width,
+            } => format!(
+                "{} at {width}x{height} {}",
+                architecture.name(),
+                if *channels == 1 { "grey" } else { "colour" }
+            ),
+            Input::Table { features } => {
+                format!("{} on {} features", architecture.name(), features.len())
+            }
+        }
+    }
+
     /// [C, H, W] of one sample as the networks see it (a table row is [1, 1, features]).
     pub fn shape(&self) -> [usize; 3] {
         match self {

@@ -209,22 +209,8 @@ pub async fn run(
     mut report: impl FnMut(Stage, &EpochMetrics),
 ) -> Result<AuditOutcome> {
     let n = data.len();
-    if n < 4 || data.classes < 2 {
-        return Err(Error::Config(format!(
-            "an audit needs at least 4 samples and 2 classes (found {n} samples, {} classes)",
-            data.classes
-        )));
-    }
-    let mut present = labels.noisy_labels.clone();
-    present.sort_unstable();
-    present.dedup();
-    if present.len() < 2 {
-        return Err(Error::Config(format!(
-            "an audit needs samples of at least 2 classes; only {} of the {} classes has any",
-            present.len(),
-            data.classes
-        )));
-    }
+    // The front ends check this with their own source names first ([`enough`]).
+    enough("the audited data", &labels.noisy_labels, &[])?;
     if settings.epochs == 0 || settings.probe_epochs == 0 {
         return Err(Error::Config(
             "epochs and probe epochs must be at least 1".into(),

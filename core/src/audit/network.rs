@@ -46,12 +46,7 @@ pub struct Candidate {
 
 impl Candidate {
     pub fn describe(&self) -> String {
-        let [c, h, w] = self.input.shape();
-        format!(
-            "{} at {w}x{h} {}",
-            self.architecture.name(),
-            if c == 1 { "grey" } else { "colour" }
-        )
+        self.input.describe(self.architecture)
     }
 }
 
