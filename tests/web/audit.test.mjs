@@ -12,20 +12,17 @@
 // Environment: CHROMIUM (default /usr/bin/chromium); TAKS_BIN (the release `taks`).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
 import { readFile, writeFile, mkdir, rm, mkdtemp } from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { gunzipSync, deflateSync } from 'node:zlib';
-import { extname, join, normalize, resolve } from 'node:path';
+import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { ROOT, serveRepository } from './serve.mjs';
 
-const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const TAKS = process.env.TAKS_BIN || join(ROOT, 'target/release/taks');
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm' };
 const FLAGS = ['--headless', '--no-sandbox', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const NAMES = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'];
 // Where a misfiled digit goes: the class it is most often confused with.
@@ -39,18 +36,8 @@ let work;
 before(async () => {
   assert.ok(existsSync(join(ROOT, 'web/pkg/taks_web_bg.wasm')), 'web/pkg is missing: run scripts/build-web.sh first');
   assert.ok(existsSync(TAKS), `${TAKS} is missing: build the release binary (or set TAKS_BIN)`);
-  server = createServer(async (req, res) => {
-    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '');
-    try {
-      const body = await readFile(join(ROOT, path));
-      res.writeHead(200, { 'content-type': TYPES[extname(path)] || 'application/octet-stream' });
-      res.end(body);
-    } catch {
-      res.writeHead(404).end('not found');
-    }
-  });
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  origin = `http://127.0.0.1:${server.address().port}`;
+  server = await serveRepository();
+  origin = server.origin;
   work = await mkdtemp(join(tmpdir(), 'taks-audit-page-'));
 });
 
@@ -209,6 +196,13 @@ async function openAudit(browser) {
   return { page, requests };
 }
 
+/** Press Start and wait for the audit to end: #audit-status's value then. */
+async function startAndFinish(page, timeout) {
+  await page.click('#audit-start');
+  await page.waitForFunction(() => /^(done|error)/.test(document.getElementById('audit-status').dataset.value), null, { timeout });
+  return page.evaluate(() => document.getElementById('audit-status').dataset.value);
+}
+
 async function downloaded(page, button, count = 1) {
   const downloads = [];
   const got = new Promise((ok) => {
@@ -233,16 +227,13 @@ test('a mixed export: audited on the CPU fallback like `taks audit`, nothing sen
     await page.selectOption('#audit-backend-choice', 'cpu');
     await page.fill('#audit-budget', '60');
     await page.setInputFiles('#audit-input', dir);
-    await page.click('#audit-start');
-    await page.waitForFunction(() => /^(done|error)/.test(document.getElementById('audit-status').dataset.value), null, { timeout: 540_000 });
+    assert.equal(await startAndFinish(page, 540_000), 'done');
     const state = await page.evaluate(() => ({
-      status: document.getElementById('audit-status').dataset.value,
       backend: document.getElementById('audit-backend').dataset.kind,
       network: document.getElementById('audit-summary').dataset.network,
       skipped: [...document.querySelectorAll('#audit-skipped li')].map((li) => [li.dataset.id, li.textContent]),
       rows: [...document.querySelectorAll('#audit-table tbody tr')].map((tr) => ({ id: tr.dataset.id, issue: tr.dataset.issue === 'true' })),
     }));
-    assert.equal(state.status, 'done');
     assert.equal(state.backend, 'cpu');
 
     // The CLI on the same folder, with the network the page chose.
@@ -379,9 +370,7 @@ test('a CSV table: rows audited by their numbers, ids are row numbers', { timeou
     const { page } = await openAudit(browser);
     await page.selectOption('#audit-backend-choice', 'cpu');
     await page.setInputFiles('#audit-csv', csv);
-    await page.click('#audit-start');
-    await page.waitForFunction(() => /^(done|error)/.test(document.getElementById('audit-status').dataset.value), null, { timeout: 240_000 });
-    assert.equal(await page.evaluate(() => document.getElementById('audit-status').dataset.value), 'done');
+    assert.equal(await startAndFinish(page, 240_000), 'done');
     const rows = await page.evaluate(() => [...document.querySelectorAll('#audit-table tbody tr')].map((tr) => ({ id: tr.dataset.id, issue: tr.dataset.issue === 'true' })));
     assert.deepEqual(rows.map((r) => Number(r.id)).sort((a, b) => a - b), Array.from({ length: 1000 }, (_, i) => i));
     const truth = new Map(rows.map((r) => [r.id, misfiled.has(r.id)]));
@@ -412,14 +401,11 @@ test('WebGPU (SwiftShader): the audit runs on the GPU path', { timeout: 400_000 
     await page.fill('#audit-epochs', '4');
     await page.fill('#audit-probe-epochs', '2');
     await page.setInputFiles('#audit-input', dir);
-    await page.click('#audit-start');
-    await page.waitForFunction(() => /^(done|error)/.test(document.getElementById('audit-status').dataset.value), null, { timeout: 380_000 });
+    assert.equal(await startAndFinish(page, 380_000), 'done');
     const state = await page.evaluate(() => ({
-      status: document.getElementById('audit-status').dataset.value,
       backend: document.getElementById('audit-backend').dataset.kind,
       rows: document.querySelectorAll('#audit-table tbody tr').length,
     }));
-    assert.equal(state.status, 'done');
     assert.equal(state.backend, 'webgpu');
     assert.equal(state.rows, truth.size);
     const files = await downloaded(page, '#audit-download-model', 2);
@@ -458,9 +444,7 @@ test('progress while it runs, Cancel, and a second audit after it', { timeout: 3
       'a cancelled audit reports nothing more');
     assert.equal(await page.evaluate(() => document.getElementById('audit-results').hidden), true);
     // Start again: a fresh worker audits the same files to the end.
-    await page.click('#audit-start');
-    await page.waitForFunction(() => /^(done|error)/.test(document.getElementById('audit-status').dataset.value), null, { timeout: 240_000 });
-    assert.equal(await page.evaluate(() => document.getElementById('audit-status').dataset.value), 'done');
+    assert.equal(await startAndFinish(page, 240_000), 'done');
     assert.equal(await page.evaluate(() => document.querySelectorAll('#audit-table tbody tr').length), truth.size);
   } finally {
     await browser.close();

@@ -9,16 +9,13 @@
 // the measured numbers as JSON lines.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import { readFile, appendFile } from 'node:fs/promises';
+import { appendFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { extname, join, normalize, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { ROOT, serveRepository } from './serve.mjs';
 
-const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm', '.json': 'application/json' };
 const FLAGS = ['--headless', '--no-sandbox', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 let server;
@@ -27,19 +24,8 @@ let origin;
 before(async () => {
   assert.ok(existsSync(join(ROOT, 'web/pkg/taks_web_bg.wasm')), 'web/pkg is missing: run scripts/build-web.sh first');
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (or set CHROMIUM)`);
-  server = createServer(async (req, res) => {
-    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '');
-    const file = join(ROOT, path.endsWith('/') ? `${path}index.html` : path);
-    try {
-      const body = await readFile(file);
-      res.writeHead(200, { 'content-type': TYPES[extname(file)] || 'application/octet-stream' });
-      res.end(body);
-    } catch {
-      res.writeHead(404).end('not found');
-    }
-  });
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  origin = `http://127.0.0.1:${server.address().port}`;
+  server = await serveRepository();
+  origin = server.origin;
 });
 
 after(() => server && server.close());

@@ -13,33 +13,20 @@
 // the rows and the issues (and DATA's suspects as `id,is_label_issue` on stderr, for
 // scoring). Needs web/pkg (scripts/build-web.sh).
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
-import { readFile, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { statSync, readdirSync } from 'node:fs';
-import { extname, join, normalize, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
-import { fileURLToPath } from 'node:url';
+import { serveRepository } from './serve.mjs';
 
-const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm' };
 const [data, firefoxPath = '/usr/bin/firefox-esr'] = process.argv.slice(2);
 if (!data) {
   console.error('usage: node --experimental-websocket tests/web/firefox-audit.mjs DATA [FIREFOX]');
   process.exit(2);
 }
 
-const server = createServer(async (req, res) => {
-  const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '');
-  try {
-    const body = await readFile(join(ROOT, path));
-    res.writeHead(200, { 'content-type': TYPES[extname(path)] || 'application/octet-stream' });
-    res.end(body);
-  } catch {
-    res.writeHead(404).end('not found');
-  }
-});
-await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-const origin = `http://127.0.0.1:${server.address().port}`;
+const server = await serveRepository();
+const { origin } = server;
 
 const profile = await mkdtemp(join(tmpdir(), 'taks-firefox-'));
 const firefox = spawn(firefoxPath, ['--headless', '--no-remote', '--profile', profile, '--remote-debugging-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });

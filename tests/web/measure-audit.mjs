@@ -8,16 +8,13 @@
 // resident memory of chromium's largest process (the tab and its worker live in one
 // renderer), and the requests the page made after it had loaded (none, or the audit
 // sent something). Needs web/pkg (scripts/build-web.sh) and chromium (CHROMIUM).
-import { createServer } from 'node:http';
 import { readFile, writeFile, mkdir, stat } from 'node:fs/promises';
 import { readFileSync, readdirSync } from 'node:fs';
-import { extname, join, normalize, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { serveRepository } from './serve.mjs';
 
-const ROOT = resolve(fileURLToPath(import.meta.url), '../../..');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm' };
 
 const args = process.argv.slice(2);
 const flag = (name, fallback) => {
@@ -46,18 +43,8 @@ function chromiumRss() {
   return sizes.sort((a, b) => b - a);
 }
 
-const server = createServer(async (req, res) => {
-  const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '');
-  try {
-    const body = await readFile(join(ROOT, path));
-    res.writeHead(200, { 'content-type': TYPES[extname(path)] || 'application/octet-stream' });
-    res.end(body);
-  } catch {
-    res.writeHead(404).end('not found');
-  }
-});
-await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-const origin = `http://127.0.0.1:${server.address().port}`;
+const server = await serveRepository();
+const { origin } = server;
 const browser = await chromium.launch({
   executablePath: CHROMIUM,
   args: ['--headless', '--no-sandbox', '--no-first-run', '--disable-background-networking', ...(backend === 'cpu' ? [] : ['--enable-unsafe-webgpu'])],

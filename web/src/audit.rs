@@ -47,6 +47,18 @@ struct AuditOptions {
     probe_epochs: Option<usize>,
 }
 
+impl AuditOptions {
+    /// `taks audit`'s settings for `n` samples on `architecture`, with the page's epochs
+    /// and seed.
+    fn settings(&self, architecture: Architecture, n: usize) -> AuditSettings {
+        let mut settings = AuditSettings::new(architecture).for_samples(n);
+        settings.epochs = self.epochs.unwrap_or(settings.epochs);
+        settings.probe_epochs = self.probe_epochs.unwrap_or(settings.probe_epochs);
+        settings.seed = self.seed;
+        settings
+    }
+}
+
 fn default_budget() -> f64 {
     300.0
 }
@@ -187,10 +199,7 @@ impl AuditJob {
                 None => read_folder(files, &options, model, &device, &tell).await?,
             };
             let n = ready.ids.len();
-            let mut settings = AuditSettings::new(ready.architecture).for_samples(n);
-            settings.epochs = options.epochs.unwrap_or(settings.epochs);
-            settings.probe_epochs = options.probe_epochs.unwrap_or(settings.probe_epochs);
-            settings.seed = options.seed;
+            let settings = options.settings(ready.architecture, n);
             let folds = settings.probe_folds;
             let outcome = audit::run(
                 ready.prepared.dataset.clone(),
@@ -394,7 +403,8 @@ async fn read_folder(
     let examined = Examined::new(scan, SOURCE, model, None).map_err(js_error)?;
     audit::enough(SOURCE, &examined.labels(), examined.skipped()).map_err(js_error)?;
     tell(serde_json::json!({ "phase": "network" }));
-    let timing = AuditSettings::new(Architecture::Mlp).for_samples(examined.labels().len());
+    // Priced with the epochs the audit will run, as `taks audit` prices them.
+    let timing = options.settings(Architecture::Mlp, examined.labels().len());
     let mut say = |line: String| tell(serde_json::json!({ "phase": "network", "note": line }));
     let network = examined
         .network(&timing, options.budget, device, &mut say)

@@ -120,6 +120,7 @@ async function start() {
   $('audit-note').textContent = '';
   $('audit-epoch').textContent = '–';
   $('audit-left').textContent = '–';
+  $('audit-left').dataset.value = ''; // no estimate before this audit's first epoch
   setStatus('reading');
   const options = {
     model: $('audit-model').value || null,
