@@ -2,11 +2,13 @@
 """Write the first N Fashion-MNIST training images as a folder of class sub-folders of
 28x28 greyscale PNGs, with structured (confusable-class) label noise, for `taks audit`.
 
-    python3 make_fashion_folder.py OUT_DIR [--n 20000] [--rate 0.3] [--seed 0] [--jobs 2]
+    python3 make_fashion_folder.py OUT_DIR [--n 20000] [--rate 0.3] [--seed 0] [--jobs 2] [--no-shift]
 
 N may exceed the 60,000 training images (for the scale benchmarks: 100,000 to 1,000,000
 files): image i is then training image i mod 60,000, shifted by a seeded random offset of
-up to 2 pixels each way once i >= 60,000, so no two files are the same picture.
+up to 2 pixels each way once i >= 60,000, so no two files are the same picture
+(`--no-shift`: exact copies instead, each with its own draw of the noise, which a network
+can learn by heart; the same flips as without it).
 
 Images go to OUT_DIR/<given-class>/<index:05>.png (index = position in the training set),
 and the truth to OUT_DIR/../<basename(OUT_DIR)>-truth.csv, outside the image folder:
@@ -83,6 +85,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DIR)
     ap.add_argument("--jobs", type=int, default=1, help="processes writing PNGs (default 1)")
+    ap.add_argument("--no-shift", action="store_true", help="past 60,000, exact copies instead of shifted ones")
     args = ap.parse_args()
 
     out = args.out_dir
@@ -95,6 +98,8 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     flip = rng.random(args.n) < args.rate  # one draw per image, used only for mapped classes
     shifts = rng.integers(-2, 3, size=(args.n, 2))
+    if args.no_shift:
+        shifts[:] = 0
     for c in CLASSES:
         (out / c).mkdir(parents=True, exist_ok=True)
 

@@ -6,7 +6,9 @@
 Prints one JSON line: precision/recall/F1 of the rows with is_label_issue = true against
 the truth's is_noisy, the number flagged, and (for reference) the F1 of the m rows with
 the lowest label_quality, m = the number of truly noisy samples (precision = recall = F1
-there). Samples missing from suspects.csv count as not flagged (and are not ranked).
+there), and the share of rows whose suggested_label is the true class (how well the
+audit's final network knows the data: the ceiling its verdicts work under). Samples
+missing from suspects.csv count as not flagged (and are not ranked).
 """
 import argparse
 import csv
@@ -29,7 +31,7 @@ def main() -> None:
     args = ap.parse_args()
 
     truth = read_truth(args.truth)
-    flagged, quality, unknown, mismatched = set(), {}, [], 0
+    flagged, quality, unknown, mismatched, suggested_true = set(), {}, [], 0, 0
     with open(args.suspects, newline="") as f:
         reader = csv.DictReader(f)
         missing = {"id", "is_label_issue", "label_quality"} - set(reader.fieldnames or [])
@@ -49,12 +51,15 @@ def main() -> None:
             quality[i] = q if not math.isnan(q) else math.inf
             if "given_label" in row and row["given_label"].strip() != truth[i][0]:
                 mismatched += 1
+            if row.get("suggested_label", "").strip() == truth[i][1]:
+                suggested_true += 1
     if unknown:
         sys.exit(f"{len(unknown)} ids not in the truth file, e.g. {unknown[:3]}")
 
     result = {"tool": "taks", "suspects": str(args.suspects), "n": len(truth), "rows": len(quality)}
     result.update(prf(flagged, truth))
     result.update(top_m_f1(quality, truth))
+    result["suggested_accuracy"] = round(suggested_true / len(quality), 4) if quality else 0.0
     if mismatched:
         result["given_label_mismatches"] = mismatched
     emit(result)
