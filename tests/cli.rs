@@ -914,3 +914,58 @@ fn a_split_folder_trains_with_validation() {
         std::fs::remove_dir_all(d).unwrap();
     }
 }
+
+/// On a headless machine (no `XDG_RUNTIME_DIR`: ssh, containers, CI) looking for a GPU
+/// must not print anything that reads as an error: Mesa's Vulkan device-selection layer
+/// used to print `error: XDG_RUNTIME_DIR is invalid or not set in the environment.`
+/// twice before every run's first line (the adapters are now listed by a child process
+/// with the layer off, `device::adapters`). The default device (`auto`) looks.
+#[test]
+fn a_headless_run_prints_no_error_lines() {
+    let dir = scratch("headless");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut csv = String::from("x,y,label\n");
+    for i in 0..40 {
+        let class = i % 2;
+        csv += &format!("{},{},{}\n", class as f32 + 0.01 * i as f32, i % 7, class);
+    }
+    let path = dir.join("table.csv");
+    std::fs::write(&path, csv).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_taks"))
+        .args([
+            "audit",
+            path.to_str().unwrap(),
+            "--epochs",
+            "2",
+            "-q",
+            "--out",
+        ])
+        .arg(dir.join("audit"))
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("NODEVICE_SELECT")
+        .output()
+        .expect("the taks binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.lines().any(|l| l.to_lowercase().contains("error")),
+        "a successful run printed an error line: {stderr}"
+    );
+    // The child's list reached the parent: without a hardware adapter, the summary names
+    // the software one it listed (or says there was none).
+    let listed = Command::new(env!("CARGO_BIN_EXE_taks"))
+        .arg("list-adapters")
+        .env("NODEVICE_SELECT", "1")
+        .output()
+        .expect("the taks binary runs");
+    assert!(listed.status.success());
+    let listed = String::from_utf8_lossy(&listed.stdout).to_string();
+    let summary = std::fs::read_to_string(dir.join("audit/summary.json")).unwrap();
+    if !listed.lines().any(|l| l.starts_with("hardware\t")) {
+        let expected = match listed.lines().find_map(|l| l.strip_prefix("software\t")) {
+            Some(name) => format!("only the software adapter '{name}' was found"),
+            None => "no GPU adapter found".to_string(),
+        };
+        assert!(summary.contains(&expected), "{expected} not in {summary}");
+    }
+}

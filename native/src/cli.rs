@@ -59,6 +59,10 @@ pub enum Command {
     /// Example: taks predict --model audit-photos new-photos/
     #[command(allow_negative_numbers = true)]
     Predict(crate::predict::PredictArgs),
+    /// The GPU adapters wgpu sees, one a line (what `--device auto` looks for; run by
+    /// taks itself in a child process on headless machines).
+    #[command(name = "list-adapters", hide = true)]
+    ListAdapters,
     /// Print the paper-style summary table of one or more finished run folders.
     Table {
         /// Run folders (each with metrics.csv and config.json).

@@ -26,15 +26,88 @@ pub struct Chosen {
     pub description: String,
 }
 
-/// Adapters wgpu can see, as (name, type, backend).
-fn adapters() -> Vec<wgpu::AdapterInfo> {
+/// An adapter wgpu can see: its name and whether it is real hardware.
+struct Adapter {
+    name: String,
+    hardware: bool,
+}
+
+/// The adapters wgpu can see. On a machine without `XDG_RUNTIME_DIR` (ssh, containers,
+/// CI) they are listed by a short child process (`taks list-adapters`, hidden) with
+/// `NODEVICE_SELECT=1`: Mesa's Vulkan device-selection layer, which every Mesa install
+/// loads into any Vulkan program, otherwise asks the Wayland library for a display, and
+/// that library prints `error: XDG_RUNTIME_DIR is invalid or not set in the
+/// environment.` twice, which reads as a failure of taks. Without a runtime folder no
+/// Wayland display can be reached, so the layer learns nothing there, and taks picks its
+/// adapter itself. The switch cannot be set in this process (changing its own
+/// environment takes unsafe code, which the crates forbid), so a run that then starts a
+/// GPU in this process still gets the lines; a CPU run never loads Vulkan at all. If the
+/// child cannot run, the adapters are listed here, lines and all.
+fn adapters() -> Vec<Adapter> {
+    let headless = std::env::var_os("XDG_RUNTIME_DIR").is_none_or(|v| v.is_empty());
+    if headless
+        && std::env::var_os("NODEVICE_SELECT").is_none()
+        && let Some(listed) = adapters_in_a_child()
+    {
+        return listed;
+    }
+    adapters_here()
+}
+
+fn adapters_here() -> Vec<Adapter> {
     // The primary backends only (Vulkan, Metal, DX12): probing OpenGL through EGL gains
     // nothing burn would use and prints warnings of its own on headless machines.
     let instance = wgpu::Instance::default();
     pollster::block_on(instance.enumerate_adapters(wgpu::Backends::PRIMARY))
         .into_iter()
-        .map(|a| a.get_info())
+        .map(|a| {
+            let info = a.get_info();
+            Adapter {
+                hardware: is_hardware(&info),
+                name: info.name,
+            }
+        })
         .collect()
+}
+
+fn adapters_in_a_child() -> Option<Vec<Adapter>> {
+    let out = std::process::Command::new(std::env::current_exe().ok()?)
+        .arg(LIST_ADAPTERS)
+        .env("NODEVICE_SELECT", "1")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8(out.stdout)
+        .ok()?
+        .lines()
+        .map(|line| match line.split_once('\t')? {
+            ("hardware", name) => Some((name, true)),
+            ("software", name) => Some((name, false)),
+            _ => None,
+        })
+        .map(|a| {
+            a.map(|(name, hardware)| Adapter {
+                name: name.to_string(),
+                hardware,
+            })
+        })
+        .collect()
+}
+
+/// The hidden subcommand the child runs.
+pub const LIST_ADAPTERS: &str = "list-adapters";
+
+/// `taks list-adapters`: one line per adapter, `hardware` or `software`, a tab, the name.
+pub fn list_adapters() -> Result<()> {
+    for a in adapters_here() {
+        let kind = if a.hardware { "hardware" } else { "software" };
+        println!("{kind}\t{}", a.name.replace(['\t', '\n'], " "));
+    }
+    Ok(())
 }
 
 fn is_hardware(info: &wgpu::AdapterInfo) -> bool {
@@ -55,7 +128,7 @@ pub fn choose(choice: DeviceChoice) -> Result<Chosen> {
         DeviceChoice::Cpu => Ok(flex()),
         DeviceChoice::Auto => {
             let found = adapters();
-            match found.iter().find(|a| is_hardware(a)) {
+            match found.iter().find(|a| a.hardware) {
                 Some(_) => init_wgpu(),
                 None => {
                     let mut chosen = flex();

@@ -65,6 +65,7 @@ fn main() -> ExitCode {
         cli::Command::Tune(args) => tune::run(args),
         cli::Command::Audit(args) => audit::run(args),
         cli::Command::Predict(args) => predict::run(args),
+        cli::Command::ListAdapters => device::list_adapters(),
         cli::Command::Table { runs } => table::run(&runs),
     });
     match result {
