@@ -84,21 +84,21 @@ fn adapters_in_a_child() -> Option<Vec<Adapter>> {
     String::from_utf8(out.stdout)
         .ok()?
         .lines()
-        .map(|line| match line.split_once('\t')? {
-            ("hardware", name) => Some((name, true)),
-            ("software", name) => Some((name, false)),
-            _ => None,
-        })
-        .map(|a| {
-            a.map(|(name, hardware)| Adapter {
+        .map(|line| {
+            let (kind, name) = line.split_once('\t')?;
+            Some(Adapter {
                 name: name.to_string(),
-                hardware,
+                hardware: match kind {
+                    "hardware" => true,
+                    "software" => false,
+                    _ => return None,
+                },
             })
         })
         .collect()
 }
 
-/// The hidden subcommand the child runs.
+/// The hidden subcommand the child runs (`Command::ListAdapters` in `cli.rs`).
 pub const LIST_ADAPTERS: &str = "list-adapters";
 
 /// `taks list-adapters`: one line per adapter, `hardware` or `software`, a tab, the name.
