@@ -475,8 +475,9 @@ fn visible_entries(dir: &Path) -> Result<Vec<(String, PathBuf, bool)>> {
 /// Threads that read file headers, at least: reading a header is mostly waiting for the
 /// disk when the files are not in the page cache (a folder's first audit), and a disk
 /// serves many requests at once far faster than one at a time. On the million-file folder
-/// of `scripts/audit-compare/scale.sh`, caches dropped, 2 threads (one per core) took
-/// 125 s to list and read it and 16 took 56 s (22 s with the files cached, 40-48 s before).
+/// of `scripts/audit-compare/scale.sh`, page cache dropped, 2 threads (one per core)
+/// took 125 s to list and read it and 16 took 56 s; with the files in the page cache,
+/// 40-48 s and 22 s.
 const HEADER_THREADS: usize = 16;
 
 /// `f` over `items` on [`HEADER_THREADS`] threads or one per core if more, results in
