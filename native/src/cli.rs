@@ -61,7 +61,7 @@ pub enum Command {
     Predict(crate::predict::PredictArgs),
     /// The GPU adapters wgpu sees, one a line (what `--device auto` looks for; run by
     /// taks itself in a child process on headless machines).
-    #[command(name = "list-adapters", hide = true)]
+    #[command(name = crate::device::LIST_ADAPTERS, hide = true)]
     ListAdapters,
     /// Print the paper-style summary table of one or more finished run folders.
     Table {

@@ -98,7 +98,7 @@ fn adapters_in_a_child() -> Option<Vec<Adapter>> {
         .collect()
 }
 
-/// The hidden subcommand the child runs (`Command::ListAdapters` in `cli.rs`).
+/// The hidden subcommand the child runs (the name of `Command::ListAdapters`).
 pub const LIST_ADAPTERS: &str = "list-adapters";
 
 /// `taks list-adapters`: one line per adapter, `hardware` or `software`, a tab, the name.

@@ -17,13 +17,16 @@ dropping to 0.1 from 2/5 of the epochs, inputs standardised with the data's mean
 standard deviation.
 """
 import argparse
-import csv
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+
+sys.dont_write_bytecode = True  # keep __pycache__ out of the repo
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import read_truth  # noqa: E402
 
 HEADER = 64
 
@@ -39,8 +42,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
-    with open(args.truth, newline="") as f:
-        rows = [(r["id"], r["given_label"], r["true_label"]) for r in csv.DictReader(f)]
+    rows = [(i, given, true) for i, (given, true, _) in read_truth(args.truth).items()]
     classes = sorted({g for _, g, _ in rows})
     index = {c: i for i, c in enumerate(classes)}
     rows.sort(key=lambda r: (index[r[0].split("/")[0]], r[0].split("/", 1)[1]))
