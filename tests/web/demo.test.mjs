@@ -73,6 +73,71 @@ async function openSample(page, index, epochs, { keyboard = false } = {}) {
   }, index);
 }
 
+/** Before the page loads: every message from the training worker reaches the page
+ * `delayMs` later, in order, as on a machine too busy to run the page promptly. A
+ * panel that shows one digit's labels beside another digit's or another epoch's history
+ * until an answer arrives is then caught every time, not once in many loaded runs. */
+async function slowWorker(page, delayMs) {
+  await page.addInitScript((delay) => {
+    const Real = window.Worker;
+    window.Worker = class extends Real {
+      set onmessage(handler) {
+        super.onmessage = (event) => setTimeout(() => handler.call(this, event), delay);
+      }
+    };
+  }, delayMs);
+}
+
+/** Before the page loads: check, after every change the page makes (a mutation
+ * observer runs once a handler has finished, before anything is drawn), that the open
+ * sample panel and the grid tell one story: the panel shows either no history yet or
+ * the opened digit's, after the epoch the grid shows, and the grid marks that digit
+ * selected exactly when the panel says it was chosen for the next epoch (ranked value
+ * at or under the line; a method without a selector: always). Read back with
+ * `agreement(page)`. */
+async function watchAgreement(page) {
+  await page.addInitScript(() => {
+    const found = { checks: 0, violations: [] };
+    window.__agreement = found;
+    const list = (el, key) => (el.dataset[key] || '').split(',').filter((v) => v !== '').map(Number);
+    function disagreement() {
+      const $ = (id) => document.getElementById(id);
+      if (!$('sample') || $('sample').hidden) return null;
+      const history = $('sample-history');
+      const index = $('sample-index').textContent;
+      if (history.dataset.index === undefined) {
+        return history.dataset.epochs === '' && $('sample-selected').dataset.value === ''
+          ? null : `digit ${index}: a history shown before it was read`;
+      }
+      if (history.dataset.index !== index) return `the panel of digit ${index} shows digit ${history.dataset.index}'s history`;
+      const epochs = history.dataset.epochs;
+      if (epochs !== $('grid').dataset.epoch) return `digit ${index}: the panel is after epoch ${epochs}, the grid after ${$('grid').dataset.epoch}`;
+      const trained = list($('sample-selected'), 'value');
+      if (trained.length !== Number(epochs)) return `digit ${index}: ${trained.length} epochs of marks after epoch ${epochs}`;
+      const cell = document.querySelector(`#grid .cell[data-index="${index}"]`);
+      const ranked = list(history, 'ranked');
+      const threshold = list(history, 'threshold');
+      const last = Number(epochs) - 1;
+      const chosen = ranked.length ? ranked[last] <= threshold[last] : true;
+      if (last >= 0 && (cell.dataset.selected === '1') !== chosen) {
+        return `digit ${index} after epoch ${epochs}: grid selected ${cell.dataset.selected}, panel ${$('sample-verdict').textContent}`;
+      }
+      return null;
+    }
+    const observer = new MutationObserver(() => {
+      found.checks += 1;
+      const wrong = disagreement();
+      if (wrong && found.violations.length < 20) found.violations.push(wrong);
+    });
+    document.addEventListener('DOMContentLoaded', () => {
+      observer.observe(document.body, { attributes: true, childList: true, subtree: true, characterData: true });
+    });
+  });
+}
+
+/** What `watchAgreement` found: { checks, violations }. */
+const agreement = (page) => page.evaluate(() => window.__agreement);
+
 /** What a digit's panel must show for a run with TAkS's selector, checked against the
  * grid (which the selector's sets feed) and against itself: trained in epoch t + 1
  * exactly when its ranked value was at or under the line after epoch t. */
@@ -107,6 +172,7 @@ async function runDemo({ webgpu, query, timeoutMs, sample }) {
   const logs = [];
   try {
     const page = await browser.newPage();
+    await watchAgreement(page);
     page.on('console', (m) => logs.push(`console.${m.type()}: ${m.text()}`));
     page.on('pageerror', (e) => logs.push(`pageerror: ${e.message}`));
     await page.goto(`${origin}/index.html?${query}&autostart=1`);
@@ -154,6 +220,7 @@ async function runDemo({ webgpu, query, timeoutMs, sample }) {
     });
     if (state.status === 'error') state.logs = logs;
     else if (sample !== undefined) state.sample = await openSample(page, sample, state.epoch);
+    state.agreement = await agreement(page);
     return state;
   } finally {
     await browser.close();
@@ -175,6 +242,13 @@ function assertTrained(r, { epochs, accuracy, precision }) {
   assert.ok(r.precision > precision, `label precision ${r.precision} should exceed ${precision}`);
   assert.ok(r.selected > 0 && r.rejected > 0, `the grid should show selected and rejected digits (${r.selected}/${r.rejected})`);
   assert.ok(r.noisy > 0, 'the grid should show mislabelled digits');
+  assertAgreed(r.agreement);
+}
+
+/** No moment where the panel and the grid disagreed (see `watchAgreement`). */
+function assertAgreed({ checks, violations }) {
+  assert.deepEqual(violations, [], 'the sample panel and the grid disagreed');
+  assert.ok(checks > 0, 'the agreement was never checked');
 }
 
 // SwiftShader runs WebGPU on the CPU and is slow, so this trains a small subset.
@@ -216,6 +290,9 @@ test('CPU fallback: the sample panel follows one digit, live and by keyboard', {
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
   try {
     const page = await browser.newPage();
+    // Slowed as on a busy machine: a panel waiting for its answer must not show another
+    // digit's history meanwhile (this test failed that way under load).
+    await slowWorker(page, 150);
     await page.goto(`${origin}/index.html?backend=cpu&method=both&noise=symmetric&rate=0.5&epochs=12&train=2000&autostart=1`);
     await page.waitForFunction(() => Number(document.getElementById('epoch').dataset.value) >= 2, null, { timeout: 120_000 });
     // Open a mislabelled digit while the run goes on: its panel grows with the epochs.
@@ -243,6 +320,39 @@ test('CPU fallback: the sample panel follows one digit, live and by keyboard', {
     assert.deepEqual(standard.selected, [1, 1]);
     assert.deepEqual(standard.theta, []);
     assert.match(standard.note, /Standard trains on every digit every epoch/);
+  } finally {
+    await browser.close();
+  }
+});
+
+// One truth about every digit, at every moment: while TAkS and Standard train side by
+// side with the worker's messages slowed, digit after digit of the grid is opened; every
+// change the page makes is checked (panel and grid on one epoch, the grid's mark the
+// panel's choice); after the run every digit of the grid is opened and explained.
+test('CPU fallback: the grid and the sample panel agree for every digit', { timeout: 280_000 }, async () => {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+  try {
+    const page = await browser.newPage();
+    await slowWorker(page, 100);
+    await watchAgreement(page);
+    await page.goto(`${origin}/index.html?backend=cpu&method=both&noise=symmetric&rate=0.5&epochs=12&train=2000&autostart=1`);
+    await page.waitForFunction(() => Number(document.getElementById('grid').dataset.epoch) >= 1, null, { timeout: 120_000 });
+    const cells = await page.evaluate(() => document.querySelectorAll('#grid .cell').length);
+    assert.equal(cells, 96);
+    const status = () => page.evaluate(() => document.getElementById('status').dataset.state);
+    let opened = 0;
+    for (let i = 0; i < cells && (await status()) === 'running'; i++, opened++) {
+      await page.click(`#grid .cell[data-index="${i}"]`);
+      await page.waitForFunction((d) => document.getElementById('sample-history').dataset.index === String(d), i, { timeout: 60_000, polling: 'raf' });
+    }
+    assert.ok(opened > 0, 'at least one digit was opened while training ran');
+    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'done', null, { timeout: 150_000 });
+    for (let i = 0; i < cells; i++) assertExplains(await openSample(page, i, 12), 12);
+    assert.equal(await page.textContent('#error'), '');
+    const { checks, violations } = await agreement(page);
+    assertAgreed({ checks, violations });
+    assert.ok(checks > 2 * cells, `${checks} checks`);
+    await report('cpu-agreement', { openedWhileTraining: opened, checks });
   } finally {
     await browser.close();
   }
@@ -302,8 +412,10 @@ test('CPU fallback: TAkS, Standard, Co-teaching and JoCoR side by side', { timeo
     webgpu: false,
     query: 'backend=cpu&method=all&noise=symmetric&rate=0.5&epochs=3&train=1000',
     timeoutMs: 220_000,
+    sample: 7,
   });
   await report('cpu-all', r);
+  assertAgreed(r.agreement);
   assert.equal(r.error, '', `the page showed an error: ${r.error}`);
   assert.equal(r.status, 'done');
   assert.equal(r.epoch, 3);
@@ -330,8 +442,10 @@ test('CPU fallback: JoCoR alone has no noise-risk histogram', { timeout: 120_000
     webgpu: false,
     query: 'backend=cpu&method=jocor&noise=symmetric&rate=0.5&epochs=2&train=500',
     timeoutMs: 100_000,
+    sample: 3,
   });
   await report('cpu-jocor', r);
+  assertAgreed(r.agreement);
   assert.equal(r.error, '', `the page showed an error: ${r.error}`);
   assert.equal(r.status, 'done');
   assert.equal(r.epoch, 2);
@@ -352,8 +466,10 @@ test('CPU fallback: every registered method is offered; Greedy alone runs', { ti
     webgpu: false,
     query: 'backend=cpu&method=greedy&noise=symmetric&rate=0.5&epochs=3&train=2000',
     timeoutMs: 100_000,
+    sample: 3,
   });
   await report('cpu-greedy', r);
+  assertAgreed(r.agreement);
   assert.equal(r.error, '', `the page showed an error: ${r.error}`);
   assert.equal(r.status, 'done');
   assert.deepEqual(r.options, ['both', 'all', 'standard', 'f-correction', 'decouple', 'co-teaching',
@@ -363,4 +479,5 @@ test('CPU fallback: every registered method is offered; Greedy alone runs', { ti
   // Greedy has a regret but no bound (no perturbation): one line.
   assert.equal(r.regretPaths, 1, 'the regret chart draws Greedy regret and no bound');
   assert.ok(r.rejected > 0, 'Greedy leaves digits out of its k-set');
+  assertExplains(r.sample, 3);
 });

@@ -214,21 +214,30 @@ impl Run {
         })
     }
 
-    /// Resolves to `{ selected: Uint8Array(n), cumulative: Float32Array(n) }`: which
-    /// digits the next epoch trains on, and each digit's cumulative noise-risk L_t. A
-    /// method without an FPL selector trains on every digit and has no L_t: all
-    /// selected, and an empty `cumulative`.
-    pub fn snapshot(&self) -> Promise {
-        let (cell, trail) = (self.trainer.clone(), self.trail.clone());
+    /// Resolves to `{ selected: Uint8Array(n), cumulative: Float32Array(n) }` after
+    /// `epochs` finished epochs: which digits epoch `epochs + 1` trains on, and each
+    /// digit's cumulative noise-risk L. A method without an FPL selector trains on
+    /// every digit and has no L: all selected, and an empty `cumulative`. Naming the
+    /// epoch, not "the latest", keeps the grid and the sample panel on one epoch while
+    /// another run of a side-by-side pair is still training.
+    pub fn snapshot(&self, epochs: usize) -> Promise {
+        let (cell, trail, finished) = (
+            self.trainer.clone(),
+            self.trail.clone(),
+            self.finished.clone(),
+        );
         let n = self.clean.len();
         future_to_promise(async move {
+            check_finished(epochs, finished.get()).map_err(js_error)?;
             let trainer = take(&cell)?;
             let started = start_trail(&trainer, &trail).await;
             *cell.borrow_mut() = Some(trainer);
             started.map_err(js_error)?;
             let (selected, cumulative) = match trail.borrow().as_ref() {
                 Some(trail) => {
-                    let (set, cumulative) = trail.latest();
+                    let (set, cumulative) = trail
+                        .set_after(epochs)
+                        .ok_or_else(|| js_error(format!("epoch {epochs} is not recorded")))?;
                     (set.to_vec(), cumulative.to_vec())
                 }
                 None => (vec![1u8; n], Vec::new()),
@@ -244,21 +253,27 @@ impl Run {
         })
     }
 
-    /// One training digit's history as JSON, for the page's sample panel: its labels,
-    /// how the selector ranks, eta, and per finished epoch (`SampleTrail`) whether it
-    /// was trained on, its noise-risk, L, its ranked value against the k-th smallest,
-    /// and whether it was chosen next. A method without a selector trains on every
-    /// digit: `trained` is all true and the other lists are empty.
-    pub fn sample_history(&self, index: usize) -> Result<String, JsError> {
+    /// One training digit's history over the first `epochs` finished epochs, as JSON,
+    /// for the page's sample panel: its labels, how the selector ranks, eta, and per
+    /// epoch (`SampleTrail`) whether it was trained on, its noise-risk, L, its ranked
+    /// value against the k-th smallest, and whether it was chosen next. The page asks
+    /// for the epoch its grid shows, so the two always agree. A method without a
+    /// selector trains on every digit: `trained` is all true and the other lists are
+    /// empty.
+    pub fn sample_history(&self, index: usize, epochs: usize) -> Result<String, JsError> {
         let n = self.clean.len();
         if index >= n {
             return Err(JsError::new(&format!(
                 "digit {index} is not among the {n} training digits"
             )));
         }
-        let epochs = self.finished.get();
+        check_finished(epochs, self.finished.get()).map_err(|e| JsError::new(&e))?;
         let row = match self.trail.borrow().as_ref() {
-            Some(trail) => trail.sample(index),
+            Some(trail) => Some(
+                trail
+                    .sample(index, epochs)
+                    .ok_or_else(|| JsError::new(&format!("epoch {epochs} is not recorded")))?,
+            ),
             None => None,
         };
         let row = row.map(serde_json::to_value).transpose()?;
@@ -277,6 +292,16 @@ impl Run {
         });
         Ok(json.to_string())
     }
+}
+
+/// A question about an epoch this run has not finished is a bug of the page's.
+fn check_finished(epochs: usize, finished: usize) -> Result<(), String> {
+    if epochs > finished {
+        return Err(format!(
+            "epoch {epochs} asked for, but only {finished} are finished"
+        ));
+    }
+    Ok(())
 }
 
 /// Record the selector's first set, once, before the first epoch (no-op without one).

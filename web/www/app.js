@@ -16,8 +16,10 @@
 // #grid .cell[data-selected][data-clean][data-index]; clicking a cell (or Enter on it)
 // opens #sample: #sample-given and #sample-true (data-value: the labels),
 // #sample-selected (data-value "1,0,1,...": trained on in each finished epoch),
-// #sample-history (data-epochs, and data-theta, -cumulative, -ranked, -threshold:
-// comma-separated per epoch, empty for a method without a selector), #sample-note.
+// #sample-history (data-index: the digit the history shown is of, absent while it is
+// read; data-epochs, always #grid's data-epoch once read; and data-theta, -cumulative,
+// -ranked, -threshold: comma-separated per epoch, empty for a method without a
+// selector), #sample-note.
 import { lineChart, histogram } from './charts.js';
 
 const $ = (id) => document.getElementById(id);
@@ -180,7 +182,10 @@ function handle(msg) {
       onEpoch(msg.method, msg.metrics);
       break;
     case 'sample':
-      if (msg.history.index === shownSample) drawSample(msg.history);
+      // The worker answers as of the epoch of the last snapshot it posted, which this
+      // page has already drawn (messages arrive in order): the check only drops an
+      // answer about a digit closed or changed since.
+      if (msg.history.index === shownSample && String(msg.epoch) === $('grid').dataset.epoch) drawSample(msg.history);
       break;
     case 'snapshot':
       onSnapshot(msg);
@@ -317,6 +322,7 @@ function resetView(epochs) {
   $('chart-histogram').style.display = '';
   $('chart-regret').style.display = '';
   $('grid').replaceChildren();
+  delete $('grid').dataset.epoch; // no epoch shown until the new run's first snapshot
   closeSample();
   showRows();
 }
@@ -403,8 +409,7 @@ function buildGrid() {
   $('grid').replaceChildren(...cells);
 }
 
-function onSnapshot({ method, epoch, selected, cumulative }) {
-  if (shownSample !== null) askSample(shownSample);
+function onSnapshot({ method, epoch, selected, cumulative, sample }) {
   $('grid').dataset.epoch = epoch; // the set chosen after this epoch
   for (const cell of $('grid').children) {
     const i = Number(cell.dataset.index);
@@ -412,6 +417,12 @@ function onSnapshot({ method, epoch, selected, cumulative }) {
     const label = clean[i] ? `label ${grid.trueLabels[i]}` : `true ${grid.trueLabels[i]}, given ${grid.noisyLabels[i]}`;
     cell.title = `#${i}: ${label}; ${selected[i] ? 'selected' : 'rejected'}`;
     cell.setAttribute('aria-label', `digit ${i}, ${label}, ${selected[i] ? 'selected' : 'rejected'}: show why`);
+  }
+  // The open panel moves to this epoch with the grid, in the same message; a digit
+  // opened too recently for the worker to know it waits for its answer.
+  if (shownSample !== null) {
+    if (sample && sample.index === shownSample) drawSample(sample);
+    else clearSample();
   }
   // A method without TAkS's selector sends an empty cumulative noise-risk: say why.
   const none = cumulative.length === 0;
@@ -448,23 +459,42 @@ function openSample(i) {
   ctx.putImageData(img, 0, 0);
   setValue('sample-given', grid.noisyLabels[i], String(grid.noisyLabels[i]));
   setValue('sample-true', grid.trueLabels[i], String(grid.trueLabels[i]) + (clean[i] ? '' : ' (mislabelled)'));
-  askSample(i);
+  clearSample();
+  watchSample(i);
 }
 
 function closeSample() {
   shownSample = null;
   $('sample').hidden = true;
   for (const cell of $('grid').children) cell.setAttribute('aria-pressed', 'false');
+  watchSample(null);
 }
 
-function askSample(i) {
+// Tell the worker which digit's history to send (null: none); it answers at once, and
+// then with every snapshot.
+function watchSample(i) {
   if (worker) worker.postMessage({ type: 'sample', index: i });
+}
+
+// Until its history arrives, the panel shows the digit (image, labels) and nothing
+// of another digit's or another epoch's history.
+function clearSample() {
+  const history = $('sample-history');
+  delete history.dataset.index;
+  history.dataset.epochs = '';
+  for (const key of ['theta', 'cumulative', 'ranked', 'threshold']) history.dataset[key] = '';
+  $('sample-selected').dataset.value = '';
+  $('sample-selected').replaceChildren();
+  $('sample-verdict').textContent = 'reading its history…';
+  $('sample-risk').replaceChildren();
+  $('sample-decision').replaceChildren();
 }
 
 function drawSample(h) {
   const t = h.trail;
   const epochs = t.trained.length;
   const history = $('sample-history');
+  history.dataset.index = h.index;
   history.dataset.epochs = epochs;
   for (const key of ['theta', 'cumulative', 'ranked', 'threshold']) history.dataset[key] = t[key].join(',');
   $('sample-selected').dataset.value = t.trained.map((b) => (b ? 1 : 0)).join(',');

@@ -8,6 +8,8 @@ import { chooseBackend as chooseBackendIn, messageOf as messageOfIn } from './ba
 
 let runs = [];          // [{ method, run }] stepped in turn, one epoch each, so side-by-side
                         // runs share the device fairly and each times only its own epoch
+let shownEpoch = null; // the epoch of the last snapshot posted: the one the page's grid shows
+let watched = null;    // the digit whose panel is open, if any
 let paused = false;
 let wake = null;        // resolves a pause
 
@@ -34,10 +36,19 @@ function start(settings) {
   });
 }
 
+// The grid's state after `epoch`, and the open panel's digit as of the same epoch, in one
+// message: the page never shows a grid of one epoch beside a panel of another. Computed
+// and posted in one synchronous block, after the only await, so a 'sample' message
+// handled meanwhile cannot come between them.
 async function snapshot(epoch) {
-  const { selected, cumulative } = await runs[0].run.snapshot();
-  post({ type: 'snapshot', method: runs[0].method, epoch, selected, cumulative }, [selected.buffer, cumulative.buffer]);
+  const { selected, cumulative } = await runs[0].run.snapshot(epoch);
+  const sample = watched === null ? null : history(watched, epoch);
+  shownEpoch = epoch;
+  post({ type: 'snapshot', method: runs[0].method, epoch, selected, cumulative, sample }, [selected.buffer, cumulative.buffer]);
 }
+
+// One digit's history over the first `epoch` finished epochs of the run the grid shows.
+const history = (index, epoch) => JSON.parse(runs[0].run.sample_history(index, epoch));
 
 async function train(epochs) {
   await snapshot(0);
@@ -87,9 +98,14 @@ self.onmessage = async ({ data }) => {
         await train(data.settings.epochs);
         break;
       case 'sample':
-        // One digit's history for the page's panel; answered between epochs too. A
-        // worker without a run (a fresh one after Reset) has nothing to say.
-        if (runs.length) post({ type: 'sample', history: JSON.parse(runs[0].run.sample_history(data.index)) });
+        // Watch one digit (or none: index null). Answered at once as of the epoch the
+        // grid shows (the last snapshot posted), even while a later epoch trains; every
+        // later snapshot carries its history. A worker without a run (a fresh one after
+        // Reset) has nothing to say.
+        watched = data.index;
+        if (watched !== null && runs.length && shownEpoch !== null) {
+          post({ type: 'sample', epoch: shownEpoch, history: history(watched, shownEpoch) });
+        }
         break;
       case 'pause':
         paused = true;

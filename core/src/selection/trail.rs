@@ -106,23 +106,25 @@ impl Trail {
         self.thresholds.push(threshold);
     }
 
-    /// The set chosen after the last recorded epoch (the first set before any), 1 =
-    /// chosen, and L of the last recorded epoch (empty before any).
-    pub fn latest(&self) -> (&[u8], &[f32]) {
-        let set = self
-            .sets
-            .last()
-            .expect("the first set is recorded at the start");
-        let cumulative = self.cumulative.last().map(Vec::as_slice).unwrap_or(&[]);
-        (set, cumulative)
+    /// The set chosen after `epochs` finished epochs (the first set for 0), 1 = chosen,
+    /// and L of that epoch (empty for 0); `None` past the last recorded epoch. A reader
+    /// that names the epoch gets the same answer while later epochs are recorded, so
+    /// everything a page shows of one epoch agrees.
+    pub fn set_after(&self, epochs: usize) -> Option<(&[u8], &[f32])> {
+        let set = self.sets.get(epochs)?;
+        let cumulative = match epochs {
+            0 => &[][..],
+            t => &self.cumulative[t - 1][..],
+        };
+        Some((set, cumulative))
     }
 
-    /// Sample `i`'s row, or `None` when `i` is out of range.
-    pub fn sample(&self, i: usize) -> Option<SampleTrail> {
-        if i >= self.sets[0].len() {
+    /// Sample `i`'s row over the first `epochs` finished epochs, or `None` when `i` is
+    /// out of range or fewer epochs are recorded.
+    pub fn sample(&self, i: usize, epochs: usize) -> Option<SampleTrail> {
+        if i >= self.sets[0].len() || epochs > self.epochs() {
             return None;
         }
-        let epochs = self.epochs();
         let theta = (0..epochs)
             .map(|t| match t {
                 0 => self.cumulative[0][i],
@@ -132,10 +134,10 @@ impl Trail {
         Some(SampleTrail {
             trained: self.sets[..epochs].iter().map(|s| s[i] == 1).collect(),
             theta,
-            cumulative: self.cumulative.iter().map(|l| l[i]).collect(),
-            ranked: self.ranked.iter().map(|r| r[i]).collect(),
-            threshold: self.thresholds.clone(),
-            chosen_next: self.sets[1..].iter().map(|s| s[i] == 1).collect(),
+            cumulative: self.cumulative[..epochs].iter().map(|l| l[i]).collect(),
+            ranked: self.ranked[..epochs].iter().map(|r| r[i]).collect(),
+            threshold: self.thresholds[..epochs].to_vec(),
+            chosen_next: self.sets[1..=epochs].iter().map(|s| s[i] == 1).collect(),
         })
     }
 }
@@ -187,7 +189,7 @@ mod tests {
             assert_eq!(trail.epochs(), 3);
             let mut chosen_counts = [0usize; 3];
             for i in 0..n {
-                let row = trail.sample(i).unwrap();
+                let row = trail.sample(i, 3).unwrap();
                 for (t, theta) in thetas.iter().enumerate() {
                     assert!((row.theta[t] - theta[i]).abs() < 1e-5, "{objective:?}");
                     assert_eq!(
@@ -205,7 +207,21 @@ mod tests {
                 }
             }
             assert_eq!(chosen_counts, [k; 3], "{objective:?}");
-            assert!(trail.sample(n).is_none());
+            assert!(trail.sample(n, 3).is_none());
+            assert!(trail.sample(0, 4).is_none(), "epoch 4 is not recorded");
+            // An earlier epoch's row is the start of the full row, and its last
+            // choice is the set recorded after that epoch, as the page's grid shows it.
+            for i in 0..n {
+                let (full, early) = (trail.sample(i, 3).unwrap(), trail.sample(i, 2).unwrap());
+                assert_eq!(early.trained, full.trained[..2]);
+                assert_eq!(early.chosen_next, full.chosen_next[..2]);
+                assert_eq!(early.ranked, full.ranked[..2]);
+                let (set, cumulative) = trail.set_after(2).unwrap();
+                assert_eq!(set[i] == 1, early.chosen_next[1]);
+                assert_eq!(cumulative[i], early.cumulative[1]);
+            }
+            assert_eq!(trail.set_after(0).unwrap().1, &[] as &[f32]);
+            assert!(trail.set_after(4).is_none());
         }
     }
 }
