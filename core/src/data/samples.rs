@@ -16,7 +16,11 @@
 
 use std::sync::Arc;
 
+use burn::backend::flex::FlexTensor;
+use burn::tensor::{Int, Tensor, TensorData};
+
 use super::normalisation::Normalisation;
+use crate::flex_host;
 
 /// Read-only bytes: owned, or a file read as needed.
 pub trait ByteSource: std::fmt::Debug + Send + Sync {
@@ -58,8 +62,10 @@ impl ByteSource for Vec<u8> {
 
 #[derive(Debug)]
 enum Store {
-    /// f32 values as read (tables, embeddings, the built-in IDX sets).
-    Values(Vec<f32>),
+    /// f32 values as read (tables, embeddings, the built-in IDX sets), `[rows, size]`,
+    /// held as a flex tensor: the CPU's scoring pass reads chunks of it as views,
+    /// copying nothing (see [`Samples::flex_rows`]).
+    Values(FlexTensor),
     /// Bytes [C, H, W] per sample, each a pixel in 0..=255.
     Bytes(Box<dyn ByteSource>),
 }
@@ -81,7 +87,13 @@ pub struct Samples {
 impl Samples {
     /// f32 values, `size` per sample, used as they are.
     pub fn from_values(values: Vec<f32>, size: usize) -> Self {
-        Self::new(Store::Values(values), size)
+        assert!(
+            size > 0 && values.len().is_multiple_of(size),
+            "whole samples of {size} values"
+        );
+        let rows = values.len() / size;
+        let tensor = FlexTensor::from_data(TensorData::new(values, [rows, size]));
+        Self::new(Store::Values(tensor), size)
     }
 
     /// Pixel bytes, `size` per sample, scaled to [0, 1] as they are used.
@@ -138,7 +150,7 @@ impl Samples {
 
     fn stored(&self) -> usize {
         match &*self.store {
-            Store::Values(v) => v.len(),
+            Store::Values(v) => dense(v).len(),
             Store::Bytes(b) => b.len(),
         }
     }
@@ -187,7 +199,7 @@ impl Samples {
     fn raw_into(&self, row: usize, out: &mut [f32]) {
         let span = row * self.size..(row + 1) * self.size;
         match &*self.store {
-            Store::Values(v) => out.copy_from_slice(&v[span]),
+            Store::Values(v) => out.copy_from_slice(&dense(v)[span]),
             Store::Bytes(b) => {
                 let mut pixels = vec![0u8; self.size];
                 b.read_at(span.start, &mut pixels);
@@ -236,13 +248,26 @@ impl Samples {
         }
     }
 
-    /// Append the network inputs of positions `picked` of this view to `out`.
+    /// Append the network inputs of positions `picked` of this view to `out`. f32
+    /// values are appended as they are and standardised in place, never written twice
+    /// (a training batch is gathered this way every step).
     pub fn gather_into(&self, picked: impl IntoIterator<Item = usize>, out: &mut Vec<f32>) {
         let mut scratch = Vec::new();
         for i in picked {
             let start = out.len();
-            out.resize(start + self.size, 0.0);
-            self.inputs_into(self.row(i), 1, &mut out[start..], &mut scratch);
+            let row = self.row(i);
+            match &*self.store {
+                Store::Values(v) => {
+                    out.extend_from_slice(&dense(v)[row * self.size..(row + 1) * self.size]);
+                    if let Some(n) = &self.normalisation {
+                        n.apply(&mut out[start..], self.size);
+                    }
+                }
+                Store::Bytes(_) => {
+                    out.resize(start + self.size, 0.0);
+                    self.inputs_into(row, 1, &mut out[start..], &mut scratch);
+                }
+            }
         }
     }
 
@@ -254,24 +279,11 @@ impl Samples {
     }
 
     /// The network inputs of positions `start..start + len` (natively, split over the
-    /// thread pool: this is the scoring pass's gathering). Consecutive store rows are
-    /// read together, so a file-backed store is read in large pieces.
+    /// thread pool).
     pub fn range(&self, start: usize, len: usize) -> Vec<f32> {
         let mut out = vec![0f32; len * self.size];
         let piece = 256;
-        let fill = |(p, out): (usize, &mut [f32])| {
-            let mut scratch = Vec::new();
-            let first = start + p * piece;
-            let rows = out.len() / self.size;
-            match &self.rows {
-                None => self.inputs_into(first, rows, out, &mut scratch),
-                Some(_) => {
-                    for (j, sample) in out.chunks_exact_mut(self.size).enumerate() {
-                        self.inputs_into(self.row(first + j), 1, sample, &mut scratch);
-                    }
-                }
-            }
-        };
+        let fill = |(p, out): (usize, &mut [f32])| self.range_into(start + p * piece, out);
         #[cfg(not(target_arch = "wasm32"))]
         {
             use rayon::prelude::*;
@@ -282,6 +294,62 @@ impl Samples {
         #[cfg(target_arch = "wasm32")]
         out.chunks_mut(piece * self.size).enumerate().for_each(fill);
         out
+    }
+
+    /// The network inputs of positions `start..start + len`, made on this thread (the
+    /// scoring pass gathers one chunk per thread). f32 values in store order are one
+    /// copy, standardised in place.
+    pub fn chunk(&self, start: usize, len: usize) -> Vec<f32> {
+        if let (Store::Values(v), None) = (&*self.store, &self.rows) {
+            let mut out = dense(v)[start * self.size..(start + len) * self.size].to_vec();
+            if let Some(n) = &self.normalisation {
+                n.apply(&mut out, self.size);
+            }
+            return out;
+        }
+        let mut out = vec![0f32; len * self.size];
+        self.range_into(start, &mut out);
+        out
+    }
+
+    /// Positions `start..start + len` as a `[len, size]` view of the store on flex,
+    /// nothing copied, when the network inputs are the stored f32 values themselves (no
+    /// standardisation, the store's own order); `None` otherwise.
+    pub fn flex_rows(&self, start: usize, len: usize) -> Option<Tensor<2>> {
+        match (&*self.store, &self.rows, &self.normalisation) {
+            (Store::Values(v), None, None) => {
+                Some(flex_host::tensor::<2>(v.clone()).narrow(0, start, len))
+            }
+            _ => None,
+        }
+    }
+
+    /// The samples at positions `idx` (a flex tensor) as a `[len, size]` tensor on flex,
+    /// gathered by flex from the store in one copy, under the same conditions as
+    /// [`Samples::flex_rows`]; `None` otherwise.
+    pub fn flex_select(&self, idx: Tensor<1, Int>) -> Option<Tensor<2>> {
+        match (&*self.store, &self.rows, &self.normalisation) {
+            (Store::Values(v), None, None) => {
+                Some(flex_host::tensor::<2>(v.clone()).select(0, idx))
+            }
+            _ => None,
+        }
+    }
+
+    /// The network inputs of the `out.len() / size` positions from `start`, written into
+    /// `out` on this thread. Consecutive store rows are read together, so a file-backed
+    /// store is read in large pieces.
+    fn range_into(&self, start: usize, out: &mut [f32]) {
+        let mut scratch = Vec::new();
+        let rows = out.len() / self.size;
+        match &self.rows {
+            None => self.inputs_into(start, rows, out, &mut scratch),
+            Some(_) => {
+                for (j, sample) in out.chunks_exact_mut(self.size).enumerate() {
+                    self.inputs_into(self.row(start + j), 1, sample, &mut scratch);
+                }
+            }
+        }
     }
 
     /// Every sample's network inputs, in order: for small sets and for handing the data
@@ -331,6 +399,12 @@ impl Samples {
     }
 }
 
+/// The values of a [`Store::Values`], made dense by [`Samples::from_values`].
+fn dense(v: &FlexTensor) -> &[f32] {
+    v.as_slice::<f32>()
+        .expect("a values store is one dense f32 buffer")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,5 +447,58 @@ mod tests {
         });
         assert_eq!(standardised.raw(0), [18.0, 19.0]);
         assert_eq!(standardised.range(0, 1), [8.5, 9.0]);
+    }
+
+    /// The shortcuts for f32 values (a scoring chunk copied whole, a batch appended row
+    /// by row) give what the general row-by-row path gives, standardised or not, for the
+    /// whole store and for a view of some of its rows; and bytes the same through both.
+    #[test]
+    fn chunks_and_batches_are_the_general_path_bit_for_bit() {
+        let values: Vec<f32> = (0..60).map(|v| (v as f32 * 0.37).sin()).collect();
+        let bytes: Vec<u8> = (0..60).map(|v| (v * 7 % 256) as u8).collect();
+        let standard = Normalisation {
+            mean: vec![0.1, -0.2, 0.3],
+            std: vec![0.7, 1.3, 0.9],
+        };
+        let stores = [
+            Samples::from_values(values.clone(), 6),
+            Samples::from_values(values, 6).standardised(standard.clone()),
+            Samples::from_bytes(bytes, 6).standardised(standard),
+        ];
+        for (s, all) in stores.iter().enumerate() {
+            for view in [all.clone(), all.subset(&[9, 2, 4, 4, 0])] {
+                let row_by_row: Vec<f32> = (0..view.len()).flat_map(|i| view.range(i, 1)).collect();
+                assert_eq!(view.chunk(1, 3), row_by_row[6..24], "store {s}");
+                assert_eq!(view.range(0, view.len()), row_by_row, "store {s}");
+                let picked = [3u32, 0, 3, 1];
+                let expected: Vec<f32> = picked
+                    .iter()
+                    .flat_map(|&i| view.range(i as usize, 1))
+                    .collect();
+                assert_eq!(view.gather(&picked), expected, "store {s}");
+            }
+        }
+        // Standardised means changed: the shortcut did not skip the standardising.
+        assert_ne!(stores[0].chunk(0, 2), stores[1].chunk(0, 2));
+
+        // On flex, values used as stored are read in place: a view for a chunk, flex's
+        // own select for a batch; anything standardised, bytes or a view of some rows
+        // is not.
+        let host = |t: Tensor<2>| t.into_data().try_to_vec::<f32>().unwrap();
+        let plain = &stores[0];
+        assert_eq!(host(plain.flex_rows(1, 3).unwrap()), plain.chunk(1, 3));
+        let picked = [3u32, 0, 3, 9];
+        let idx = Tensor::<1, Int>::from_data(
+            TensorData::new(picked.iter().map(|&i| i as i64).collect(), [4]),
+            &burn::tensor::Device::flex(),
+        );
+        assert_eq!(
+            host(plain.flex_select(idx.clone()).unwrap()),
+            plain.gather(&picked)
+        );
+        for other in [&stores[1], &stores[2], &plain.subset(&[1, 2])] {
+            assert!(other.flex_rows(0, 1).is_none());
+            assert!(other.flex_select(idx.clone()).is_none());
+        }
     }
 }

@@ -122,18 +122,21 @@ impl Mlp {
         Some(Step { grads, loss })
     }
 
-    /// Logits `[n, C]` of every row of `images` `[n, in]`, in chunks of `chunk` rows
-    /// scored in parallel; `None` off flex. Each chunk's logits are the bits
-    /// [`Mlp::forward`] gives for it.
-    pub(crate) fn host_logits(&self, images: &Tensor<2>, chunk: usize) -> Option<Tensor<2>> {
+    /// Logits `[n, C]` of `n` rows, in chunks of `chunk` rows scored in parallel, the
+    /// thread that scores a chunk also making its inputs (`inputs(start, len)`, f32 on
+    /// flex): the scoring pass gathers and standardises each chunk where it is used, and
+    /// no chunk's inputs wait in memory for another's. Each chunk's logits are the bits
+    /// [`Mlp::forward`] gives for it. `None` off flex.
+    pub(crate) fn host_logits_of(
+        &self,
+        n: usize,
+        chunk: usize,
+        inputs: impl Fn(usize, usize) -> Tensor<2> + Sync,
+    ) -> Option<Tensor<2>> {
         let w = self.host_weights()?;
-        if !is_f32(images) {
-            return None;
-        }
-        let n = images.dims()[0];
         let starts: Vec<usize> = (0..n).step_by(chunk.max(1)).collect();
         let one = |start: usize| -> Tensor<2> {
-            let x = images.clone().narrow(0, start, chunk.min(n - start));
+            let x = inputs(start, chunk.min(n - start));
             let h = bias_relu(x.matmul(w.w1.clone()), &w.b1);
             h.matmul(w.w2.clone()) + w.b2.clone().unsqueeze::<2>()
         };
@@ -341,7 +344,8 @@ mod tests {
             .map(|s| mlp.forward(x.clone().narrow(0, s, chunk.min(1000 - s))))
             .collect();
         let expected = host(Tensor::cat(expected, 0));
-        let got = host(mlp.host_logits(&x, chunk).expect("flex"));
+        let got = mlp.host_logits_of(1000, chunk, |s, len| x.clone().narrow(0, s, len));
+        let got = host(got.expect("flex"));
         let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&got), bits(&expected));
     }

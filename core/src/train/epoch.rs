@@ -123,7 +123,7 @@ impl Trainer {
     ) -> (Networks, BatchSums) {
         let len = picked.len();
         let idx = indices_tensor(picked, &self.device);
-        let x = inputs(&self.train.samples, picked, &self.device);
+        let x = inputs(&self.train.samples, picked, &idx, &self.device);
         let y = self.train.labels.clone().select(0, idx.clone());
         // The MLP on the CPU with plain cross-entropy: gradients by hand, no graph.
         let by_hand = match networks.first().as_mlp() {

@@ -54,10 +54,11 @@ impl Trainer {
     }
 }
 
-/// Logits `[n, C]` of every sample of `samples`, in order, in eval mode, in chunks (for
-/// the MLP on the CPU, chunks in parallel and without tensor dispatch: same bits). The
-/// samples go to the device a block of whole chunks at a time, about [`BLOCK_BYTES`] of
-/// f32, so the pass never holds all n inputs at once.
+/// Logits `[n, C]` of every sample of `samples`, in order, in eval mode, in chunks. The
+/// MLP on the CPU scores chunks in parallel without tensor dispatch (same bits), each
+/// thread gathering its own chunk's inputs. Elsewhere the samples go to the device a
+/// block of whole chunks at a time, about [`BLOCK_BYTES`] of f32. Either way the pass
+/// never holds all n inputs at once.
 pub(super) fn score(
     net: &Classifier,
     samples: &Samples,
@@ -65,6 +66,18 @@ pub(super) fn score(
     device: &Device,
 ) -> Tensor<2> {
     let n = samples.len();
+    let size = samples.size();
+    let chunk_inputs = |start: usize, len: usize| {
+        samples
+            .flex_rows(start, len)
+            .unwrap_or_else(|| on_device(samples.chunk(start, len), size, device))
+    };
+    if let Some(logits) = net
+        .as_mlp()
+        .and_then(|m| m.host_logits_of(n, chunk, chunk_inputs))
+    {
+        return logits;
+    }
     let per_chunk = chunk * samples.size() * 4;
     let block = chunk * (BLOCK_BYTES / per_chunk.max(1)).max(1);
     let parts: Vec<Tensor<2>> = (0..n)
@@ -84,9 +97,6 @@ pub(super) fn score(
 const BLOCK_BYTES: usize = 64 << 20;
 
 fn score_block(net: &Classifier, images: &Tensor<2>, chunk: usize) -> Tensor<2> {
-    if let Some(logits) = net.as_mlp().and_then(|m| m.host_logits(images, chunk)) {
-        return logits;
-    }
     let n = images.dims()[0];
     let parts: Vec<Tensor<2>> = (0..n)
         .step_by(chunk)
@@ -100,8 +110,20 @@ pub(super) fn upload(samples: &Samples, start: usize, len: usize, device: &Devic
     on_device(samples.range(start, len), samples.size(), device)
 }
 
-/// The network inputs of `samples` at positions `picked` (a training batch), on `device`.
-pub(super) fn inputs(samples: &Samples, picked: &[u32], device: &Device) -> Tensor<2> {
+/// The network inputs of `samples` at positions `picked` (a training batch; `idx` the
+/// same positions on `device`), on `device`. On flex, f32 samples used as stored are
+/// selected by flex itself; everything else is gathered on the host and uploaded.
+pub(super) fn inputs(
+    samples: &Samples,
+    picked: &[u32],
+    idx: &Tensor<1, Int>,
+    device: &Device,
+) -> Tensor<2> {
+    if *device == Device::flex()
+        && let Some(x) = samples.flex_select(idx.clone())
+    {
+        return x;
+    }
     on_device(samples.gather(picked), samples.size(), device)
 }
 
