@@ -48,6 +48,11 @@ if [ ! -x "$BASE" ]; then
     cp "$target/release/taks" "$work/base-taks"
     [ -e "$saved" ] && cp -p "$saved" "$target/release/taks"
     git worktree remove --force "$work/base"
+    # Cargo names a workspace crate's build by its path inside the workspace, so the
+    # baseline's crates replaced this checkout's in the target directory, and cargo
+    # judges freshness by modification times: make this checkout's files newer, so that
+    # the next build compiles them again instead of linking the baseline's.
+    git ls-files -z core formats native web | xargs -0 touch
     BASE="$work/base-taks"
 fi
 

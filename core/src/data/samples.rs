@@ -150,7 +150,7 @@ impl Samples {
 
     fn stored(&self) -> usize {
         match &*self.store {
-            Store::Values(v) => dense(v).len(),
+            Store::Values(v) => stored_values(v).len(),
             Store::Bytes(b) => b.len(),
         }
     }
@@ -199,7 +199,7 @@ impl Samples {
     fn raw_into(&self, row: usize, out: &mut [f32]) {
         let span = row * self.size..(row + 1) * self.size;
         match &*self.store {
-            Store::Values(v) => out.copy_from_slice(&dense(v)[span]),
+            Store::Values(v) => out.copy_from_slice(&stored_values(v)[span]),
             Store::Bytes(b) => {
                 let mut pixels = vec![0u8; self.size];
                 b.read_at(span.start, &mut pixels);
@@ -258,7 +258,9 @@ impl Samples {
             let row = self.row(i);
             match &*self.store {
                 Store::Values(v) => {
-                    out.extend_from_slice(&dense(v)[row * self.size..(row + 1) * self.size]);
+                    out.extend_from_slice(
+                        &stored_values(v)[row * self.size..(row + 1) * self.size],
+                    );
                     if let Some(n) = &self.normalisation {
                         n.apply(&mut out[start..], self.size);
                     }
@@ -301,7 +303,7 @@ impl Samples {
     /// copy, standardised in place.
     pub fn chunk(&self, start: usize, len: usize) -> Vec<f32> {
         if let (Store::Values(v), None) = (&*self.store, &self.rows) {
-            let mut out = dense(v)[start * self.size..(start + len) * self.size].to_vec();
+            let mut out = stored_values(v)[start * self.size..(start + len) * self.size].to_vec();
             if let Some(n) = &self.normalisation {
                 n.apply(&mut out, self.size);
             }
@@ -400,7 +402,7 @@ impl Samples {
 }
 
 /// The values of a [`Store::Values`], made dense by [`Samples::from_values`].
-fn dense(v: &FlexTensor) -> &[f32] {
+fn stored_values(v: &FlexTensor) -> &[f32] {
     v.as_slice::<f32>()
         .expect("a values store is one dense f32 buffer")
 }
