@@ -14,17 +14,24 @@
 #   BASE  the baseline: a taks binary, or a git revision (a tag, a commit), which is built
 #         in a temporary worktree with the shared target directory (only the workspace's
 #         own crates compile again)
-#   NEW   default: target/release/taks (or $CARGO_TARGET_DIR/release/taks)
+#   NEW   default: release/taks in the target directory scripts/test.sh uses
+#         ($CARGO_TARGET_DIR, else ./target when built, else ~/.cache/taks/target)
 # Environment: RUNS (runs of each command per binary, default 5), FASHION_DIR (default
 # /usr/share/datasets/fashion-mnist), LIMIT (the SLOWER threshold, default 1.10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ $# -ge 1 ] || { sed -n '2,20p' "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,21p' "$0"; exit 2; }
 RUNS=${RUNS:-5}
 FASHION_DIR=${FASHION_DIR:-/usr/share/datasets/fashion-mnist}
 LIMIT=${LIMIT:-1.10}
-target=${CARGO_TARGET_DIR:-$PWD/target}
+if [ -n "${CARGO_TARGET_DIR:-}" ]; then
+    target=$CARGO_TARGET_DIR
+elif [ -d target/release ]; then
+    target=$PWD/target
+else
+    target=$HOME/.cache/taks/target
+fi
 NEW=${2:-$target/release/taks}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
