@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ $# -ge 1 ] || { sed -n '2,21p' "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,20p' "$0"; exit 2; }
 RUNS=${RUNS:-5}
 FASHION_DIR=${FASHION_DIR:-/usr/share/datasets/fashion-mnist}
 LIMIT=${LIMIT:-1.10}
