@@ -252,22 +252,24 @@ impl Samples {
     /// values are appended as they are and standardised in place, never written twice
     /// (a training batch is gathered this way every step).
     pub fn gather_into(&self, picked: impl IntoIterator<Item = usize>, out: &mut Vec<f32>) {
-        let mut scratch = Vec::new();
-        for i in picked {
-            let start = out.len();
-            let row = self.row(i);
-            match &*self.store {
-                Store::Values(v) => {
-                    out.extend_from_slice(
-                        &stored_values(v)[row * self.size..(row + 1) * self.size],
-                    );
-                    if let Some(n) = &self.normalisation {
-                        n.apply(&mut out[start..], self.size);
-                    }
+        let first = out.len();
+        match &*self.store {
+            Store::Values(v) => {
+                let values = stored_values(v);
+                for i in picked {
+                    let row = self.row(i);
+                    out.extend_from_slice(&values[row * self.size..(row + 1) * self.size]);
                 }
-                Store::Bytes(_) => {
+                if let Some(n) = &self.normalisation {
+                    n.apply(&mut out[first..], self.size);
+                }
+            }
+            Store::Bytes(_) => {
+                let mut scratch = Vec::new();
+                for i in picked {
+                    let start = out.len();
                     out.resize(start + self.size, 0.0);
-                    self.inputs_into(row, 1, &mut out[start..], &mut scratch);
+                    self.inputs_into(self.row(i), 1, &mut out[start..], &mut scratch);
                 }
             }
         }

@@ -78,7 +78,7 @@ pub(super) fn score(
     {
         return logits;
     }
-    let per_chunk = chunk * samples.size() * 4;
+    let per_chunk = chunk * size * 4;
     let block = chunk * (BLOCK_BYTES / per_chunk.max(1)).max(1);
     let parts: Vec<Tensor<2>> = (0..n)
         .step_by(block)
