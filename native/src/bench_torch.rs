@@ -7,8 +7,9 @@
 //! loops train the same network (the MLP, the CNN or ResNet-18, built the same way) on
 //! the same data with the same batch size, learning rate, scoring chunk and eta. On the
 //! CPU PyTorch gets as many threads as taks's thread pool ([`taks_core::cpu_threads`]);
-//! on a GPU it runs on CUDA with its defaults. The script times training and scoring
-//! separately, and both are shown.
+//! on a GPU it runs on CUDA twice: in full FP32 (TF32 off), the like-for-like comparison
+//! with taks's f32, and with PyTorch's defaults (TF32 convolutions on tensor cores), what
+//! its users get. The script times training and scoring separately, and both are shown.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,6 +24,8 @@ const SCRIPT: &str = include_str!("torch_epoch.py");
 #[derive(Debug, Deserialize)]
 pub struct TorchEpochs {
     pub torch: String,
+    /// Whether its convolutions ran in TF32 (PyTorch's CUDA default) rather than FP32.
+    pub tf32: bool,
     /// Where it ran: "cpu, N threads" or the CUDA device's name.
     pub device: String,
     pub n: usize,
@@ -72,12 +75,15 @@ pub fn check(python: &Path, cuda: bool) -> Result<()> {
 /// Time `warmup + timed` epochs of the PyTorch loop with `python` on the data, labels,
 /// first k-set, network and settings of `trainer` (a TAkS trainer that has not stepped
 /// yet) whose samples are `shape` = [C, H, W], on CUDA when `cuda`, else on the CPU with
-/// taks's thread count.
+/// taks's thread count; with `tf32`, PyTorch's CUDA defaults (TF32 convolutions), else
+/// full FP32.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     python: &Path,
     trainer: &Trainer,
     shape: [usize; 3],
     cuda: bool,
+    tf32: bool,
     warmup: usize,
     timed: usize,
 ) -> Result<TorchEpochs> {
@@ -126,6 +132,7 @@ pub fn run(
         .args(["--warmup", &warmup.to_string()])
         .args(["--threads", &threads.to_string()])
         .args(["--seed", &config.seed.to_string()])
+        .args(["--tf32", if tf32 { "default" } else { "off" }])
         .output()
         .with_context(|| format!("running {}", python.display()))?;
     if !output.status.success() {

@@ -53,6 +53,12 @@ fn main() -> ExitCode {
             eprintln!("{backtrace}");
         }
     }));
+    // Before any device exists: a second run reuses the first one's GPU autotuning.
+    taks_core::gpu::tuning_cache::keep_in_user_cache();
+    if let Err(message) = taks_core::model::GpuConv::from_env() {
+        eprintln!("error: {message}");
+        return ExitCode::from(2);
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => return usage_error(err),

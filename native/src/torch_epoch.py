@@ -18,8 +18,9 @@ k-set) to raw little-endian files and passes their paths, so both loops see the 
 samples. The output is one JSON line on stdout: per-epoch seconds, split into training
 and scoring+selection, after `--warmup` untimed epochs. On CUDA every timestamp waits for
 the GPU (`torch.cuda.synchronize`), cuDNN picks its fastest convolutions
-(`cudnn.benchmark`) and PyTorch's defaults stand otherwise (convolutions in TF32, matrix
-products in full FP32).
+(`cudnn.benchmark`). `--tf32 default` keeps PyTorch's defaults (convolutions in TF32 on
+tensor cores, matrix products in full FP32); `--tf32 off` computes everything in full FP32,
+as taks does: the like-for-like comparison.
 
 Needs torch and numpy (torchvision for ResNet-18); the project's tests never run it.
 """
@@ -81,11 +82,20 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0, help="0: torch's default")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--tf32",
+        choices=["default", "off"],
+        default="default",
+        help="CUDA: PyTorch's defaults (TF32 convolutions) or full FP32 throughout",
+    )
     args = ap.parse_args()
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.backends.cudnn.benchmark = True
+    if args.tf32 == "off":
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     device = torch.device(args.device)
     torch.manual_seed(args.seed)
     shape = tuple(int(v) for v in args.shape.split(","))
@@ -138,6 +148,7 @@ def main() -> None:
         json.dumps(
             {
                 "torch": torch.__version__,
+                "tf32": torch.backends.cudnn.allow_tf32 and args.device == "cuda",
                 "device": (
                     torch.cuda.get_device_name(device)
                     if device.type == "cuda"

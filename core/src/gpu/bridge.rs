@@ -40,6 +40,13 @@ pub(crate) fn is_wgpu<const D: usize>(t: &Tensor<D>) -> bool {
 /// tensor lives elsewhere. Autodiff is dropped (the kernels are not differentiable) and other
 /// float dtypes are cast to f32 on the device.
 pub(crate) fn float_f32<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
+    Some(into_contiguous(float_f32_strided(t)?))
+}
+
+/// As [`float_f32`], but the buffer as the tensor lays it out (a permuted or narrowed
+/// view is not copied): for kernels that read through the tensor's strides
+/// (`prim.meta.strides()`, in elements, from the handle's start).
+pub(crate) fn float_f32_strided<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
     let prim = t
         .clone()
         .without_autodiff()
@@ -48,15 +55,14 @@ pub(crate) fn float_f32<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
     if !on_wgpu(&prim) {
         return None;
     }
-    let prim = if prim.dtype == DType::F32 {
-        prim
+    if prim.dtype == DType::F32 {
+        Some(prim)
     } else {
         Tensor::<D>::from_primitive::<CubeBackend>(prim)
             .cast(DType::F32)
             .try_into_primitive::<CubeBackend>()
-            .ok()?
-    };
-    Some(into_contiguous(prim))
+            .ok()
+    }
 }
 
 /// The contiguous 32-bit integer buffer behind an int tensor on a wgpu device. I32 and U32
@@ -104,6 +110,11 @@ pub(crate) fn upload_u32(client: &Client, words: &[u32]) -> Handle {
 /// Back to an ordinary float tensor.
 pub(crate) fn to_float(t: CubeTensor) -> Tensor<1> {
     Tensor::<1>::from_primitive::<CubeBackend>(t)
+}
+
+/// A contiguous `[rows * cols]` buffer back as an ordinary `[rows, cols]` float tensor.
+pub(crate) fn to_matrix(t: CubeTensor, rows: usize, cols: usize) -> Tensor<2> {
+    to_float(t).reshape([rows, cols])
 }
 
 /// Back to an ordinary int tensor.

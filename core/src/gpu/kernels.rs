@@ -91,8 +91,12 @@ pub(crate) const ADAM: Wgsl = Wgsl {
 
 /// Every shader, for the validation test.
 #[cfg(test)]
-pub(crate) const ALL: [Wgsl; 7] = [
+pub(crate) const ALL: [Wgsl; 11] = [
     ADAM,
+    BIAS_RELU,
+    IM2COL,
+    MLP_SOFTMAX_GRAD,
+    MLP_RELU_GRAD,
     NOISE_RISK,
     SELECT_HISTOGRAM,
     SELECT_DIGIT,
@@ -100,3 +104,24 @@ pub(crate) const ALL: [Wgsl; 7] = [
     SELECT_SCAN,
     SELECT_SCATTER,
 ];
+
+pub(crate) const BIAS_RELU: Wgsl = Wgsl {
+    name: "taks_bias_relu",
+    prelude: "",
+    body: include_str!("../../shaders/bias_relu.wgsl"),
+};
+pub(crate) const MLP_SOFTMAX_GRAD: Wgsl = Wgsl {
+    name: "taks_mlp_softmax_grad",
+    prelude: "",
+    body: include_str!("../../shaders/mlp_softmax_grad.wgsl"),
+};
+pub(crate) const MLP_RELU_GRAD: Wgsl = Wgsl {
+    name: "taks_mlp_relu_grad",
+    prelude: "",
+    body: include_str!("../../shaders/mlp_relu_grad.wgsl"),
+};
+pub(crate) const IM2COL: Wgsl = Wgsl {
+    name: "taks_im2col",
+    prelude: "",
+    body: include_str!("../../shaders/im2col.wgsl"),
+};

@@ -25,9 +25,14 @@
 //! cumulative, objective and mask are F32; selected indices are I32 (n < 2^31).
 
 pub mod adam;
+mod bias_relu;
+pub(crate) mod conv;
 mod bridge;
+pub(crate) use bias_relu::bias_relu;
 mod kernels;
 pub mod launches;
+pub(crate) mod mlp;
+pub mod tuning_cache;
 mod noise_risk;
 mod select;
 

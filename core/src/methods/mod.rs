@@ -2,7 +2,8 @@
 //! paper compares it with, one file each, each a row of the one table of methods
 //! ([`registry`]) and a [`Rule`] that owns its whole life in a run ([`rule`]).
 //!
-//! Every rule follows the authors' code (REFERENCE.md, "Baselines"). Inside a batch the
+//! Every rule follows the authors' code (github.com/songheony/TAkS, as each file says
+//! where it matters), not only the paper's prose. Inside a batch the
 //! small-loss choices stay on the device ([`small_loss`]): no per-batch read-back, so the
 //! same code runs on flex, on a native GPU and on WebGPU.
 //!

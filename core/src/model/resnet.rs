@@ -17,6 +17,9 @@ use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig2d
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
+use super::folded_conv::FoldedConv;
+use super::train_conv;
+
 /// A convolution without bias (the batch norm after it has one).
 fn conv(from: usize, to: usize, kernel: usize, stride: usize, device: &Device) -> Conv2d {
     let pad = kernel / 2;
@@ -61,11 +64,11 @@ impl BasicBlock {
 
     fn forward(&self, x: Tensor<4>) -> Tensor<4> {
         let shortcut = match &self.downsample {
-            Some(d) => d.bn.forward(d.conv.forward(x.clone())),
+            Some(d) => d.bn.forward(train_conv::forward(&d.conv, x.clone())),
             None => x.clone(),
         };
-        let h = relu(self.bn1.forward(self.conv1.forward(x)));
-        let h = self.bn2.forward(self.conv2.forward(h));
+        let h = relu(self.bn1.forward(train_conv::forward(&self.conv1, x)));
+        let h = self.bn2.forward(train_conv::forward(&self.conv2, h));
         relu(h + shortcut)
     }
 }
@@ -121,7 +124,7 @@ impl ResNet18 {
         let mut x = x.reshape([batch, self.channels, self.height, self.width]);
         x = self
             .maxpool
-            .forward(relu(self.bn1.forward(self.conv1.forward(x))));
+            .forward(relu(self.bn1.forward(train_conv::forward(&self.conv1, x))));
         for block in self
             .layer1
             .iter()
@@ -132,5 +135,63 @@ impl ResNet18 {
             x = block.forward(x);
         }
         self.fc.forward(self.avgpool.forward(x).flatten(1, 3))
+    }
+}
+
+/// ResNet-18 with each convolution's batch norm folded in, for eval-mode forward passes
+/// ([`super::Scorer`]): the same layers as [`ResNet18::forward`], in the same order.
+pub struct Folded<'a> {
+    net: &'a ResNet18,
+    stem: FoldedConv,
+    /// Per block: conv1, conv2 and the projection of its shortcut, if any.
+    blocks: Vec<(FoldedConv, FoldedConv, Option<FoldedConv>)>,
+}
+
+impl ResNet18 {
+    /// `None` where a layer does not fold (none of ResNet-18's).
+    pub(super) fn folded(&self, im2col: bool) -> Option<Folded<'_>> {
+        let fold = |conv: &Conv2d, bn: &BatchNorm| FoldedConv::new(conv, bn, im2col);
+        let blocks = self
+            .layer1
+            .iter()
+            .chain(&self.layer2)
+            .chain(&self.layer3)
+            .chain(&self.layer4)
+            .map(|b| {
+                let downsample = match &b.downsample {
+                    Some(d) => Some(fold(&d.conv, &d.bn)?),
+                    None => None,
+                };
+                Some((fold(&b.conv1, &b.bn1)?, fold(&b.conv2, &b.bn2)?, downsample))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Folded {
+            net: self,
+            stem: fold(&self.conv1, &self.bn1)?,
+            blocks,
+        })
+    }
+
+    pub(super) fn on_gpu(&self) -> bool {
+        crate::gpu::supports(&self.fc.weight.val())
+    }
+}
+
+impl Folded<'_> {
+    /// `[B, C*H*W]` -> `[B, classes]`.
+    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        let net = self.net;
+        let batch = x.dims()[0];
+        let x = x.reshape([batch, net.channels, net.height, net.width]);
+        let mut x = net.maxpool.forward(self.stem.forward(x, true));
+        for (conv1, conv2, downsample) in &self.blocks {
+            let shortcut = match downsample {
+                Some(d) => d.forward(x.clone(), false),
+                None => x.clone(),
+            };
+            let h = conv1.forward(x, true);
+            x = relu(conv2.forward(h, false) + shortcut);
+        }
+        net.fc.forward(net.avgpool.forward(x).flatten(1, 3))
     }
 }

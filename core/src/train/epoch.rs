@@ -125,10 +125,10 @@ impl Trainer {
         let idx = indices_tensor(picked, &self.device);
         let x = inputs(&self.train.samples, picked, &idx, &self.device);
         let y = self.train.labels.clone().select(0, idx.clone());
-        // The MLP on the CPU with plain cross-entropy: gradients by hand, no graph.
+        // The MLP with plain cross-entropy: gradients by hand, no graph (CPU or GPU).
         let by_hand = match networks.first().as_mlp() {
             Some(mlp) if networks.len() == 1 && rule.is_mean_cross_entropy() => {
-                mlp.host_cross_entropy_step(x.clone(), y.clone())
+                mlp.cross_entropy_step_by_hand(x.clone(), y.clone())
             }
             _ => None,
         };

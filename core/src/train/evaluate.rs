@@ -7,7 +7,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::{PartSet, Trainer};
 use crate::data::Samples;
-use crate::model::Classifier;
+use crate::model::{Classifier, Scorer};
 use crate::{Error, Result};
 
 impl Trainer {
@@ -34,11 +34,12 @@ impl Trainer {
             .iter()
             .map(|_| Tensor::zeros([1], &self.device))
             .collect();
+        let scorers: Vec<Scorer> = networks.iter().map(Classifier::scorer).collect();
         for start in (0..set.len).step_by(chunk) {
             let len = chunk.min(set.len - start);
             let x = upload(&set.samples, start, len, &self.device);
             let truth = set.labels.clone().narrow(0, start, len);
-            for (c, net) in correct.iter_mut().zip(networks.iter()) {
+            for (c, net) in correct.iter_mut().zip(&scorers) {
                 let predicted = net.forward(x.clone()).argmax(1).reshape([len]);
                 *c = c.clone() + predicted.equal(truth.clone()).int().sum();
             }
@@ -57,8 +58,9 @@ impl Trainer {
 /// Logits `[n, C]` of every sample of `samples`, in order, in eval mode, in chunks. The
 /// MLP on the CPU scores chunks in parallel without tensor dispatch (same bits), each
 /// thread gathering its own chunk's inputs. Elsewhere the samples go to the device a
-/// block of whole chunks at a time, about [`BLOCK_BYTES`] of f32. Either way the pass
-/// never holds all n inputs at once.
+/// block of whole chunks at a time, about [`BLOCK_BYTES`] of f32, and the network's
+/// [`Scorer`] (batch norm folded once for the whole pass on a GPU) runs each chunk.
+/// Either way the pass never holds all n inputs at once.
 pub(super) fn score(
     net: &Classifier,
     samples: &Samples,
@@ -74,17 +76,18 @@ pub(super) fn score(
     };
     if let Some(logits) = net
         .as_mlp()
-        .and_then(|m| m.host_logits_of(n, chunk, chunk_inputs))
+        .and_then(|m| m.cpu_logits_of(n, chunk, chunk_inputs))
     {
         return logits;
     }
     let per_chunk = chunk * size * 4;
     let block = chunk * (BLOCK_BYTES / per_chunk.max(1)).max(1);
+    let scorer = net.scorer();
     let parts: Vec<Tensor<2>> = (0..n)
         .step_by(block)
         .map(|start| {
             score_block(
-                net,
+                &scorer,
                 &upload(samples, start, block.min(n - start), device),
                 chunk,
             )
@@ -96,7 +99,7 @@ pub(super) fn score(
 /// About how many bytes of network inputs one scoring block uploads.
 const BLOCK_BYTES: usize = 64 << 20;
 
-fn score_block(net: &Classifier, images: &Tensor<2>, chunk: usize) -> Tensor<2> {
+fn score_block(net: &Scorer, images: &Tensor<2>, chunk: usize) -> Tensor<2> {
     let n = images.dims()[0];
     let parts: Vec<Tensor<2>> = (0..n)
         .step_by(chunk)

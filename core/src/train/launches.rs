@@ -48,7 +48,9 @@ impl Trainer {
         let net = self.networks();
         let chunk = self.config.eval_batch_size.min(self.train.len);
         let x = super::evaluate::upload(&self.train.samples, 0, chunk, &self.device);
-        let (_, scoring_chunk) = count(|| net.first().forward(x));
+        // The scorer is prepared once per pass (its folding is not per chunk).
+        let scorer = net.first().scorer();
+        let (_, scoring_chunk) = count(|| scorer.forward(x));
         Ok(LaunchCounts {
             training_step,
             scoring_chunk,

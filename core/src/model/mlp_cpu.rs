@@ -15,20 +15,15 @@
 //! The gradients are the exact ones of `mean(cross_entropy(forward(x), y))`, summed in a
 //! different order than burn's backward pass, so a run's weights differ from the autodiff
 //! path's in the last bits (`tests` checks the gradients against autodiff to 1e-5).
-//! Everything returns `None` off flex; the caller then takes the generic path.
+//! Everything returns `None` off flex; the caller then takes the GPU twin (`mlp_gpu`) or
+//! the generic path.
 
 use burn::module::ParamId;
 use burn::optim::GradientsParams;
 use burn::tensor::{Int, Tensor};
 
-use super::Mlp;
+use super::{Mlp, MlpStep as Step};
 use crate::flex_host::{dense, from_values, is_f32, primitive, tensor, values};
-
-/// One step's gradients and the batch's mean loss (`[1]`, on flex).
-pub(crate) struct Step {
-    pub grads: GradientsParams,
-    pub loss: Tensor<1>,
-}
 
 /// The MLP's weights as plain flex tensors: `[in, 256]`, `[256]`, `[256, C]`, `[C]`.
 struct Weights {
@@ -54,7 +49,7 @@ impl Mlp {
 
     /// Gradients of the mean cross-entropy of `x` `[B, in]` against `labels` `[B]`, and
     /// the loss, by hand; `None` off flex.
-    pub(crate) fn host_cross_entropy_step(
+    pub(crate) fn cpu_cross_entropy_step(
         &self,
         x: Tensor<2>,
         labels: Tensor<1, Int>,
@@ -127,7 +122,7 @@ impl Mlp {
     /// flex): the scoring pass gathers and standardises each chunk where it is used, and
     /// no chunk's inputs wait in memory for another's. Each chunk's logits are the bits
     /// [`Mlp::forward`] gives for it. `None` off flex.
-    pub(crate) fn host_logits_of(
+    pub(crate) fn cpu_logits_of(
         &self,
         n: usize,
         chunk: usize,
@@ -230,7 +225,7 @@ fn parallel_map<T>(items: &[usize], f: impl Fn(usize) -> T) -> Vec<T> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use burn::tensor::{Device, Distribution, TensorData};
 
     use super::*;
@@ -243,16 +238,24 @@ mod tests {
     /// The hand-written gradients against burn's autodiff on the same batch.
     #[test]
     fn gradients_match_autodiff() {
-        let device = Device::flex().autodiff();
-        let mlp = Mlp::new(40, 7, &device);
-        let (batch, classes) = (130, 7);
-        let x = Tensor::<2>::random([batch, 40], Distribution::Normal(0.0, 1.0), &Device::flex());
-        let labels: Vec<i64> = (0..batch as i64).map(|i| (i * 5 + 3) % classes).collect();
-        let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [batch]), &Device::flex());
+        check_against_autodiff(&Device::flex(), |mlp, x, y| {
+            mlp.cpu_cross_entropy_step(x, y)
+        });
+    }
 
-        let by_hand = mlp
-            .host_cross_entropy_step(x.clone(), y.clone())
-            .expect("flex takes the host path");
+    /// `step`'s gradients and loss on `device` (flex or wgpu) against burn's autodiff on
+    /// the same batch, to 1e-5; shared with the GPU twin's test.
+    pub(in crate::model) fn check_against_autodiff(
+        device: &Device,
+        step: impl Fn(&Mlp, Tensor<2>, Tensor<1, Int>) -> Option<Step>,
+    ) {
+        let mlp = Mlp::new(40, 7, &device.clone().autodiff());
+        let (batch, classes) = (130, 7);
+        let x = Tensor::<2>::random([batch, 40], Distribution::Normal(0.0, 1.0), device);
+        let labels: Vec<i64> = (0..batch as i64).map(|i| (i * 5 + 3) % classes).collect();
+        let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [batch]), device);
+
+        let by_hand = step(&mlp, x.clone(), y.clone()).expect("the device's by-hand path");
         let loss = cross_entropy(mlp.forward(x.clone()), &y).mean();
         let mut autodiff = GradientsParams::from_grads(loss.clone().backward(), &mlp);
         let expected_loss = loss.into_data().iter::<f32>().next().unwrap();
@@ -263,8 +266,13 @@ mod tests {
         );
 
         let mut by_hand = by_hand.grads;
-        let w = mlp.host_weights().unwrap();
-        for (i, id) in w.ids.into_iter().enumerate() {
+        let ids = [
+            mlp.hidden.weight.id,
+            mlp.hidden.bias.as_ref().unwrap().id,
+            mlp.output.weight.id,
+            mlp.output.bias.as_ref().unwrap().id,
+        ];
+        for (i, id) in ids.into_iter().enumerate() {
             let (a, b) = if i % 2 == 0 {
                 (
                     host(by_hand.remove::<2>(id).unwrap()),
@@ -292,8 +300,15 @@ mod tests {
     /// wrong label) has a large but finite loss, as burn's log-softmax gives it.
     #[test]
     fn the_loss_stays_finite_far_from_the_label() {
-        let device = Device::flex();
-        let mlp = Mlp::new(4, 3, &device);
+        check_far_label(&Device::flex(), |mlp, x, y| mlp.cpu_cross_entropy_step(x, y));
+    }
+
+    /// The far-label case on `device`; shared with the GPU twin's test.
+    pub(in crate::model) fn check_far_label(
+        device: &Device,
+        step: impl Fn(&Mlp, Tensor<2>, Tensor<1, Int>) -> Option<Step>,
+    ) {
+        let mlp = Mlp::new(4, 3, device);
         // Inputs large enough that the logits spread by hundreds.
         let x = Tensor::<2>::from_data(
             TensorData::new(
@@ -302,7 +317,7 @@ mod tests {
                 ],
                 [2, 4],
             ),
-            &device,
+            device,
         );
         let logits = host(mlp.forward(x.clone()));
         let spread = |row: &[f32]| {
@@ -317,10 +332,10 @@ mod tests {
             "logit spreads {gap0}, {gap1}: exp underflows past ~104"
         );
         let labels = vec![worst0 as i64, worst1 as i64];
-        let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [2]), &device);
+        let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [2]), device);
         let expected = cross_entropy(mlp.forward(x.clone()), &y).mean();
         let expected = expected.into_data().iter::<f32>().next().unwrap();
-        let step = mlp.host_cross_entropy_step(x, y).expect("flex");
+        let step = step(&mlp, x, y).expect("the device's by-hand path");
         let got = step.loss.into_data().iter::<f32>().next().unwrap();
         assert!(
             expected.is_finite() && got.is_finite(),
@@ -344,7 +359,7 @@ mod tests {
             .map(|s| mlp.forward(x.clone().narrow(0, s, chunk.min(1000 - s))))
             .collect();
         let expected = host(Tensor::cat(expected, 0));
-        let got = mlp.host_logits_of(1000, chunk, |s, len| x.clone().narrow(0, s, len));
+        let got = mlp.cpu_logits_of(1000, chunk, |s, len| x.clone().narrow(0, s, len));
         let got = host(got.expect("flex"));
         let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&got), bits(&expected));

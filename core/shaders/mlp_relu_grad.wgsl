@@ -1,0 +1,45 @@
+// mlp_relu_grad.wgsl — the gradient through the MLP's ReLU and the hidden bias's
+// gradient in one pass (core/src/model/mlp_gpu.rs; the CPU twins are `relu_mask` and
+// `column_sums` in mlp_cpu.rs): for g = dz w2^T and the hidden activations h, both
+// [rows, cols],
+//
+//   dh_rc = g_rc where h_rc > 0 (or NaN), else 0        db_c = sum_r dh_rc
+//
+// One invocation per column c (workgroup size 256, 2-D grid as in noise_risk.wgsl),
+// walking its rows: neighbouring invocations read neighbouring words.
+//
+// Bindings (group 0, all storage read_write):
+//   0 g [rows * cols] f32       2 dh out [rows * cols] f32
+//   1 h [rows * cols] f32       3 db out [cols] f32
+//                               4 params u32 [2]: rows, cols
+
+@group(0) @binding(0) var<storage, read_write> g: array<f32>;
+@group(0) @binding(1) var<storage, read_write> h: array<f32>;
+@group(0) @binding(2) var<storage, read_write> dh: array<f32>;
+@group(0) @binding(3) var<storage, read_write> db: array<f32>;
+@group(0) @binding(4) var<storage, read_write> params: array<u32>;
+
+const WG: u32 = 256u;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let rows = params[0];
+    let cols = params[1];
+    let c = (wg.y * nwg.x + wg.x) * WG + lid.x;
+    if (c >= cols) {
+        return;
+    }
+    var sum = 0.0;
+    for (var r = 0u; r < rows; r++) {
+        let i = r * cols + c;
+        let out = h[i];
+        let d = select(0.0, g[i], out > 0.0 || out != out);
+        dh[i] = d;
+        sum += d;
+    }
+    db[c] = sum;
+}

@@ -1,0 +1,81 @@
+// mlp_softmax_grad.wgsl — the MLP's output layer and loss in one workgroup
+// (core/src/model/mlp_gpu.rs; the CPU twin is the loop in mlp_cpu.rs): for the
+// logits z = s + b of a batch of B rows and C classes and labels y,
+//
+//   loss  = mean_r ( log sum_j exp(z_rj - max_r) - (z_ry - max_r) )   (mean cross-entropy)
+//   dz_rj = exp(z_rj - max_r) / (sum_r * B) - [j = y_r] / B            (its gradient in z)
+//   db_j  = sum_r dz_rj                                                 (the bias gradient)
+//
+// written as the CPU loop writes them, so that a step's gradients match it and burn's
+// autodiff to rounding. The loss stays finite however far z_ry lies below the maximum;
+// a NaN logit gives a NaN loss. One workgroup of 256 invocations: invocation t takes
+// rows t, t + 256, ...; the loss is summed in workgroup memory, then invocation t sums
+// columns t, t + 256, ... of dz. A step's batch is small (128 rows), so one workgroup
+// is a handful of microseconds and saves the launches of a reduction.
+//
+// Bindings (group 0, all storage read_write):
+//   0 s [B * C] f32 (the batch's h w2)   4 db out [C] f32
+//   1 b [C] f32                           5 loss out [1] f32
+//   2 y [B] u32 labels (< C)              6 params u32 [2]: B, C
+//   3 dz out [B * C] f32
+
+@group(0) @binding(0) var<storage, read_write> s: array<f32>;
+@group(0) @binding(1) var<storage, read_write> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<u32>;
+@group(0) @binding(3) var<storage, read_write> dz: array<f32>;
+@group(0) @binding(4) var<storage, read_write> db: array<f32>;
+@group(0) @binding(5) var<storage, read_write> loss: array<f32>;
+@group(0) @binding(6) var<storage, read_write> params: array<u32>;
+
+const WG: u32 = 256u;
+
+var<workgroup> partial: array<f32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
+    let rows = params[0];
+    let classes = params[1];
+    let batch = f32(rows);
+    var total = 0.0;
+    for (var r = lid.x; r < rows; r += WG) {
+        let row = r * classes;
+        var top = bitcast<f32>(0xff800000u); // -inf
+        for (var j = 0u; j < classes; j++) {
+            let z = s[row + j] + b[j];
+            dz[row + j] = z;
+            top = max(top, z);
+        }
+        let label = row + min(y[r], classes - 1u);
+        let shifted = dz[label] - top;
+        var sum = 0.0;
+        for (var j = 0u; j < classes; j++) {
+            let e = exp(dz[row + j] - top);
+            dz[row + j] = e;
+            sum += e;
+        }
+        total += log(sum) - shifted;
+        for (var j = 0u; j < classes; j++) {
+            dz[row + j] = dz[row + j] / (sum * batch);
+        }
+        dz[label] -= 1.0 / batch;
+    }
+    partial[lid.x] = total;
+    storageBarrier();
+    workgroupBarrier();
+    for (var half = WG / 2u; half > 0u; half = half / 2u) {
+        if (lid.x < half) {
+            partial[lid.x] += partial[lid.x + half];
+        }
+        workgroupBarrier();
+    }
+    if (lid.x == 0u) {
+        loss[0] = partial[0] / batch;
+    }
+    for (var j = lid.x; j < classes; j += WG) {
+        var column = 0.0;
+        for (var r = 0u; r < rows; r++) {
+            column += dz[r * classes + j];
+        }
+        db[j] = column;
+    }
+}

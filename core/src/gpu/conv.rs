@@ -1,0 +1,180 @@
+//! A 2-D convolution as im2col (`shaders/im2col.wgsl`) and one matrix product, for the
+//! eval-mode forward pass of the scoring pass (`crate::model::folded_conv`).
+//!
+//! Why: on burn's WGSL compiler a 3x3 convolution's forward pass only has direct kernels
+//! to choose from (the implicit-GEMM ones need cooperative-matrix or MMA tiles, which WGSL
+//! lacks), and on a large GPU the CNN's eval-mode forward ran at about 8,000 samples/s,
+//! slower than its training step. Written as patches times weights, the arithmetic is
+//! burn's autotuned matmul. The patches matrix is K = C kh kw times larger than the input,
+//! so a chunk is convolved a few images at a time, each part's patches at most
+//! [`PATCH_ELEMENTS`] floats.
+//!
+//! The output is the convolution's `[N, O, Ho, Wo]` as a view of an `[N, Ho, Wo, O]`
+//! buffer (channels last, what the matmul writes); the next im2col, pool or elementwise
+//! operation reads it through its strides, so it is never transposed.
+//! `None` off wgpu.
+
+use burn::tensor::{DType, Tensor};
+
+use super::bridge;
+use super::kernels::{IM2COL, WORKGROUP};
+
+/// At most this many floats (256 MiB) of patches at once.
+const PATCH_ELEMENTS: usize = 1 << 26;
+
+/// Where a kernel's taps fall: kernel size, stride and symmetric zero padding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    pub padding: [usize; 2],
+}
+
+impl Geometry {
+    /// Output height and width for an input of `height` x `width`.
+    pub(crate) fn output(&self, height: usize, width: usize) -> [usize; 2] {
+        let side = |len: usize, d: usize| (len + 2 * self.padding[d] - self.kernel[d]) / self.stride[d] + 1;
+        [side(height, 0), side(width, 1)]
+    }
+}
+
+/// The patches of `x` `[N, C, H, W]` (any layout) as `[N Ho Wo, C kh kw]`, row
+/// (n, oh, ow), column (c, i, j).
+pub(crate) fn im2col(x: &Tensor<4>, g: Geometry) -> Option<Tensor<2>> {
+    let [n, c, h, w] = x.dims();
+    let [out_h, out_w] = g.output(h, w);
+    let prim = bridge::float_f32_strided(x)?;
+    let s = prim.meta.strides();
+    let (rows, cols) = (n * out_h * out_w, c * g.kernel[0] * g.kernel[1]);
+    let total = rows * cols;
+    assert!(total < u32::MAX as usize, "im2col: {total} patch elements");
+    let out = bridge::empty_1d(&prim, total, DType::F32);
+    let words = [
+        n, c, h, w, s[0], s[1], s[2], s[3], g.kernel[0], g.kernel[1], g.stride[0], g.stride[1],
+        g.padding[0], g.padding[1], out_h, out_w,
+    ]
+    .map(|v| u32::try_from(v).expect("im2col: a size past u32"));
+    let p = bridge::upload_u32(&prim.client, &words);
+    bridge::launch(
+        &prim.client,
+        IM2COL,
+        bridge::grid((total as u32).div_ceil(WORKGROUP)),
+        &[&prim.handle, &out.handle, &p],
+    );
+    Some(bridge::to_float(out).reshape([rows, cols]))
+}
+
+/// `conv(x, weight) + bias` (where there is one), then ReLU when `relu`: `x`
+/// `[N, C, H, W]`, `columns` the weight as `[C kh kw, O]`, `bias` `[O]`;
+/// `[N, O, Ho, Wo]` laid out channels last.
+pub(crate) fn conv2d(
+    x: &Tensor<4>,
+    columns: &Tensor<2>,
+    bias: Option<&Tensor<1>>,
+    g: Geometry,
+    relu: bool,
+) -> Option<Tensor<4>> {
+    conv2d_in_parts(x, columns, bias, g, relu, PATCH_ELEMENTS)
+}
+
+/// [`conv2d`] with at most `limit` patch elements per part (at least one image).
+fn conv2d_in_parts(
+    x: &Tensor<4>,
+    columns: &Tensor<2>,
+    bias: Option<&Tensor<1>>,
+    g: Geometry,
+    relu: bool,
+    limit: usize,
+) -> Option<Tensor<4>> {
+    let [n, _, h, w] = x.dims();
+    let [out_h, out_w] = g.output(h, w);
+    let [k, o] = columns.dims();
+    let per_image = out_h * out_w * k;
+    let images = (limit / per_image.max(1)).clamp(1, n.max(1));
+    let mut parts = Vec::with_capacity(n.div_ceil(images));
+    for start in (0..n).step_by(images) {
+        let len = images.min(n - start);
+        let patches = im2col(&x.clone().narrow(0, start, len), g)?;
+        let y = patches.matmul(columns.clone());
+        parts.push(match (bias, relu) {
+            (Some(b), true) => super::bias_relu(&y, b)?,
+            (Some(b), false) => y + b.clone().unsqueeze::<2>(),
+            (None, true) => burn::tensor::activation::relu(y),
+            (None, false) => y,
+        });
+    }
+    let y = if parts.len() == 1 {
+        parts.pop().expect("one part")
+    } else {
+        Tensor::cat(parts, 0)
+    };
+    Some(y.reshape([n, out_h, out_w, o]).permute([0, 3, 1, 2]))
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::activation::relu;
+    use burn::tensor::module::conv2d;
+    use burn::tensor::ops::ConvOptions;
+    use burn::tensor::{Device, DeviceKind, Distribution, Tensor};
+
+    use super::*;
+
+    fn host<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+        t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap()
+    }
+
+    /// im2col and a matmul against burn's own convolution on lavapipe, for the kernel
+    /// shapes of the paper's networks (3x3/1, 3x3/2, 1x1/2, ResNet's 7x7/2 stem), on an
+    /// input that is a strided view (channels last, as the previous layer leaves it),
+    /// whole and in parts of one image.
+    #[test]
+    fn im2col_matmul_is_the_convolution() {
+        let device = Device::wgpu(DeviceKind::DefaultDevice);
+        let cases = [(3, 1, 1), (3, 2, 1), (1, 2, 0), (7, 2, 3)];
+        for (kernel, stride, pad) in cases {
+            let (n, c, side, o) = (3, 5, 11, 6);
+            // [N, H, W, C] in memory, seen as [N, C, H, W].
+            let x = Tensor::<4>::random([n, side, side, c], Distribution::Normal(0.0, 1.0), &device)
+                .permute([0, 3, 1, 2]);
+            let w = Tensor::<4>::random([o, c, kernel, kernel], Distribution::Normal(0.0, 0.3), &device);
+            let b = Tensor::<1>::random([o], Distribution::Normal(0.0, 1.0), &device);
+            let expected = host(relu(conv2d(
+                x.clone(),
+                w.clone(),
+                Some(b.clone()),
+                ConvOptions::new([stride, stride], [pad, pad], [1, 1], 1),
+            )));
+            let g = Geometry {
+                kernel: [kernel, kernel],
+                stride: [stride, stride],
+                padding: [pad, pad],
+            };
+            let columns = w.reshape([o, c * kernel * kernel]).transpose();
+            for limit in [usize::MAX, 1] {
+                let got = host(conv2d_in_parts(&x, &columns, Some(&b), g, true, limit).unwrap());
+                assert_eq!(got.len(), expected.len());
+                let worst = got
+                    .iter()
+                    .zip(&expected)
+                    .fold(0.0f32, |m, (a, e)| m.max((a - e).abs()));
+                assert!(
+                    worst < 1e-4,
+                    "{kernel}x{kernel}/{stride} pad {pad}, limit {limit}: off by {worst}"
+                );
+            }
+        }
+    }
+
+    /// Off wgpu there is nothing to launch: the caller runs the convolution itself.
+    #[test]
+    fn off_wgpu_it_declines() {
+        let x = Tensor::<4>::zeros([1, 1, 4, 4], &Device::flex());
+        let g = Geometry {
+            kernel: [3, 3],
+            stride: [1, 1],
+            padding: [1, 1],
+        };
+        assert!(im2col(&x, g).is_none());
+    }
+}

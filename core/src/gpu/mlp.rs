@@ -1,0 +1,70 @@
+//! Host side of the MLP's two loss and backward shaders (`shaders/mlp_*.wgsl`): with
+//! [`super::bias_relu`], the work of a training step between its matmuls, one kernel
+//! each, for the graph-free step on a GPU (`crate::model` composes them with burn's
+//! matmuls).
+//!
+//! Each function returns `None` when its inputs are not on a wgpu device; all outputs
+//! are fresh f32 buffers on the input's device. Nothing blocks or reads back.
+
+use burn::tensor::{DType, Int, Tensor};
+
+use super::bridge;
+use super::kernels::{MLP_RELU_GRAD, MLP_SOFTMAX_GRAD, WORKGROUP};
+
+/// The mean cross-entropy of the logits `s + b` (`s` `[B, C]`, `b` `[C]`) against
+/// `labels` `[B]` (each below C), its gradient in the logits `[B, C]` and the bias's
+/// gradient `[C]`: `(loss [1], dz, db)`.
+pub(crate) fn softmax_cross_entropy_grad(
+    s: &Tensor<2>,
+    b: &Tensor<1>,
+    labels: &Tensor<1, Int>,
+) -> Option<(Tensor<1>, Tensor<2>, Tensor<1>)> {
+    let [rows, classes] = s.dims();
+    assert_eq!(b.dims(), [classes], "one bias per class");
+    assert_eq!(labels.dims(), [rows], "one label per row");
+    let s = bridge::float_f32(s)?;
+    let b = bridge::float_f32(b)?;
+    let y = bridge::int_32(labels)?;
+    let dz = bridge::empty_1d(&s, rows * classes, DType::F32);
+    let db = bridge::empty_1d(&s, classes, DType::F32);
+    let loss = bridge::empty_1d(&s, 1, DType::F32);
+    let p = bridge::upload_u32(&s.client, &[rows as u32, classes as u32]);
+    bridge::launch(
+        &s.client,
+        MLP_SOFTMAX_GRAD,
+        bridge::grid(1),
+        &[
+            &s.handle,
+            &b.handle,
+            &y.handle,
+            &dz.handle,
+            &db.handle,
+            &loss.handle,
+            &p,
+        ],
+    );
+    Some((
+        bridge::to_float(loss),
+        bridge::to_matrix(dz, rows, classes),
+        bridge::to_float(db),
+    ))
+}
+
+/// Relu's backward and the hidden bias's gradient: `g` where `h` is positive (or NaN),
+/// else 0 (`[rows, cols]`), and its column sums `[cols]`.
+pub(crate) fn relu_grad(g: &Tensor<2>, h: &Tensor<2>) -> Option<(Tensor<2>, Tensor<1>)> {
+    let [rows, cols] = g.dims();
+    assert_eq!(h.dims(), [rows, cols], "gradient and activations must have one shape");
+    let g = bridge::float_f32(g)?;
+    let h = bridge::float_f32(h)?;
+    let dh = bridge::empty_1d(&g, rows * cols, DType::F32);
+    let db = bridge::empty_1d(&g, cols, DType::F32);
+    let p = bridge::upload_u32(&g.client, &[rows as u32, cols as u32]);
+    bridge::launch(
+        &g.client,
+        MLP_RELU_GRAD,
+        bridge::grid((cols as u32).div_ceil(WORKGROUP)),
+        &[&g.handle, &h.handle, &dh.handle, &db.handle, &p],
+    );
+    Some((bridge::to_matrix(dh, rows, cols), bridge::to_float(db)))
+}

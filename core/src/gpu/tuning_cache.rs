@@ -1,0 +1,30 @@
+//! Where the GPU's autotune results live between processes.
+//!
+//! On a wgpu device burn's matmuls and convolutions each have several kernels, and
+//! cubecl times them on the first call of each shape (autotuning). Without a cache that
+//! work is repeated by every process: the first epoch of every run pays it (seconds on a
+//! large GPU, a minute on a software adapter). With burn's `persistence` feature (on in
+//! the native binary) cubecl writes the winners to a database and the next process reads
+//! them. By default it puts that database under the outermost `Cargo.toml`'s `target/`,
+//! which for an installed `taks` run inside a checkout is the checkout; [`keep_in_user_cache`]
+//! moves it to the user's cache folder (`~/.cache/cubecl` on Linux, the platform's
+//! equivalent elsewhere) unless a `cubecl.toml` or `burn.toml` names another place.
+//! `CUBECL_AUTOTUNE_CACHE=0` turns the cache off.
+
+/// Keep autotune results in the user's cache folder. Call before the first GPU device is
+/// made; later calls (and calls after cubecl read its configuration) change nothing.
+#[cfg(any(target_os = "linux", target_os = "windows", target_os = "macos"))]
+pub fn keep_in_user_cache() {
+    use cubecl::config::cache::CacheConfig;
+    use cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
+
+    let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();
+    if matches!(config.environment.path, CacheConfig::Target) {
+        config.environment.path = CacheConfig::Global;
+    }
+    CubeClRuntimeConfig::try_set(config);
+}
+
+/// Elsewhere (the browser) there is no folder to keep it in.
+#[cfg(not(any(target_os = "linux", target_os = "windows", target_os = "macos")))]
+pub fn keep_in_user_cache() {}

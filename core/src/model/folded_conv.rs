@@ -1,0 +1,93 @@
+//! A convolution with the batch norm after it folded in, for eval-mode forward passes.
+//!
+//! In eval mode batch norm is an affine map per channel with fixed statistics,
+//! `y = (x - mean) / sqrt(var + eps) * gamma + beta`, so after a convolution it folds into
+//! the convolution's weights and bias: with `s = gamma / sqrt(var + eps)`,
+//! `w' = w s` (per output channel) and `b' = (b - mean) s + beta`. Folded once per
+//! scoring pass, a layer is one convolution with bias instead of a convolution and six
+//! elementwise kernels over the whole activation. Equal to the unfolded layer up to
+//! rounding (`tests`).
+//!
+//! On a wgpu device the folded convolution runs as im2col and one matmul
+//! ([`crate::gpu::conv`]) unless `TAKS_GPU_CONV` says otherwise ([`super::GpuConv`]).
+
+use burn::nn::conv::Conv2d;
+use burn::nn::{BatchNorm, PaddingConfig2d};
+use burn::tensor::Tensor;
+use burn::tensor::activation::relu;
+use burn::tensor::module::conv2d;
+use burn::tensor::ops::ConvOptions;
+
+use crate::gpu::conv::{self as gpu_conv, Geometry};
+
+/// A convolution and its batch norm as one convolution with bias.
+pub struct FoldedConv {
+    /// `[O, C, kh, kw]`, each output channel scaled by its norm's factor.
+    weight: Tensor<4>,
+    /// The same weights as `[C kh kw, O]`, the matmul's right-hand side.
+    columns: Tensor<2>,
+    bias: Tensor<1>,
+    geometry: Geometry,
+    im2col: bool,
+}
+
+impl FoldedConv {
+    /// `conv` then `norm` (eval mode) folded; `None` for a convolution this does not
+    /// cover (groups, dilation or asymmetric padding: none of the paper's networks).
+    pub(crate) fn new(conv: &Conv2d, norm: &BatchNorm, im2col: bool) -> Option<Self> {
+        let padding = match conv.padding {
+            PaddingConfig2d::Explicit(top, left, bottom, right) if top == bottom && left == right => {
+                [top, left]
+            }
+            PaddingConfig2d::Valid => [0, 0],
+            _ => return None,
+        };
+        if conv.groups != 1 || conv.dilation != [1, 1] {
+            return None;
+        }
+        let weight = conv.weight.val().without_autodiff();
+        let [o, c, kh, kw] = weight.dims();
+        let device = weight.device();
+        let mean = norm.running_mean.value().without_autodiff().to_device(&device);
+        let var = norm.running_var.value().without_autodiff().to_device(&device);
+        let gamma = norm.gamma.val().without_autodiff();
+        let beta = norm.beta.val().without_autodiff();
+        let scale = gamma / var.add_scalar(norm.epsilon).sqrt();
+        let weight = weight * scale.clone().reshape([o, 1, 1, 1]);
+        let bias = match &conv.bias {
+            Some(b) => b.val().without_autodiff() - mean,
+            None => mean.neg(),
+        } * scale
+            + beta;
+        let columns = weight.clone().reshape([o, c * kh * kw]).transpose();
+        Some(Self {
+            weight,
+            columns,
+            bias,
+            geometry: Geometry {
+                kernel: [kh, kw],
+                stride: conv.stride,
+                padding,
+            },
+            im2col,
+        })
+    }
+
+    /// The folded layer on `x` `[N, C, H, W]`, then ReLU when `relu`.
+    pub(crate) fn forward(&self, x: Tensor<4>, with_relu: bool) -> Tensor<4> {
+        if self.im2col
+            && let Some(y) =
+                gpu_conv::conv2d(&x, &self.columns, Some(&self.bias), self.geometry, with_relu)
+        {
+            return y;
+        }
+        let g = self.geometry;
+        let y = conv2d(
+            x,
+            self.weight.clone(),
+            Some(self.bias.clone()),
+            ConvOptions::new(g.stride, g.padding, [1, 1], 1),
+        );
+        if with_relu { relu(y) } else { y }
+    }
+}

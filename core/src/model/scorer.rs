@@ -1,0 +1,140 @@
+//! The eval-mode forward pass of a scoring pass over many chunks, prepared once.
+//!
+//! The scoring pass runs the network over all n training samples every epoch, in eval
+//! mode; on a GPU that pass was slower per sample than a training step. A [`Scorer`]
+//! folds each batch norm into the convolution before it once per pass
+//! ([`super::folded_conv`]) and runs the convolutions as im2col and a matmul. Only on a
+//! wgpu device: on flex the network's own forward pass runs, so CPU results stay the
+//! bits they were. The logits equal the network's forward pass up to rounding (`tests`).
+
+use burn::tensor::Tensor;
+
+use super::folded_conv::FoldedConv;
+use super::GpuConv;
+use super::{Classifier, Cnn, resnet};
+use crate::gpu;
+
+/// A network ready for eval-mode forward passes.
+pub enum Scorer<'a> {
+    /// The network's own forward pass.
+    Plain(&'a Classifier),
+    /// The CNN with its six blocks folded.
+    Cnn(&'a Cnn, Vec<FoldedConv>),
+    /// ResNet-18 with every convolution folded.
+    ResNet18(resnet::Folded<'a>),
+}
+
+impl Classifier {
+    /// This network prepared for scoring: folded on a wgpu device (as `TAKS_GPU_CONV`
+    /// says), plain elsewhere.
+    pub fn scorer(&self) -> Scorer<'_> {
+        self.scorer_with(GpuConv::current())
+    }
+
+    /// This network prepared for scoring as `how` says (on a wgpu device; plain elsewhere).
+    pub fn scorer_with(&self, how: GpuConv) -> Scorer<'_> {
+        if how == GpuConv::Plain || !self.on_gpu() {
+            return Scorer::Plain(self);
+        }
+        let im2col = how == GpuConv::Im2col;
+        let folded = match self {
+            Classifier::Mlp(_) => None,
+            Classifier::Cnn(cnn) => cnn
+                .blocks
+                .iter()
+                .map(|b| FoldedConv::new(&b.conv, &b.norm, im2col))
+                .collect::<Option<Vec<_>>>()
+                .map(|f| Scorer::Cnn(cnn, f)),
+            Classifier::ResNet18(net) => net.folded(im2col).map(Scorer::ResNet18),
+        };
+        folded.unwrap_or(Scorer::Plain(self))
+    }
+
+    fn on_gpu(&self) -> bool {
+        match self {
+            Classifier::Mlp(m) => gpu::supports(&m.output.weight.val()),
+            Classifier::Cnn(m) => gpu::supports(&m.output.weight.val()),
+            Classifier::ResNet18(m) => m.on_gpu(),
+        }
+    }
+}
+
+impl Scorer<'_> {
+    /// `[B, C*H*W]` -> logits `[B, classes]`, as the network's eval-mode forward.
+    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        match self {
+            Scorer::Plain(net) => net.forward(x),
+            Scorer::Cnn(cnn, folded) => {
+                let batch = x.dims()[0];
+                let mut h = x.reshape([batch, cnn.channels, cnn.side, cnn.side]);
+                for (i, layer) in folded.iter().enumerate() {
+                    h = layer.forward(h, true);
+                    if i % 2 == 1 {
+                        h = cnn.pool.forward(h);
+                    }
+                }
+                cnn.output.forward(h.flatten(1, 3))
+            }
+            Scorer::ResNet18(net) => net.forward(x),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::module::Module;
+    use burn::tensor::{Device, DeviceKind, Distribution, Tensor};
+
+    use super::*;
+    use crate::model::Architecture;
+
+    fn host(t: Tensor<2>) -> Vec<f32> {
+        t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap()
+    }
+
+    /// Folded, and folded with im2col, against the network's own eval-mode forward pass on
+    /// lavapipe, for the CNN and ResNet-18 (every kind of layer it has at 224x224 runs at
+    /// 32x32), with batch-norm statistics moved away from their initial 0 and 1 by a few
+    /// training-mode passes (else folding would be an identity).
+    #[test]
+    fn scoring_forward_is_the_eval_forward() {
+        let device = Device::wgpu(DeviceKind::DefaultDevice);
+        for arch in [Architecture::Cnn, Architecture::ResNet18] {
+            let net = Classifier::new(arch, [3, 32, 32], 5, &device.clone().autodiff());
+            for _ in 0..3 {
+                let x = Tensor::<2>::random(
+                    [6, 3 * 32 * 32],
+                    Distribution::Normal(0.5, 2.0),
+                    &device.clone().autodiff(),
+                );
+                let _ = net.forward(x);
+            }
+            let net = net.valid();
+            // A chunk that starts inside a larger block, as `score_block` cuts them.
+            let block = Tensor::<2>::random([9, 3 * 32 * 32], Distribution::Normal(0.5, 2.0), &device);
+            let x = block.narrow(0, 3, 5);
+            let expected = host(net.forward(x.clone()));
+            let scale = expected.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            for how in [GpuConv::Folded, GpuConv::Im2col] {
+                let scorer = net.scorer_with(how);
+                assert!(!matches!(scorer, Scorer::Plain(_)), "{arch:?} folds on wgpu");
+                let got = host(scorer.forward(x.clone()));
+                let gap = got
+                    .iter()
+                    .zip(&expected)
+                    .fold(0.0f32, |m, (a, e)| m.max((a - e).abs()));
+                assert!(
+                    gap <= 1e-4 * scale,
+                    "{arch:?} {how:?}: off by {gap} at scale {scale}"
+                );
+            }
+        }
+    }
+
+    /// On flex the network's own forward pass runs: CPU results keep their bits.
+    #[test]
+    fn on_flex_it_stays_plain() {
+        let net = Classifier::new(Architecture::Cnn, [3, 32, 32], 5, &Device::flex());
+        assert!(matches!(net.scorer_with(GpuConv::Im2col), Scorer::Plain(_)));
+    }
+}

@@ -1,0 +1,241 @@
+//! The convolution of a training step on a wgpu device: its forward pass as im2col and a
+//! matmul ([`super::conv`]), its backward pass burn's own.
+//!
+//! Why: on burn's WGSL compiler a 3x3 convolution's forward pass has only direct kernels
+//! to choose from, while its two backward passes already autotune among im2col-based
+//! ones. This is an autodiff operation of our own (a burn backend extension): forward by
+//! im2col, backward by `conv2d_x_backward` and `conv2d_weight_backward`, exactly the
+//! calls burn's autodiff makes for its own convolution, so the gradients are burn's.
+//! The operation has no bias: where a layer has one (the CNN's), it is added after as an
+//! ordinary tensor operation with its own gradient.
+//!
+//! Only on a wgpu device and only as [`GpuConv::Im2col`] says; elsewhere a layer runs
+//! burn's own convolution, so CPU results keep their bits.
+
+use burn::backend::autodiff::NodeId;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::ops::ModuleOps;
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{Autodiff, Backend, Cube, Dispatch, Flex, backend_extension};
+use burn::nn::PaddingConfig2d;
+use burn::nn::conv::Conv2d;
+use burn::tensor::Tensor;
+use burn::tensor::module::conv2d;
+use burn::tensor::ops::ConvOptions;
+
+use super::GpuConv;
+use crate::gpu::conv::{self, Geometry};
+
+#[backend_extension(Autodiff, Cube, Flex)]
+pub trait Im2colConv: Backend {
+    /// `conv2d(x, weight)` without bias, stride `(sh, sw)`, symmetric padding `(ph, pw)`.
+    fn im2col_conv2d(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        sh: usize,
+        sw: usize,
+        ph: usize,
+        pw: usize,
+    ) -> FloatTensor<Self>;
+}
+
+impl Im2colConv for Cube {
+    fn im2col_conv2d(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        sh: usize,
+        sw: usize,
+        ph: usize,
+        pw: usize,
+    ) -> FloatTensor<Self> {
+        let options = ConvOptions::new([sh, sw], [ph, pw], [1, 1], 1);
+        let x = Tensor::<4>::from_primitive::<Cube>(x);
+        let weight = Tensor::<4>::from_primitive::<Cube>(weight);
+        let [o, c, kh, kw] = weight.dims();
+        let geometry = Geometry {
+            kernel: [kh, kw],
+            stride: [sh, sw],
+            padding: [ph, pw],
+        };
+        let columns = weight.clone().reshape([o, c * kh * kw]).transpose();
+        let y = match conv::conv2d(&x, &columns, None, geometry, false) {
+            Some(y) => y,
+            None => conv2d(x, weight, None, options),
+        };
+        y.try_into_primitive::<Cube>()
+            .expect("a Cube tensor stays on Cube")
+    }
+}
+
+impl Im2colConv for Flex {
+    fn im2col_conv2d(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        sh: usize,
+        sw: usize,
+        ph: usize,
+        pw: usize,
+    ) -> FloatTensor<Self> {
+        let options = ConvOptions::new([sh, sw], [ph, pw], [1, 1], 1);
+        <Flex as ModuleOps<Flex>>::conv2d(x, weight, None, options)
+    }
+}
+
+impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, C> {
+    fn im2col_conv2d(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        sh: usize,
+        sw: usize,
+        ph: usize,
+        pw: usize,
+    ) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct ConvBackward;
+
+        impl<B: Backend> Backward<B, 2> for ConvBackward {
+            type State = (NodeId, NodeId, ConvOptions<2>);
+
+            fn backward(
+                self,
+                ops: Ops<Self::State, 2>,
+                grads: &mut Gradients,
+                checkpointer: &mut Checkpointer,
+            ) {
+                let [node_x, node_weight] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                let (x_state, weight_state, options) = ops.state;
+                let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x_state);
+                let weight =
+                    checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(weight_state);
+                if let Some(node) = node_x {
+                    let dx = B::conv2d_x_backward(
+                        x.clone(),
+                        weight.clone(),
+                        grad.clone(),
+                        options.clone(),
+                    );
+                    grads.register::<B>(node.id, dx);
+                }
+                if let Some(node) = node_weight {
+                    let dw = B::conv2d_weight_backward(x, weight, grad, options);
+                    grads.register::<B>(node.id, dw);
+                }
+            }
+        }
+
+        let options = ConvOptions::new([sh, sw], [ph, pw], [1, 1], 1);
+        match ConvBackward
+            .prepare::<C>([x.node(), weight.node()])
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(mut prep) => {
+                let x_state = prep.checkpoint(&x);
+                let weight_state = prep.checkpoint(&weight);
+                let y = B::im2col_conv2d(x.into_primitive(), weight.into_primitive(), sh, sw, ph, pw);
+                prep.finish((x_state, weight_state, options), y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::im2col_conv2d(
+                x.into_primitive(),
+                weight.into_primitive(),
+                sh,
+                sw,
+                ph,
+                pw,
+            )),
+        }
+    }
+}
+
+/// `conv(x)` of a training step: through [`Im2colConv`] on a wgpu device, burn's own
+/// convolution elsewhere (so CPU results keep their bits).
+pub(crate) fn forward(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
+    let padding = match conv.padding {
+        PaddingConfig2d::Explicit(top, left, bottom, right) if top == bottom && left == right => {
+            Some([top, left])
+        }
+        PaddingConfig2d::Valid => Some([0, 0]),
+        _ => None,
+    };
+    let Some([ph, pw]) = padding else {
+        return conv.forward(x);
+    };
+    if conv.groups != 1
+        || conv.dilation != [1, 1]
+        || GpuConv::current() != GpuConv::Im2col
+        || !crate::gpu::supports(&x)
+    {
+        return conv.forward(x);
+    }
+    let [sh, sw] = conv.stride;
+    let y = Dispatch::im2col_conv2d(
+        x.into_dispatch(),
+        conv.weight.val().into_dispatch(),
+        sh,
+        sw,
+        ph,
+        pw,
+    );
+    let y = Tensor::<4>::from_dispatch(y);
+    match &conv.bias {
+        Some(bias) => {
+            let channels = bias.dims()[0];
+            y + bias.val().reshape([1, channels, 1, 1])
+        }
+        None => y,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::nn::conv::Conv2dConfig;
+    use burn::tensor::{Device, DeviceKind, Distribution};
+
+    use super::*;
+
+    fn host(t: Tensor<4>) -> Vec<f32> {
+        t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap()
+    }
+
+    fn gap(a: &[f32], b: &[f32]) -> f32 {
+        let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs())) / scale
+    }
+
+    /// On lavapipe, the im2col convolution against burn's own, forward and backward
+    /// (the input's and the weights' gradients), with and without bias and stride.
+    #[test]
+    fn im2col_training_convolution_is_burns() {
+        let device = Device::wgpu(DeviceKind::DefaultDevice).autodiff();
+        for (kernel, stride, pad, bias) in [(3, 1, 1, true), (3, 2, 1, false), (7, 2, 3, false)] {
+            let conv = Conv2dConfig::new([4, 6], [kernel, kernel])
+                .with_stride([stride, stride])
+                .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
+                .with_bias(bias)
+                .init(&device);
+            let x = Tensor::<4>::random([3, 4, 12, 12], Distribution::Normal(0.0, 1.0), &device)
+                .require_grad();
+            let ours = forward(&conv, x.clone());
+            let burns = conv.forward(x.clone());
+            assert!(gap(&host(ours.clone()), &host(burns.clone())) < 1e-5);
+            // A loss that weighs every output differently.
+            let w = Tensor::<4>::random(ours.dims(), Distribution::Normal(0.0, 1.0), &device);
+            let g_ours = (ours * w.clone()).sum().backward();
+            let g_burns = (burns * w).sum().backward();
+            let (dx_ours, dx_burns) = (
+                host(x.grad(&g_ours).unwrap()),
+                host(x.grad(&g_burns).unwrap()),
+            );
+            assert!(gap(&dx_ours, &dx_burns) < 1e-5, "{kernel}x{kernel}/{stride}: dx");
+            let (dw_ours, dw_burns) = (
+                host(conv.weight.val().grad(&g_ours).unwrap()),
+                host(conv.weight.val().grad(&g_burns).unwrap()),
+            );
+            assert!(gap(&dw_ours, &dw_burns) < 1e-5, "{kernel}x{kernel}/{stride}: dw");
+        }
+    }
+}
