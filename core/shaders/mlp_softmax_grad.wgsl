@@ -2,7 +2,7 @@
 // (core/src/model/mlp_gpu.rs; the CPU twin is the loop in mlp_cpu.rs): for the
 // logits z = s + b of a batch of B rows and C classes and labels y,
 //
-//   loss  = mean_r ( log sum_j exp(z_rj - max_r) - (z_ry - max_r) )   (mean cross-entropy)
+//   loss  = sum_r ( log sum_j exp(z_rj - max_r) - (z_ry - max_r) )    (summed cross-entropy)
 //   dz_rj = exp(z_rj - max_r) / (sum_r * B) - [j = y_r] / B            (its gradient in z)
 //   db_j  = sum_r dz_rj                                                 (the bias gradient)
 //
@@ -15,7 +15,7 @@
 //
 // Bindings (group 0, all storage read_write):
 //   0 s [B * C] f32 (the batch's h w2)   4 db out [C] f32
-//   1 b [C] f32                           5 loss out [1] f32
+//   1 b [C] f32                           5 loss out [1] f32 (the batch's sum)
 //   2 y [B] u32 labels (< C)              6 params u32 [2]: B, C
 //   3 dz out [B * C] f32
 
@@ -69,7 +69,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
         workgroupBarrier();
     }
     if (lid.x == 0u) {
-        loss[0] = partial[0] / batch;
+        loss[0] = partial[0];
     }
     for (var j = lid.x; j < classes; j += WG) {
         var column = 0.0;

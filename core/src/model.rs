@@ -74,10 +74,10 @@ impl Mlp {
 
 /// One step of the MLP without a graph ([`Mlp::cross_entropy_step_by_hand`]): the
 /// gradients of mean cross-entropy, registered under the weights' ids, and the batch's
-/// mean loss `[1]`, on the weights' device.
+/// summed loss `[1]` (what the epoch adds up), on the weights' device.
 pub(crate) struct MlpStep {
     pub grads: burn::optim::GradientsParams,
-    pub loss: Tensor<1>,
+    pub loss_sum: Tensor<1>,
 }
 
 impl Mlp {

@@ -11,9 +11,9 @@ use burn::tensor::{DType, Int, Tensor};
 use super::bridge;
 use super::kernels::{MLP_RELU_GRAD, MLP_SOFTMAX_GRAD, WORKGROUP};
 
-/// The mean cross-entropy of the logits `s + b` (`s` `[B, C]`, `b` `[C]`) against
-/// `labels` `[B]` (each below C), its gradient in the logits `[B, C]` and the bias's
-/// gradient `[C]`: `(loss [1], dz, db)`.
+/// The cross-entropy of the logits `s + b` (`s` `[B, C]`, `b` `[C]`) against `labels`
+/// `[B]` (each below C) summed over the batch, the gradient of its mean in the logits
+/// `[B, C]` and the bias's gradient `[C]`: `(loss sum [1], dz, db)`.
 pub(crate) fn softmax_cross_entropy_grad(
     s: &Tensor<2>,
     b: &Tensor<1>,

@@ -113,8 +113,10 @@ impl Mlp {
         grads.register(w.ids[1], db1);
         grads.register(w.ids[2], dw2);
         grads.register(w.ids[3], db2);
-        let loss = tensor::<1>(from_values(vec![loss], vec![1]));
-        Some(Step { grads, loss })
+        // The mean times the batch, as the epoch summed it when this returned the mean
+        // (same f32 operations, same bits).
+        let loss_sum = tensor::<1>(from_values(vec![loss * batch as f32], vec![1]));
+        Some(Step { grads, loss_sum })
     }
 
     /// Logits `[n, C]` of `n` rows, in chunks of `chunk` rows scored in parallel, the
@@ -259,7 +261,7 @@ pub(super) mod tests {
         let loss = cross_entropy(mlp.forward(x.clone()), &y).mean();
         let mut autodiff = GradientsParams::from_grads(loss.clone().backward(), &mlp);
         let expected_loss = loss.into_data().iter::<f32>().next().unwrap();
-        let got_loss = by_hand.loss.into_data().iter::<f32>().next().unwrap();
+        let got_loss = by_hand.loss_sum.into_data().iter::<f32>().next().unwrap() / batch as f32;
         assert!(
             (got_loss - expected_loss).abs() < 1e-5,
             "{got_loss} vs {expected_loss}"
@@ -336,7 +338,7 @@ pub(super) mod tests {
         let expected = cross_entropy(mlp.forward(x.clone()), &y).mean();
         let expected = expected.into_data().iter::<f32>().next().unwrap();
         let step = step(&mlp, x, y).expect("the device's by-hand path");
-        let got = step.loss.into_data().iter::<f32>().next().unwrap();
+        let got = step.loss_sum.into_data().iter::<f32>().next().unwrap() / 2.0;
         assert!(
             expected.is_finite() && got.is_finite(),
             "{got} vs {expected}"

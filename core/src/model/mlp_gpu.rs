@@ -40,7 +40,8 @@ impl Mlp {
         // Forward: h = relu(x w1 + b1); the output layer's bias goes into the loss kernel.
         let h = gpu::bias_relu(&x.clone().matmul(w1), &b1.val().inner())?;
         let s = h.clone().matmul(w2.clone());
-        let (loss, dz, db2) = gpu::mlp::softmax_cross_entropy_grad(&s, &b2.val().inner(), &labels)?;
+        let (loss_sum, dz, db2) =
+            gpu::mlp::softmax_cross_entropy_grad(&s, &b2.val().inner(), &labels)?;
 
         // Backward.
         let dw2 = h.clone().transpose().matmul(dz.clone());
@@ -52,7 +53,7 @@ impl Mlp {
         grads.register(ids[1], db1);
         grads.register(ids[2], dw2);
         grads.register(ids[3], db2);
-        Some(MlpStep { grads, loss })
+        Some(MlpStep { grads, loss_sum })
     }
 }
 

@@ -3,7 +3,7 @@
 //! epoch's metrics are read from, kept on the device until the epoch ends.
 
 use burn::optim::GradientsParams;
-use burn::tensor::Tensor;
+use burn::tensor::{Int, Tensor, TensorData};
 
 use super::Trainer;
 use super::evaluate::{inputs, score};
@@ -124,7 +124,10 @@ impl Trainer {
         let len = picked.len();
         let idx = indices_tensor(picked, &self.device);
         let x = inputs(&self.train.samples, picked, &idx, &self.device);
-        let y = self.train.labels.clone().select(0, idx.clone());
+        // The batch's noisy labels from the host copy: an upload, not a gather kernel.
+        let noisy = &self.labels.noisy_labels;
+        let y: Vec<i32> = picked.iter().map(|&i| noisy[i as usize] as i32).collect();
+        let y = Tensor::<1, Int>::from_data(TensorData::new(y, [len]), &self.device);
         // The MLP with plain cross-entropy: gradients by hand, no graph (CPU or GPU).
         let by_hand = match networks.first().as_mlp() {
             Some(mlp) if networks.len() == 1 && rule.is_mean_cross_entropy() => {
@@ -133,12 +136,11 @@ impl Trainer {
             _ => None,
         };
         if let Some(step) = by_hand {
-            let loss_sum = step.loss.mul_scalar(len as f32);
             let networks = self.adam.step(lr, beta_1, networks, step.grads, None);
             return (
                 networks,
                 BatchSums {
-                    loss_sum,
+                    loss_sum: step.loss_sum,
                     picked: None,
                 },
             );
