@@ -13,17 +13,17 @@ use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-pub mod image_input;
 mod folded_conv;
 mod gpu_conv;
+pub mod image_input;
 mod mlp_cpu;
 mod mlp_gpu;
 pub mod resnet;
 mod scorer;
 mod train_conv;
-pub use gpu_conv::GpuConv;
-pub use scorer::Scorer;
+pub use gpu_conv::{GpuConv, Measured, measured_shapes};
 pub use resnet::ResNet18;
+pub use scorer::Scorer;
 
 /// Which network to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -232,7 +232,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
             let torch_mean = t.epoch_seconds.iter().sum::<f64>() / t.epoch_seconds.len() as f64;
             println!(
                 "taks / PyTorch{}, TAkS epoch on {device_name}: {:.2} ({:.3} s / {torch_mean:.3} s)",
-                if t.tf32 { " (TF32 convolutions)" } else { " (FP32)" },
+                if t.tf32 {
+                    " (TF32 convolutions)"
+                } else {
+                    " (FP32)"
+                },
                 taks.mean / torch_mean,
                 taks.mean
             );
@@ -260,6 +264,27 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 method.name(),
                 l.training_step,
                 l.scoring_chunk
+            );
+        }
+    }
+    // On a GPU under TAKS_GPU_CONV=auto: which forward kernel each convolution shape met
+    // in this process measured faster.
+    let measured = taks_core::model::measured_shapes();
+    if !measured.is_empty() {
+        println!(
+            "\n| convolution shape (input -> channels, kernel/stride) | burn's kernel ms | im2col + matmul ms | runs |"
+        );
+        println!("|---|---|---|---|");
+        for (shape, m) in measured {
+            let runs = if m.im2col < m.direct {
+                "im2col"
+            } else {
+                "burn's"
+            };
+            println!(
+                "| {shape} | {:.3} | {:.3} | {runs} |",
+                m.direct * 1e3,
+                m.im2col * 1e3
             );
         }
     }

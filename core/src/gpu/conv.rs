@@ -33,7 +33,9 @@ pub(crate) struct Geometry {
 impl Geometry {
     /// Output height and width for an input of `height` x `width`.
     pub(crate) fn output(&self, height: usize, width: usize) -> [usize; 2] {
-        let side = |len: usize, d: usize| (len + 2 * self.padding[d] - self.kernel[d]) / self.stride[d] + 1;
+        let side = |len: usize, d: usize| {
+            (len + 2 * self.padding[d] - self.kernel[d]) / self.stride[d] + 1
+        };
         [side(height, 0), side(width, 1)]
     }
 }
@@ -50,8 +52,22 @@ pub(crate) fn im2col(x: &Tensor<4>, g: Geometry) -> Option<Tensor<2>> {
     assert!(total < u32::MAX as usize, "im2col: {total} patch elements");
     let out = bridge::empty_1d(&prim, total, DType::F32);
     let words = [
-        n, c, h, w, s[0], s[1], s[2], s[3], g.kernel[0], g.kernel[1], g.stride[0], g.stride[1],
-        g.padding[0], g.padding[1], out_h, out_w,
+        n,
+        c,
+        h,
+        w,
+        s[0],
+        s[1],
+        s[2],
+        s[3],
+        g.kernel[0],
+        g.kernel[1],
+        g.stride[0],
+        g.stride[1],
+        g.padding[0],
+        g.padding[1],
+        out_h,
+        out_w,
     ]
     .map(|v| u32::try_from(v).expect("im2col: a size past u32"));
     let p = bridge::upload_u32(&prim.client, &words);
@@ -111,6 +127,17 @@ fn conv2d_in_parts(
     Some(y.reshape([n, out_h, out_w, o]).permute([0, 3, 1, 2]))
 }
 
+/// Whether `y` `[N, O, H, W]` lies channels last, as [`conv2d`] leaves its output (for
+/// tests that must know which kernel ran).
+#[cfg(test)]
+pub(crate) fn is_channels_last(y: &Tensor<4>) -> bool {
+    let [_, o, h, w] = y.dims();
+    bridge::float_f32_strided(y).is_some_and(|p| {
+        let s = p.meta.strides();
+        s[1] == 1 && s[3] == o && s[2] == o * w && s[0] == o * w * h
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use burn::tensor::activation::relu;
@@ -135,9 +162,14 @@ mod tests {
         for (kernel, stride, pad) in cases {
             let (n, c, side, o) = (3, 5, 11, 6);
             // [N, H, W, C] in memory, seen as [N, C, H, W].
-            let x = Tensor::<4>::random([n, side, side, c], Distribution::Normal(0.0, 1.0), &device)
-                .permute([0, 3, 1, 2]);
-            let w = Tensor::<4>::random([o, c, kernel, kernel], Distribution::Normal(0.0, 0.3), &device);
+            let x =
+                Tensor::<4>::random([n, side, side, c], Distribution::Normal(0.0, 1.0), &device)
+                    .permute([0, 3, 1, 2]);
+            let w = Tensor::<4>::random(
+                [o, c, kernel, kernel],
+                Distribution::Normal(0.0, 0.3),
+                &device,
+            );
             let b = Tensor::<1>::random([o], Distribution::Normal(0.0, 1.0), &device);
             let expected = host(relu(conv2d(
                 x.clone(),

@@ -54,7 +54,11 @@ pub(crate) fn softmax_cross_entropy_grad(
 /// else 0 (`[rows, cols]`), and its column sums `[cols]`.
 pub(crate) fn relu_grad(g: &Tensor<2>, h: &Tensor<2>) -> Option<(Tensor<2>, Tensor<1>)> {
     let [rows, cols] = g.dims();
-    assert_eq!(h.dims(), [rows, cols], "gradient and activations must have one shape");
+    assert_eq!(
+        h.dims(),
+        [rows, cols],
+        "gradient and activations must have one shape"
+    );
     let g = bridge::float_f32(g)?;
     let h = bridge::float_f32(h)?;
     let dh = bridge::empty_1d(&g, rows * cols, DType::F32);

@@ -26,15 +26,15 @@
 
 pub mod adam;
 mod bias_relu;
-pub(crate) mod conv;
 mod bridge;
+pub(crate) mod conv;
 pub(crate) use bias_relu::bias_relu;
 mod kernels;
 pub mod launches;
 pub(crate) mod mlp;
-pub mod tuning_cache;
 mod noise_risk;
 mod select;
+pub mod tuning_cache;
 
 use burn::tensor::{Int, Tensor};
 

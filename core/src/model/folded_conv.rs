@@ -18,6 +18,8 @@ use burn::tensor::activation::relu;
 use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 
+use super::GpuConv;
+use super::gpu_conv::{ConvShape, forward_fastest};
 use crate::gpu::conv::{self as gpu_conv, Geometry};
 
 /// A convolution and its batch norm as one convolution with bias.
@@ -28,15 +30,18 @@ pub struct FoldedConv {
     columns: Tensor<2>,
     bias: Tensor<1>,
     geometry: Geometry,
-    im2col: bool,
+    how: GpuConv,
 }
 
 impl FoldedConv {
-    /// `conv` then `norm` (eval mode) folded; `None` for a convolution this does not
-    /// cover (groups, dilation or asymmetric padding: none of the paper's networks).
-    pub(crate) fn new(conv: &Conv2d, norm: &BatchNorm, im2col: bool) -> Option<Self> {
+    /// `conv` then `norm` (eval mode) folded, to run as `how` says; `None` for a
+    /// convolution this does not cover (groups, dilation or asymmetric padding: none of the
+    /// paper's networks).
+    pub(crate) fn new(conv: &Conv2d, norm: &BatchNorm, how: GpuConv) -> Option<Self> {
         let padding = match conv.padding {
-            PaddingConfig2d::Explicit(top, left, bottom, right) if top == bottom && left == right => {
+            PaddingConfig2d::Explicit(top, left, bottom, right)
+                if top == bottom && left == right =>
+            {
                 [top, left]
             }
             PaddingConfig2d::Valid => [0, 0],
@@ -48,8 +53,16 @@ impl FoldedConv {
         let weight = conv.weight.val().without_autodiff();
         let [o, c, kh, kw] = weight.dims();
         let device = weight.device();
-        let mean = norm.running_mean.value().without_autodiff().to_device(&device);
-        let var = norm.running_var.value().without_autodiff().to_device(&device);
+        let mean = norm
+            .running_mean
+            .value()
+            .without_autodiff()
+            .to_device(&device);
+        let var = norm
+            .running_var
+            .value()
+            .without_autodiff()
+            .to_device(&device);
         let gamma = norm.gamma.val().without_autodiff();
         let beta = norm.beta.val().without_autodiff();
         let scale = gamma / var.add_scalar(norm.epsilon).sqrt();
@@ -69,25 +82,31 @@ impl FoldedConv {
                 stride: conv.stride,
                 padding,
             },
-            im2col,
+            how,
         })
     }
 
     /// The folded layer on `x` `[N, C, H, W]`, then ReLU when `relu`.
     pub(crate) fn forward(&self, x: Tensor<4>, with_relu: bool) -> Tensor<4> {
-        if self.im2col
-            && let Some(y) =
-                gpu_conv::conv2d(&x, &self.columns, Some(&self.bias), self.geometry, with_relu)
-        {
-            return y;
-        }
         let g = self.geometry;
-        let y = conv2d(
-            x,
-            self.weight.clone(),
-            Some(self.bias.clone()),
-            ConvOptions::new(g.stride, g.padding, [1, 1], 1),
-        );
-        if with_relu { relu(y) } else { y }
+        let direct = || {
+            let y = conv2d(
+                x.clone(),
+                self.weight.clone(),
+                Some(self.bias.clone()),
+                ConvOptions::new(g.stride, g.padding, [1, 1], 1),
+            );
+            if with_relu { relu(y) } else { y }
+        };
+        let shape = ConvShape {
+            input: x.dims(),
+            weight: self.weight.dims(),
+            stride: g.stride,
+            padding: g.padding,
+            epilogue: if with_relu { "bias, relu" } else { "bias" },
+        };
+        forward_fastest(self.how, shape, &x.device(), direct, || {
+            gpu_conv::conv2d(&x, &self.columns, Some(&self.bias), g, with_relu)
+        })
     }
 }

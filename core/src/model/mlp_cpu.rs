@@ -302,7 +302,9 @@ pub(super) mod tests {
     /// wrong label) has a large but finite loss, as burn's log-softmax gives it.
     #[test]
     fn the_loss_stays_finite_far_from_the_label() {
-        check_far_label(&Device::flex(), |mlp, x, y| mlp.cpu_cross_entropy_step(x, y));
+        check_far_label(&Device::flex(), |mlp, x, y| {
+            mlp.cpu_cross_entropy_step(x, y)
+        });
     }
 
     /// The far-label case on `device`; shared with the GPU twin's test.

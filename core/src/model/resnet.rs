@@ -149,8 +149,8 @@ pub struct Folded<'a> {
 
 impl ResNet18 {
     /// `None` where a layer does not fold (none of ResNet-18's).
-    pub(super) fn folded(&self, im2col: bool) -> Option<Folded<'_>> {
-        let fold = |conv: &Conv2d, bn: &BatchNorm| FoldedConv::new(conv, bn, im2col);
+    pub(super) fn folded(&self, how: super::GpuConv) -> Option<Folded<'_>> {
+        let fold = |conv: &Conv2d, bn: &BatchNorm| FoldedConv::new(conv, bn, how);
         let blocks = self
             .layer1
             .iter()

@@ -9,8 +9,8 @@
 
 use burn::tensor::Tensor;
 
-use super::folded_conv::FoldedConv;
 use super::GpuConv;
+use super::folded_conv::FoldedConv;
 use super::{Classifier, Cnn, resnet};
 use crate::gpu;
 
@@ -36,16 +36,16 @@ impl Classifier {
         if how == GpuConv::Plain || !self.on_gpu() {
             return Scorer::Plain(self);
         }
-        let im2col = how == GpuConv::Im2col;
+
         let folded = match self {
             Classifier::Mlp(_) => None,
             Classifier::Cnn(cnn) => cnn
                 .blocks
                 .iter()
-                .map(|b| FoldedConv::new(&b.conv, &b.norm, im2col))
+                .map(|b| FoldedConv::new(&b.conv, &b.norm, how))
                 .collect::<Option<Vec<_>>>()
                 .map(|f| Scorer::Cnn(cnn, f)),
-            Classifier::ResNet18(net) => net.folded(im2col).map(Scorer::ResNet18),
+            Classifier::ResNet18(net) => net.folded(how).map(Scorer::ResNet18),
         };
         folded.unwrap_or(Scorer::Plain(self))
     }
@@ -111,13 +111,17 @@ mod tests {
             }
             let net = net.valid();
             // A chunk that starts inside a larger block, as `score_block` cuts them.
-            let block = Tensor::<2>::random([9, 3 * 32 * 32], Distribution::Normal(0.5, 2.0), &device);
+            let block =
+                Tensor::<2>::random([9, 3 * 32 * 32], Distribution::Normal(0.5, 2.0), &device);
             let x = block.narrow(0, 3, 5);
             let expected = host(net.forward(x.clone()));
             let scale = expected.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            for how in [GpuConv::Folded, GpuConv::Im2col] {
+            for how in [GpuConv::Folded, GpuConv::Im2col, GpuConv::Auto] {
                 let scorer = net.scorer_with(how);
-                assert!(!matches!(scorer, Scorer::Plain(_)), "{arch:?} folds on wgpu");
+                assert!(
+                    !matches!(scorer, Scorer::Plain(_)),
+                    "{arch:?} folds on wgpu"
+                );
                 let got = host(scorer.forward(x.clone()));
                 let gap = got
                     .iter()

@@ -27,11 +27,14 @@ use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 
 use super::GpuConv;
+use super::gpu_conv::{ConvShape, forward_fastest};
 use crate::gpu::conv::{self, Geometry};
 
 #[backend_extension(Autodiff, Cube, Flex)]
 pub trait Im2colConv: Backend {
-    /// `conv2d(x, weight)` without bias, stride `(sh, sw)`, symmetric padding `(ph, pw)`.
+    /// `conv2d(x, weight)` without bias, stride `(sh, sw)`, symmetric padding `(ph, pw)`:
+    /// by im2col when `always`, else by whichever kernel measured faster for the shape
+    /// ([`forward_fastest`]).
     fn im2col_conv2d(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
@@ -39,6 +42,7 @@ pub trait Im2colConv: Backend {
         sw: usize,
         ph: usize,
         pw: usize,
+        always: bool,
     ) -> FloatTensor<Self>;
 }
 
@@ -50,6 +54,7 @@ impl Im2colConv for Cube {
         sw: usize,
         ph: usize,
         pw: usize,
+        always: bool,
     ) -> FloatTensor<Self> {
         let options = ConvOptions::new([sh, sw], [ph, pw], [1, 1], 1);
         let x = Tensor::<4>::from_primitive::<Cube>(x);
@@ -61,10 +66,25 @@ impl Im2colConv for Cube {
             padding: [ph, pw],
         };
         let columns = weight.clone().reshape([o, c * kh * kw]).transpose();
-        let y = match conv::conv2d(&x, &columns, None, geometry, false) {
-            Some(y) => y,
-            None => conv2d(x, weight, None, options),
+        let how = if always {
+            GpuConv::Im2col
+        } else {
+            GpuConv::Auto
         };
+        let shape = ConvShape {
+            input: x.dims(),
+            weight: weight.dims(),
+            stride: [sh, sw],
+            padding: [ph, pw],
+            epilogue: "",
+        };
+        let y = forward_fastest(
+            how,
+            shape,
+            &x.device(),
+            || conv2d(x.clone(), weight.clone(), None, options.clone()),
+            || conv::conv2d(&x, &columns, None, geometry, false),
+        );
         y.try_into_primitive::<Cube>()
             .expect("a Cube tensor stays on Cube")
     }
@@ -78,7 +98,9 @@ impl Im2colConv for Flex {
         sw: usize,
         ph: usize,
         pw: usize,
+        always: bool,
     ) -> FloatTensor<Self> {
+        let _ = always;
         let options = ConvOptions::new([sh, sw], [ph, pw], [1, 1], 1);
         <Flex as ModuleOps<Flex>>::conv2d(x, weight, None, options)
     }
@@ -92,6 +114,7 @@ impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, 
         sw: usize,
         ph: usize,
         pw: usize,
+        always: bool,
     ) -> FloatTensor<Self> {
         #[derive(Debug)]
         struct ConvBackward;
@@ -136,7 +159,15 @@ impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, 
             OpsKind::Tracked(mut prep) => {
                 let x_state = prep.checkpoint(&x);
                 let weight_state = prep.checkpoint(&weight);
-                let y = B::im2col_conv2d(x.into_primitive(), weight.into_primitive(), sh, sw, ph, pw);
+                let y = B::im2col_conv2d(
+                    x.into_primitive(),
+                    weight.into_primitive(),
+                    sh,
+                    sw,
+                    ph,
+                    pw,
+                    always,
+                );
                 prep.finish((x_state, weight_state, options), y)
             }
             OpsKind::UnTracked(prep) => prep.finish(B::im2col_conv2d(
@@ -146,14 +177,20 @@ impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, 
                 sw,
                 ph,
                 pw,
+                always,
             )),
         }
     }
 }
 
-/// `conv(x)` of a training step: through [`Im2colConv`] on a wgpu device, burn's own
-/// convolution elsewhere (so CPU results keep their bits).
+/// `conv(x)` of a training step: through [`Im2colConv`] on a wgpu device (as
+/// `TAKS_GPU_CONV` says), burn's own convolution elsewhere (so CPU results keep their bits).
 pub(crate) fn forward(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
+    forward_with(conv, x, GpuConv::current())
+}
+
+/// [`forward`] as `how` says.
+fn forward_with(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> Tensor<4> {
     let padding = match conv.padding {
         PaddingConfig2d::Explicit(top, left, bottom, right) if top == bottom && left == right => {
             Some([top, left])
@@ -166,7 +203,7 @@ pub(crate) fn forward(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
     };
     if conv.groups != 1
         || conv.dilation != [1, 1]
-        || GpuConv::current() != GpuConv::Im2col
+        || !how.offers_im2col()
         || !crate::gpu::supports(&x)
     {
         return conv.forward(x);
@@ -179,6 +216,7 @@ pub(crate) fn forward(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
         sw,
         ph,
         pw,
+        how == GpuConv::Im2col,
     );
     let y = Tensor::<4>::from_dispatch(y);
     match &conv.bias {
@@ -203,7 +241,10 @@ mod tests {
 
     fn gap(a: &[f32], b: &[f32]) -> f32 {
         let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-        a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs())) / scale
+        a.iter()
+            .zip(b)
+            .fold(0.0f32, |m, (x, y)| m.max((x - y).abs()))
+            / scale
     }
 
     /// On lavapipe, the im2col convolution against burn's own, forward and backward
@@ -219,8 +260,12 @@ mod tests {
                 .init(&device);
             let x = Tensor::<4>::random([3, 4, 12, 12], Distribution::Normal(0.0, 1.0), &device)
                 .require_grad();
-            let ours = forward(&conv, x.clone());
+            let ours = forward_with(&conv, x.clone(), GpuConv::Im2col);
             let burns = conv.forward(x.clone());
+            assert!(
+                crate::gpu::conv::is_channels_last(&ours),
+                "the im2col kernel ran (its output lies channels last)"
+            );
             assert!(gap(&host(ours.clone()), &host(burns.clone())) < 1e-5);
             // A loss that weighs every output differently.
             let w = Tensor::<4>::random(ours.dims(), Distribution::Normal(0.0, 1.0), &device);
@@ -230,12 +275,18 @@ mod tests {
                 host(x.grad(&g_ours).unwrap()),
                 host(x.grad(&g_burns).unwrap()),
             );
-            assert!(gap(&dx_ours, &dx_burns) < 1e-5, "{kernel}x{kernel}/{stride}: dx");
+            assert!(
+                gap(&dx_ours, &dx_burns) < 1e-5,
+                "{kernel}x{kernel}/{stride}: dx"
+            );
             let (dw_ours, dw_burns) = (
                 host(conv.weight.val().grad(&g_ours).unwrap()),
                 host(conv.weight.val().grad(&g_burns).unwrap()),
             );
-            assert!(gap(&dw_ours, &dw_burns) < 1e-5, "{kernel}x{kernel}/{stride}: dw");
+            assert!(
+                gap(&dw_ours, &dw_burns) < 1e-5,
+                "{kernel}x{kernel}/{stride}: dw"
+            );
         }
     }
 }
