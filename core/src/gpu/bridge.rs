@@ -17,7 +17,7 @@ use burn::tensor::{DType, Int, Shape, Tensor};
 use cubecl::CubeCount;
 use cubecl::server::{Handle, KernelArguments};
 
-use super::kernels::{WORKGROUP, Wgsl};
+use super::kernels::{Shader, WORKGROUP, Wgsl};
 
 /// The cubecl compute client type of a `CubeTensor`.
 pub(crate) type Client = cubecl::client::Client;
@@ -134,13 +134,13 @@ pub(crate) fn grid(groups: u32) -> CubeCount {
 }
 
 /// Enqueue one shader on `client`'s stream, buffers bound at `@binding(0..)` in order.
-pub(crate) fn launch(client: &Client, kernel: Wgsl, count: CubeCount, buffers: &[&Handle]) {
+pub(crate) fn launch(client: &Client, kernel: Shader, count: CubeCount, buffers: &[&Handle]) {
     let mut args = KernelArguments::new();
     for h in buffers {
         args = args.with_buffer((*h).clone().binding());
     }
     client.launch(
-        Box::new(SourceKernel::new(kernel, CubeDim::new_1d(WORKGROUP))),
+        Box::new(SourceKernel::new(Wgsl(kernel), CubeDim::new_1d(WORKGROUP))),
         count,
         args,
     );

@@ -1,5 +1,5 @@
-//! Hand-written WGSL kernels for the per-epoch hot spots of TAkS and the per-step one of
-//! training, run through burn's wgpu backend on ordinary type-erased `Tensor`s:
+//! The launches of taks's own WGSL kernels (the `taks-shaders` crate) through burn's wgpu
+//! backend, on ordinary type-erased `Tensor`s:
 //!
 //! * [`noise_risk_objective`] — `shaders/noise_risk.wgsl`: per-sample noise risk
 //!   `theta = (1 - s p) / 2`, cumulative risk `L + theta` and the FTPL objective
@@ -8,7 +8,9 @@
 //!   (ties by smaller index, NaN largest) as a k-hot mask and an ascending index list,
 //!   by a 4 x 8-bit radix select plus a block-wise prefix-sum compaction: O(n) work;
 //! * [`adam::step`] — `shaders/adam.wgsl`: Adam's step of one parameter in one kernel
-//!   instead of a dozen, for the launch-bound training step of a small network.
+//!   instead of a dozen, for the launch-bound training step of a small network;
+//! * `bias_relu`, `mlp` — the graph-free MLP step's kernels (`crate::model`'s `mlp_gpu`);
+//! * `conv` — a convolution as im2col and a matmul (`crate::model`'s `gpu_conv`).
 //!
 //! Why: with the model on the GPU, reading all n logits back each epoch to score and sort on
 //! the CPU would dominate; these keep scoring and selection on the device and let the caller
@@ -110,31 +112,4 @@ pub fn noise_risk_objective(
 /// If `k > n`.
 pub fn select_k_smallest(objective: &Tensor<1>, k: usize) -> Option<Selection> {
     select::run(objective, k)
-}
-
-#[cfg(test)]
-mod tests {
-    use burn::backend::wgpu::wgpu::naga;
-
-    /// Every shader (as the device receives it: prelude + pass) parses and validates with
-    /// the naga that wgpu itself uses — catches WGSL errors without a GPU.
-    #[test]
-    fn wgsl_parses_and_validates() {
-        for kernel in super::kernels::ALL {
-            let text = kernel.text();
-            let module = naga::front::wgsl::parse_str(&text)
-                .unwrap_or_else(|e| panic!("{}: {}", kernel.name, e.emit_to_string(&text)));
-            naga::valid::Validator::new(
-                naga::valid::ValidationFlags::all(),
-                naga::valid::Capabilities::empty(),
-            )
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{}: {}", kernel.name, e.emit_to_string(&text)));
-            assert!(
-                module.entry_points.iter().any(|ep| ep.name == "main"),
-                "{}: no `main` entry point",
-                kernel.name
-            );
-        }
-    }
 }

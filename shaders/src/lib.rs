@@ -1,0 +1,158 @@
+//! The hand-written WGSL compute shaders of taks, as text.
+//!
+//! Why a crate of their own: the kernels that carry the paper's arithmetic on a GPU (the
+//! noise risk and objective, the exact k-smallest selection, Adam's step) and those of
+//! the graph-free MLP step and im2col are plain WGSL files, the same on every platform
+//! and in the browser. Kept apart from the Rust that launches them (`taks-core`'s
+//! `gpu` module), they are one place to read, they package as files, and this crate's
+//! tests parse and validate every one with naga (wgpu's own WGSL front end) without a GPU.
+//! Each file's header says what it computes, its bindings and its launch shape.
+//!
+//! Every shader's entry point is `main` with `@workgroup_size(256)` ([`WORKGROUP`]); the
+//! select passes share a prelude ([`SELECT_COMMON`]) prepended to their text.
+
+/// One compute shader: an optional prelude followed by the pass itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shader {
+    /// Unique per shader (it keys the GPU stack's pipeline cache).
+    pub name: &'static str,
+    pub prelude: &'static str,
+    pub body: &'static str,
+}
+
+impl Shader {
+    /// The complete WGSL text a device compiles: prelude, newline, pass.
+    pub fn text(&self) -> String {
+        let mut s = String::with_capacity(self.prelude.len() + self.body.len() + 1);
+        s.push_str(self.prelude);
+        s.push('\n');
+        s.push_str(self.body);
+        s
+    }
+}
+
+/// Invocations per workgroup in every shader (`@workgroup_size(256)`).
+pub const WORKGROUP: u32 = 256;
+/// Elements per workgroup in `select_histogram.wgsl` (256 invocations x 16).
+pub const HISTOGRAM_SPAN: u32 = WORKGROUP * 16;
+
+/// Shared prelude (`order_key`, state layout) prepended to every `select_*` pass.
+pub const SELECT_COMMON: &str = include_str!("../select_common.wgsl");
+
+macro_rules! shader {
+    ($(#[$doc:meta])* $konst:ident, $name:literal, $prelude:expr, $file:literal) => {
+        $(#[$doc])*
+        pub const $konst: Shader = Shader {
+            name: $name,
+            prelude: $prelude,
+            body: include_str!(concat!("../", $file)),
+        };
+    };
+}
+
+shader!(
+    /// Noise risk, cumulative risk and the FTPL (or greedy) objective in one pass.
+    NOISE_RISK, "taks_noise_risk", "", "noise_risk.wgsl"
+);
+shader!(
+    /// k-selection, pass 1: a 256-bin histogram of one 8-bit digit per workgroup.
+    SELECT_HISTOGRAM, "taks_select_histogram", SELECT_COMMON, "select_histogram.wgsl"
+);
+shader!(
+    /// k-selection, pass 2: the digit the k-th smallest has, from the histograms.
+    SELECT_DIGIT, "taks_select_digit", SELECT_COMMON, "select_digit.wgsl"
+);
+shader!(
+    /// k-selection, pass 3: per workgroup, how many elements are selected.
+    SELECT_COUNT, "taks_select_count", SELECT_COMMON, "select_count.wgsl"
+);
+shader!(
+    /// k-selection, pass 4: the prefix sum of those counts.
+    SELECT_SCAN, "taks_select_scan", SELECT_COMMON, "select_scan.wgsl"
+);
+shader!(
+    /// k-selection, pass 5: the k-hot mask and the ascending index list.
+    SELECT_SCATTER, "taks_select_scatter", SELECT_COMMON, "select_scatter.wgsl"
+);
+shader!(
+    /// Adam's step of one parameter.
+    ADAM, "taks_adam", "", "adam.wgsl"
+);
+shader!(
+    /// A layer's bias and ReLU after its matmul.
+    BIAS_RELU, "taks_bias_relu", "", "bias_relu.wgsl"
+);
+shader!(
+    /// The MLP's softmax, cross-entropy, its gradient and the output bias's gradient.
+    MLP_SOFTMAX_GRAD, "taks_mlp_softmax_grad", "", "mlp_softmax_grad.wgsl"
+);
+shader!(
+    /// ReLU's backward with the hidden bias's gradient.
+    MLP_RELU_GRAD, "taks_mlp_relu_grad", "", "mlp_relu_grad.wgsl"
+);
+shader!(
+    /// A convolution's patches as the rows of a matrix.
+    IM2COL, "taks_im2col", "", "im2col.wgsl"
+);
+
+/// Every shader.
+pub const ALL: [Shader; 11] = [
+    NOISE_RISK,
+    SELECT_HISTOGRAM,
+    SELECT_DIGIT,
+    SELECT_COUNT,
+    SELECT_SCAN,
+    SELECT_SCATTER,
+    ADAM,
+    BIAS_RELU,
+    MLP_SOFTMAX_GRAD,
+    MLP_RELU_GRAD,
+    IM2COL,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every shader, as a device receives it (prelude + pass), parses and validates with
+    /// naga, the WGSL front end wgpu uses: WGSL errors show up without a GPU.
+    #[test]
+    fn every_shader_parses_and_validates() {
+        for shader in ALL {
+            let text = shader.text();
+            let module = naga::front::wgsl::parse_str(&text)
+                .unwrap_or_else(|e| panic!("{}: {}", shader.name, e.emit_to_string(&text)));
+            naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::empty(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{}: {}", shader.name, e.emit_to_string(&text)));
+            let main = module.entry_points.iter().find(|ep| ep.name == "main");
+            let main = main.unwrap_or_else(|| panic!("{}: no `main` entry point", shader.name));
+            assert_eq!(
+                main.workgroup_size,
+                [WORKGROUP, 1, 1],
+                "{}: workgroup size",
+                shader.name
+            );
+        }
+    }
+
+    /// Names key pipeline caches: two shaders with one name would share a pipeline.
+    #[test]
+    fn names_are_unique_and_every_file_is_listed() {
+        let mut names: Vec<_> = ALL.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+        // Every .wgsl file of the crate is a shader of ALL or the select prelude.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let files = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "wgsl"))
+            .count();
+        assert_eq!(files, ALL.len() + 1, "a .wgsl file that no shader uses");
+    }
+}
