@@ -14,7 +14,7 @@ mod cli_values;
 pub mod config;
 pub mod data;
 pub mod error;
-mod flex_host;
+mod flex_buffers;
 pub mod gpu;
 pub mod holdout;
 pub mod methods;

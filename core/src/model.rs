@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 
 mod folded_conv;
 mod gpu_conv;
+mod gpu_layers;
+mod im2col;
 pub mod image_input;
 mod mlp_cpu;
 mod mlp_gpu;
@@ -89,7 +91,7 @@ impl Mlp {
         x: Tensor<2>,
         labels: Tensor<1, burn::tensor::Int>,
     ) -> Option<MlpStep> {
-        if crate::flex_host::is_f32(&x) {
+        if crate::flex_buffers::is_f32(&x) {
             self.cpu_cross_entropy_step(x, labels)
         } else {
             self.gpu_cross_entropy_step(x, labels)

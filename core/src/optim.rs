@@ -22,7 +22,8 @@ use burn::tensor::Tensor;
 
 use crate::{Error, Result};
 
-mod host;
+mod adam_cpu;
+pub mod adam_gpu;
 
 /// One parameter's Adam state, flattened to `[numel]`.
 #[derive(Clone)]
@@ -109,7 +110,7 @@ impl Adam {
     /// Adam in the same order (a default `taks train` ends on the same 91.00% test
     /// accuracy as with burn's optimiser). The moments are stored flat, so one list
     /// holds parameters of every rank; reshaping them back is free. On flex a step is one
-    /// fused pass ([`host`]; bit-identical weights), on wgpu an ungated one is one kernel.
+    /// fused pass ([`adam_cpu`]; bit-identical weights), on wgpu an ungated one is one kernel.
     fn update<const D: usize>(
         &self,
         lr: f32,
@@ -119,13 +120,13 @@ impl Adam {
         mut state: Option<Moments>,
         gate: Option<&Tensor<1>>,
     ) -> (Tensor<D>, Moments) {
-        let step = host::Step {
+        let step = adam_cpu::Step {
             lr,
             beta_1,
             beta_2: self.beta_2,
             epsilon: self.epsilon,
         };
-        match host::update(&step, (x, grad, state), gate) {
+        match adam_cpu::update(&step, (x, grad, state), gate) {
             Ok(done) => return done,
             Err(inputs) => (x, grad, state) = inputs,
         }
@@ -135,7 +136,7 @@ impl Adam {
         self.generic_update(lr, beta_1, x, grad, state, gate)
     }
 
-    /// [`Adam::update`] as one WGSL kernel ([`crate::gpu::adam`]) on a wgpu device. Before
+    /// [`Adam::update`] as one WGSL kernel ([`adam_gpu`]) on a wgpu device. Before
     /// the first step the moments are zeros, which gives the generic path's first moments
     /// (`0 * beta + y` is `y`).
     fn wgsl_update<const D: usize>(
@@ -149,7 +150,7 @@ impl Adam {
         let dims = x.dims();
         let numel = dims.iter().product::<usize>();
         let time = state.as_ref().map_or(0, |s| s.time) + 1;
-        let scalars = crate::gpu::adam::AdamScalars {
+        let scalars = adam_gpu::AdamScalars {
             beta_1,
             beta_2: self.beta_2,
             epsilon: self.epsilon,
@@ -165,7 +166,7 @@ impl Adam {
             ),
         };
         let (x, grad) = (x.reshape([numel]), grad.reshape([numel]));
-        let (x, first, second) = crate::gpu::adam::step(&x, &grad, &m, &v, scalars)
+        let (x, first, second) = adam_gpu::step(&x, &grad, &m, &v, scalars)
             .expect("gpu::supports said the kernels run on this device");
         (
             x.reshape(dims),

@@ -1,13 +1,15 @@
-//! The WGSL kernels of `taks_core::gpu` against a plain CPU computation, on a wgpu device
+//! The WGSL kernels of `taks_core` (selection and Adam) against a plain CPU computation, on a wgpu device
 //! (`DeviceKind::DefaultDevice`: a real GPU when there is one, Mesa lavapipe here; override
 //! with `CUBECL_WGPU_DEFAULT_DEVICE=Cpu`). Sizes 1, 1000, 100_003 and (selection) 1_048_583 with ties, NaN, ±0 and
 //! ±inf. Kept to one process and few shapes: the first shader compile on a software adapter
 //! takes tens of seconds.
 
 use burn::tensor::{DType, Device, DeviceKind, Int, Tensor, TensorData};
-use taks_core::gpu::{self, RiskMode, RiskParams};
+use taks_core::gpu;
+use taks_core::optim::adam_gpu;
 use taks_core::rng::perturbation;
-use taks_core::selection::reference;
+use taks_core::selection::cpu_reference as reference;
+use taks_core::selection::{self, RiskMode, RiskParams};
 
 fn device() -> Device {
     Device::wgpu(DeviceKind::DefaultDevice)
@@ -155,7 +157,7 @@ fn noise_risk_matches_cpu() {
             Tensor::<1, Int>::from_data(TensorData::new(labels.clone(), [n]), (&dev, DType::I32));
         let l = Tensor::<1>::from_data(TensorData::new(cum.clone(), [n]), &dev);
 
-        let out = gpu::noise_risk_objective(&x, &y, &l, params).expect("on a wgpu device");
+        let out = selection::noise_risk_objective(&x, &y, &l, params).expect("on a wgpu device");
         let (theta, new_l, obj) = (
             floats(out.theta),
             floats(out.cumulative),
@@ -213,7 +215,7 @@ fn select_matches_cpu() {
         ks.sort_unstable();
         ks.dedup();
         for k in ks {
-            let sel = gpu::select_k_smallest(&t, k).expect("on a wgpu device");
+            let sel = selection::select_k_smallest(&t, k).expect("on a wgpu device");
             let (mask, idx) = (floats(sel.mask), ints(sel.indices));
             let want = select_ref(&values, k);
             assert_eq!(idx.len(), k, "n={n} k={k}");
@@ -248,8 +250,8 @@ fn risk_then_select_stays_on_device() {
         eta: 0.1,
         mode: RiskMode::Taks,
     };
-    let out = gpu::noise_risk_objective(&x, &y, &l, params).unwrap();
-    let sel = gpu::select_k_smallest(&out.objective, 1234).unwrap();
+    let out = selection::noise_risk_objective(&x, &y, &l, params).unwrap();
+    let sel = selection::select_k_smallest(&out.objective, 1234).unwrap();
     let obj = floats(out.objective);
     assert_eq!(ints(sel.indices), select_ref(&obj, 1234));
     assert_eq!(floats(sel.mask).iter().sum::<f32>(), 1234.0);
@@ -265,7 +267,7 @@ fn adam_matches_cpu() {
         let (x, g, m) = (draw(2.0), draw(0.2), draw(0.05));
         let v: Vec<f32> = draw(0.02).into_iter().map(f32::abs).collect();
         let (beta_1, beta_2, lr) = (0.9f32, 0.999f32, 1e-3f32);
-        let s = gpu::adam::AdamScalars {
+        let s = adam_gpu::AdamScalars {
             beta_1,
             beta_2,
             epsilon: 1e-8,
@@ -275,7 +277,7 @@ fn adam_matches_cpu() {
         let t =
             |values: &[f32]| Tensor::<1>::from_data(TensorData::new(values.to_vec(), [n]), &dev);
         let (x_out, m_out, v_out) =
-            gpu::adam::step(&t(&x), &t(&g), &t(&m), &t(&v), s).expect("on wgpu");
+            adam_gpu::step(&t(&x), &t(&g), &t(&m), &t(&v), s).expect("on wgpu");
         let (x_out, m_out, v_out) = (floats(x_out), floats(m_out), floats(v_out));
         for i in 0..n {
             let m1 = m[i] * beta_1 + g[i] * (1.0 - beta_1);
@@ -301,14 +303,14 @@ fn adam_matches_cpu() {
         }
     }
     let flex = Tensor::<1>::zeros([3], &Device::flex());
-    let s = gpu::adam::AdamScalars {
+    let s = adam_gpu::AdamScalars {
         beta_1: 0.9,
         beta_2: 0.999,
         epsilon: 1e-8,
         correction_2: 0.001,
         step_size: 0.01,
     };
-    assert!(gpu::adam::step(&flex, &flex, &flex, &flex, s).is_none());
+    assert!(adam_gpu::step(&flex, &flex, &flex, &flex, s).is_none());
 }
 
 #[test]
@@ -329,8 +331,8 @@ fn other_devices_fall_back() {
         [2],
         &device().autodiff()
     )));
-    assert!(gpu::noise_risk_objective(&x, &y, &l, p).is_none());
-    assert!(gpu::select_k_smallest(&l, 2).is_none());
+    assert!(selection::noise_risk_objective(&x, &y, &l, p).is_none());
+    assert!(selection::select_k_smallest(&l, 2).is_none());
 }
 
 #[test]
@@ -349,8 +351,9 @@ fn autodiff_inputs_and_empty_shapes() {
         eta: 0.3,
         mode: RiskMode::Taks,
     };
-    let out = gpu::noise_risk_objective(&x, &y, &l, p).expect("autodiff on wgpu is still wgpu");
-    let sel = gpu::select_k_smallest(&out.objective, 17).unwrap();
+    let out =
+        selection::noise_risk_objective(&x, &y, &l, p).expect("autodiff on wgpu is still wgpu");
+    let sel = selection::select_k_smallest(&out.objective, 17).unwrap();
     assert_eq!(ints(sel.indices), select_ref(&floats(out.objective), 17));
 
     // n = 0
@@ -358,8 +361,8 @@ fn autodiff_inputs_and_empty_shapes() {
     let x = Tensor::<2>::zeros([0, 3], &dev);
     let y = Tensor::<1, Int>::zeros([0], &dev);
     let l = Tensor::<1>::zeros([0], &dev);
-    let out = gpu::noise_risk_objective(&x, &y, &l, p).unwrap();
+    let out = selection::noise_risk_objective(&x, &y, &l, p).unwrap();
     assert_eq!(out.objective.dims(), [0]);
-    let sel = gpu::select_k_smallest(&l, 0).unwrap();
+    let sel = selection::select_k_smallest(&l, 0).unwrap();
     assert_eq!((sel.mask.dims(), sel.indices.dims()), ([0], [0]));
 }

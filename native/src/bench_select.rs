@@ -8,9 +8,10 @@
 
 use anyhow::{Result, bail};
 use burn::tensor::{Device, Tensor, TensorData};
-use taks_core::gpu::{self, RiskMode, RiskParams};
+use taks_core::gpu;
 use taks_core::rng::SplitMix64;
-use taks_core::selection::reference;
+use taks_core::selection::cpu_reference as reference;
+use taks_core::selection::{self, RiskMode, RiskParams};
 use web_time::Instant;
 
 use crate::device::{self, DeviceChoice};
@@ -107,7 +108,7 @@ pub fn run(args: BenchSelectArgs) -> Result<()> {
             let objective = Tensor::<1>::from_data(TensorData::new(values.clone(), [n]), device);
             if gpu::supports(&objective) {
                 let ms = time(args.repeats, || {
-                    let s = gpu::select_k_smallest(&objective, k).expect("wgpu");
+                    let s = selection::select_k_smallest(&objective, k).expect("wgpu");
                     settle(s.mask);
                 });
                 println!("| {n} | {k} | WGSL radix select + compaction | {label} | {ms:.2} |");
@@ -126,9 +127,9 @@ pub fn run(args: BenchSelectArgs) -> Result<()> {
                     mode: RiskMode::Taks,
                 };
                 let ms = time(args.repeats, || {
-                    let r = gpu::noise_risk_objective(&logits, &labels, &objective, params)
+                    let r = selection::noise_risk_objective(&logits, &labels, &objective, params)
                         .expect("wgpu");
-                    let s = gpu::select_k_smallest(&r.objective, k).expect("wgpu");
+                    let s = selection::select_k_smallest(&r.objective, k).expect("wgpu");
                     settle(s.mask);
                 });
                 println!(

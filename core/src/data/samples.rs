@@ -20,7 +20,7 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::{Int, Tensor, TensorData};
 
 use super::normalisation::Normalisation;
-use crate::flex_host;
+use crate::flex_buffers;
 
 /// Read-only bytes: owned, or a file read as needed.
 pub trait ByteSource: std::fmt::Debug + Send + Sync {
@@ -322,7 +322,7 @@ impl Samples {
     pub fn flex_rows(&self, start: usize, len: usize) -> Option<Tensor<2>> {
         match (&*self.store, &self.rows, &self.normalisation) {
             (Store::Values(v), None, None) => {
-                Some(flex_host::tensor::<2>(v.clone()).narrow(0, start, len))
+                Some(flex_buffers::tensor::<2>(v.clone()).narrow(0, start, len))
             }
             _ => None,
         }
@@ -334,7 +334,7 @@ impl Samples {
     pub fn flex_select(&self, idx: Tensor<1, Int>) -> Option<Tensor<2>> {
         match (&*self.store, &self.rows, &self.normalisation) {
             (Store::Values(v), None, None) => {
-                Some(flex_host::tensor::<2>(v.clone()).select(0, idx))
+                Some(flex_buffers::tensor::<2>(v.clone()).select(0, idx))
             }
             _ => None,
         }

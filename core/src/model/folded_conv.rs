@@ -9,7 +9,7 @@
 //! rounding (`tests`).
 //!
 //! On a wgpu device the folded convolution runs as im2col and one matmul
-//! ([`crate::gpu::conv`]) unless `TAKS_GPU_CONV` says otherwise ([`super::GpuConv`]).
+//! ([`super::im2col`]) unless `TAKS_GPU_CONV` says otherwise ([`super::GpuConv`]).
 
 use burn::nn::conv::Conv2d;
 use burn::nn::{BatchNorm, PaddingConfig2d};
@@ -20,7 +20,7 @@ use burn::tensor::ops::ConvOptions;
 
 use super::GpuConv;
 use super::gpu_conv::{ConvShape, forward_fastest};
-use crate::gpu::conv::{self as gpu_conv, Geometry};
+use super::im2col::{self as gpu_conv, Geometry};
 
 /// A convolution and its batch norm as one convolution with bias.
 pub struct FoldedConv {

@@ -3,7 +3,7 @@
 //! burn's WGSL compiler gives a 3x3 convolution's forward pass only direct kernels, which
 //! on a large GPU were the slow part of the CNN's and ResNet-18's epochs; the backward
 //! passes already autotune among im2col-based kernels. taks adds a second forward kernel,
-//! im2col and a matmul ([`crate::gpu::conv`]), and by default measures, the first time a
+//! im2col and a matmul ([`super::im2col`]), and by default measures, the first time a
 //! process meets a convolution of some shape, which of the two is faster on this device
 //! ([`forward_fastest`]), then keeps using that one. In the scoring pass it also folds
 //! eval-mode batch norm into the convolution before it. `TAKS_GPU_CONV` can force a way,

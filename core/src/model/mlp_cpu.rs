@@ -23,7 +23,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Int, Tensor};
 
 use super::{Mlp, MlpStep as Step};
-use crate::flex_host::{dense, from_values, is_f32, primitive, tensor, values};
+use crate::flex_buffers::{dense, from_values, is_f32, primitive, tensor, values};
 
 /// The MLP's weights as plain flex tensors: `[in, 256]`, `[256]`, `[256, C]`, `[C]`.
 struct Weights {

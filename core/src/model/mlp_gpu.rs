@@ -17,6 +17,7 @@ use burn::module::ParamId;
 use burn::optim::GradientsParams;
 use burn::tensor::{Int, Tensor};
 
+use super::gpu_layers;
 use super::{Mlp, MlpStep};
 use crate::gpu;
 
@@ -38,14 +39,14 @@ impl Mlp {
         let w2 = self.output.weight.val().inner();
 
         // Forward: h = relu(x w1 + b1); the output layer's bias goes into the loss kernel.
-        let h = gpu::bias_relu(&x.clone().matmul(w1), &b1.val().inner())?;
+        let h = gpu_layers::bias_relu(&x.clone().matmul(w1), &b1.val().inner())?;
         let s = h.clone().matmul(w2.clone());
         let (loss_sum, dz, db2) =
-            gpu::mlp::softmax_cross_entropy_grad(&s, &b2.val().inner(), &labels)?;
+            gpu_layers::softmax_cross_entropy_grad(&s, &b2.val().inner(), &labels)?;
 
         // Backward.
         let dw2 = h.clone().transpose().matmul(dz.clone());
-        let (dh, db1) = gpu::mlp::relu_grad(&dz.matmul(w2.transpose()), &h)?;
+        let (dh, db1) = gpu_layers::relu_grad(&dz.matmul(w2.transpose()), &h)?;
         let dw1 = x.transpose().matmul(dh);
 
         let mut grads = GradientsParams::new();

@@ -21,7 +21,7 @@ pub enum Scorer<'a> {
     /// The CNN with its six blocks folded.
     Cnn(&'a Cnn, Vec<FoldedConv>),
     /// ResNet-18 with every convolution folded.
-    ResNet18(resnet::Folded<'a>),
+    ResNet18(Box<resnet::Folded<'a>>),
 }
 
 impl Classifier {
@@ -45,7 +45,7 @@ impl Classifier {
                 .map(|b| FoldedConv::new(&b.conv, &b.norm, how))
                 .collect::<Option<Vec<_>>>()
                 .map(|f| Scorer::Cnn(cnn, f)),
-            Classifier::ResNet18(net) => net.folded(how).map(Scorer::ResNet18),
+            Classifier::ResNet18(net) => net.folded(how).map(|f| Scorer::ResNet18(Box::new(f))),
         };
         folded.unwrap_or(Scorer::Plain(self))
     }

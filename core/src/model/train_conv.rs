@@ -28,7 +28,7 @@ use burn::tensor::ops::ConvOptions;
 
 use super::GpuConv;
 use super::gpu_conv::{ConvShape, forward_fastest};
-use crate::gpu::conv::{self, Geometry};
+use super::im2col::{self as conv, Geometry};
 
 #[backend_extension(Autodiff, Cube, Flex)]
 pub trait Im2colConv: Backend {
@@ -263,7 +263,7 @@ mod tests {
             let ours = forward_with(&conv, x.clone(), GpuConv::Im2col);
             let burns = conv.forward(x.clone());
             assert!(
-                crate::gpu::conv::is_channels_last(&ours),
+                crate::model::im2col::is_channels_last(&ours),
                 "the im2col kernel ran (its output lies channels last)"
             );
             assert!(gap(&host(ours.clone()), &host(burns.clone())) < 1e-5);

@@ -8,13 +8,19 @@
 //! (`crate::methods::taks`); this layer knows no method.
 //!
 //! The [`Selector`] owns that state. Its arithmetic runs on one of two engines with the
-//! same semantics: the plain CPU [`reference`], or the WGSL kernels of [`crate::gpu`]
+//! same semantics: the plain CPU [`cpu_reference`] ([`cpu_engine`]), or the WGSL kernels
+//! ([`gpu_noise_risk`], [`gpu_select`]; [`gpu_engine`])
 //! where the device is a wgpu GPU. The training loop only sees the [`Selector`].
 
-mod host;
-pub mod reference;
+mod cpu_engine;
+pub mod cpu_reference;
+mod gpu_engine;
+mod gpu_noise_risk;
+mod gpu_select;
 pub mod trail;
-mod wgsl;
+
+pub use gpu_noise_risk::{RiskMode, RiskOutput, RiskParams, noise_risk_objective};
+pub use gpu_select::{Selection, select_k_smallest};
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
@@ -38,7 +44,7 @@ pub struct Update {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Engine {
-    /// Plain Rust on the host ([`reference`]).
+    /// Plain Rust on the host ([`cpu_reference`]).
     Reference,
     /// The WGSL kernels in `shaders/`, on the wgpu device.
     Wgsl,
@@ -64,8 +70,8 @@ pub(crate) struct Params {
 /// One per run: the WGSL engine's tensors inline cost nothing worth a box.
 #[allow(clippy::large_enum_variant)]
 enum State {
-    Host(host::HostEngine),
-    Wgsl(wgsl::WgslEngine),
+    Cpu(cpu_engine::CpuEngine),
+    Gpu(gpu_engine::GpuEngine),
 }
 
 /// The selection state of one run.
@@ -106,15 +112,15 @@ impl Selector {
         let current_device = indices_tensor(&first, device);
         let wgsl = match engine {
             Engine::Wgsl => {
-                let mask = reference::mask_of(&first, n);
+                let mask = cpu_reference::mask_of(&first, n);
                 let mask = Tensor::from_data(TensorData::new(mask, [n]), device);
-                wgsl::WgslEngine::new(labels, mask)
+                gpu_engine::GpuEngine::new(labels, mask)
             }
             Engine::Reference => None,
         };
         let state = match wgsl {
-            Some(engine) => State::Wgsl(engine),
-            None => State::Host(host::HostEngine::new(labels, first)),
+            Some(engine) => State::Gpu(engine),
+            None => State::Cpu(cpu_engine::CpuEngine::new(labels, first)),
         };
         Ok(Self {
             rule: Params {
@@ -131,8 +137,8 @@ impl Selector {
     /// The engine actually in use (the WGSL one falls back to the reference off wgpu).
     pub fn engine(&self) -> Engine {
         match self.state {
-            State::Host(_) => Engine::Reference,
-            State::Wgsl(_) => Engine::Wgsl,
+            State::Cpu(_) => Engine::Reference,
+            State::Gpu(_) => Engine::Wgsl,
         }
     }
 
@@ -148,7 +154,7 @@ impl Selector {
         match self.rule.objective {
             Objective::LatestRisk => latest.to_vec(),
             Objective::Perturbed { eta } => {
-                reference::fpl_objective(cumulative, eta as f32, self.rule.seed, epoch as u32)
+                cpu_reference::fpl_objective(cumulative, eta as f32, self.rule.seed, epoch as u32)
             }
         }
     }
@@ -171,16 +177,16 @@ impl Selector {
     /// The current set, ascending (reads the device on the WGSL engine).
     pub async fn current_indices_host(&self) -> Result<Vec<u32>> {
         match &self.state {
-            State::Host(h) => Ok(h.current.clone()),
-            State::Wgsl(w) => w.current_host().await,
+            State::Cpu(h) => Ok(h.current.clone()),
+            State::Gpu(w) => w.current_host().await,
         }
     }
 
     /// L_t for every sample (reads the device on the WGSL engine).
     pub async fn cumulative_risk_host(&self) -> Result<Vec<f32>> {
         match &self.state {
-            State::Host(h) => Ok(h.cumulative.clone()),
-            State::Wgsl(w) => read_floats(w.cumulative.clone(), "cumulative risk").await,
+            State::Cpu(h) => Ok(h.cumulative.clone()),
+            State::Gpu(w) => read_floats(w.cumulative.clone(), "cumulative risk").await,
         }
     }
 
@@ -190,13 +196,13 @@ impl Selector {
         let n = cumulative.len();
         self.current_device = indices_tensor(&current, &self.device);
         match &mut self.state {
-            State::Host(h) => {
+            State::Cpu(h) => {
                 h.cumulative = cumulative;
                 h.current = current;
             }
-            State::Wgsl(w) => {
+            State::Gpu(w) => {
                 w.cumulative = Tensor::from_data(TensorData::new(cumulative, [n]), &self.device);
-                let mask = reference::mask_of(&current, n);
+                let mask = cpu_reference::mask_of(&current, n);
                 w.mask = Tensor::from_data(TensorData::new(mask, [n]), &self.device);
             }
         }
@@ -207,7 +213,7 @@ impl Selector {
     pub async fn update(&mut self, logits: Tensor<2>, epoch: usize) -> Result<Update> {
         let [n, classes] = logits.dims();
         let update = match &mut self.state {
-            State::Host(host) => {
+            State::Cpu(host) => {
                 assert_eq!(
                     n,
                     host.cumulative.len(),
@@ -220,7 +226,7 @@ impl Selector {
                 }
                 update
             }
-            State::Wgsl(engine) => {
+            State::Gpu(engine) => {
                 let (update, next) = engine.update(logits, &self.rule, epoch as u32).await?;
                 if let Some(next) = next {
                     self.current_device = next;
@@ -260,12 +266,15 @@ pub(crate) async fn read_indices(t: Tensor<1, Int>, what: &str) -> Result<Vec<u3
 /// The indices of the `k` smallest `values` `[n]`, ascending (ties by index, NaN
 /// largest): by the WGSL radix select where `values` live on wgpu, else on the host.
 pub async fn k_smallest_indices(values: Tensor<1>, k: usize) -> Result<Tensor<1, Int>> {
-    if let Some(selection) = crate::gpu::select_k_smallest(&values, k) {
+    if let Some(selection) = select_k_smallest(&values, k) {
         return Ok(selection.indices);
     }
     let device = values.device();
     let host = read_floats(values, "losses").await?;
-    Ok(indices_tensor(&reference::k_smallest(&host, k), &device))
+    Ok(indices_tensor(
+        &cpu_reference::k_smallest(&host, k),
+        &device,
+    ))
 }
 
 /// Upload indices as a device Int tensor.

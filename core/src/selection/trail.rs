@@ -179,8 +179,11 @@ mod tests {
                 let logits: Vec<f32> = (0..n * classes)
                     .map(|_| 4.0 * rng.next_f64() as f32)
                     .collect();
-                let theta =
-                    crate::selection::reference::noise_risk(&logits, classes, &labels.noisy_labels);
+                let theta = crate::selection::cpu_reference::noise_risk(
+                    &logits,
+                    classes,
+                    &labels.noisy_labels,
+                );
                 thetas.push(theta);
                 let logits = Tensor::from_data(TensorData::new(logits, [n, classes]), &device);
                 pollster::block_on(selector.update(logits, epoch)).unwrap();

@@ -57,7 +57,7 @@ impl Trainer {
         // Per network: clean samples picked, samples picked (None until a rule picks).
         let picks: Option<(Vec<Tensor<1>>, Vec<Tensor<1>>)> = None;
         let batch = self.config.batch_size;
-        let on_cpu = crate::flex_host::is_f32(&self.clean);
+        let on_cpu = crate::flex_buffers::is_f32(&self.clean);
         let epoch_loop = || {
             let (mut networks, mut loss_sum, mut picks) = (networks, loss_sum, picks);
             for (b, start) in (0..selected).step_by(batch).enumerate() {

@@ -1,5 +1,6 @@
-//! A 2-D convolution as im2col (`shaders/im2col.wgsl`) and one matrix product, for the
-//! eval-mode forward pass of the scoring pass (`crate::model::folded_conv`).
+//! A 2-D convolution as im2col (`shaders/im2col.wgsl`) and one matrix product on a wgpu
+//! device: the second forward kernel [`super::gpu_conv`] offers beside burn's, in the
+//! scoring pass ([`super::folded_conv`]) and in training ([`super::train_conv`]).
 //!
 //! Why: on burn's WGSL compiler a 3x3 convolution's forward pass only has direct kernels
 //! to choose from (the implicit-GEMM ones need cooperative-matrix or MMA tiles, which WGSL
@@ -16,8 +17,9 @@
 
 use burn::tensor::{DType, Tensor};
 
-use super::bridge;
-use super::kernels::{IM2COL, WORKGROUP};
+use super::gpu_layers::bias_relu;
+use crate::gpu::bridge;
+use crate::gpu::kernels::{IM2COL, WORKGROUP};
 
 /// At most this many floats (256 MiB) of patches at once.
 const PATCH_ELEMENTS: usize = 1 << 26;
@@ -113,7 +115,7 @@ fn conv2d_in_parts(
         let patches = im2col(&x.clone().narrow(0, start, len), g)?;
         let y = patches.matmul(columns.clone());
         parts.push(match (bias, relu) {
-            (Some(b), true) => super::bias_relu(&y, b)?,
+            (Some(b), true) => bias_relu(&y, b)?,
             (Some(b), false) => y + b.clone().unsqueeze::<2>(),
             (None, true) => burn::tensor::activation::relu(y),
             (None, false) => y,

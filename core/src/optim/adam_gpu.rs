@@ -1,4 +1,5 @@
-//! Host side of `shaders/adam.wgsl`: Adam's step of one parameter as one kernel.
+//! Adam's step on a wgpu device, the GPU twin of [`super::adam_cpu`]: the host side of
+//! `shaders/adam.wgsl`, one parameter's step as one kernel.
 //!
 //! On a GPU a small network's step is bound by launches, and the generic update in
 //! [`crate::optim`] is about a dozen kernels per parameter (for the MLP's four, some 50
@@ -6,8 +7,8 @@
 
 use burn::tensor::{DType, Tensor};
 
-use super::bridge;
-use super::kernels::{ADAM, WORKGROUP};
+use crate::gpu::bridge;
+use crate::gpu::kernels::{ADAM, WORKGROUP};
 
 /// The step's scalars, computed on the host as the generic update computes them.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -21,7 +21,7 @@ pub(crate) fn is_f32<const D: usize>(t: &Tensor<D>) -> bool {
 /// The flex primitive of a tensor [`is_f32`] accepted.
 pub(crate) fn primitive<const D: usize>(t: Tensor<D>) -> FlexTensor {
     t.try_into_primitive::<Flex>()
-        .expect("checked by flex_host::is_f32")
+        .expect("checked by flex_buffers::is_f32")
 }
 
 /// `t` with its own row-major buffer of exactly its elements, so `storage_mut` indexes

@@ -1,15 +1,34 @@
-//! Host side of the MLP's two loss and backward shaders (`shaders/mlp_*.wgsl`): with
-//! [`super::bias_relu`], the work of a training step between its matmuls, one kernel
-//! each, for the graph-free step on a GPU (`crate::model` composes them with burn's
-//! matmuls).
+//! The host side of the layer kernels a network's graph-free GPU paths use, one launch
+//! each (`shaders/bias_relu.wgsl`, `shaders/mlp_*.wgsl`): a layer's bias and ReLU after its
+//! matmul (the MLP's hidden layer in [`super::mlp_gpu`], a folded convolution's output in
+//! [`super::im2col`]); the MLP's softmax, cross-entropy and their gradients; ReLU's
+//! backward with the hidden bias's gradient. The CPU twins are host loops in
+//! [`super::mlp_cpu`].
 //!
-//! Each function returns `None` when its inputs are not on a wgpu device; all outputs
-//! are fresh f32 buffers on the input's device. Nothing blocks or reads back.
+//! Each function returns `None` when its inputs are not on a wgpu device; all outputs are
+//! fresh f32 buffers on the input's device. Nothing blocks or reads back.
 
 use burn::tensor::{DType, Int, Tensor};
 
-use super::bridge;
-use super::kernels::{MLP_RELU_GRAD, MLP_SOFTMAX_GRAD, WORKGROUP};
+use crate::gpu::bridge;
+use crate::gpu::kernels::{BIAS_RELU, MLP_RELU_GRAD, MLP_SOFTMAX_GRAD, WORKGROUP};
+
+/// `relu(a + b)` for `a` `[rows, cols]` and `b` `[cols]`, NaN kept.
+pub(crate) fn bias_relu(a: &Tensor<2>, b: &Tensor<1>) -> Option<Tensor<2>> {
+    let [rows, cols] = a.dims();
+    assert_eq!(b.dims(), [cols], "one bias per column");
+    let a = bridge::float_f32(a)?;
+    let b = bridge::float_f32(b)?;
+    let h = bridge::empty_1d(&a, rows * cols, DType::F32);
+    let p = bridge::upload_u32(&a.client, &[rows as u32, cols as u32]);
+    bridge::launch(
+        &a.client,
+        BIAS_RELU,
+        bridge::grid(((rows * cols) as u32).div_ceil(WORKGROUP)),
+        &[&a.handle, &b.handle, &h.handle, &p],
+    );
+    Some(bridge::to_matrix(h, rows, cols))
+}
 
 /// The cross-entropy of the logits `s + b` (`s` `[B, C]`, `b` `[C]`) against `labels`
 /// `[B]` (each below C) summed over the batch, the gradient of its mean in the logits

@@ -1,4 +1,5 @@
-//! The selection engine on a wgpu device: the WGSL kernels of [`crate::gpu`] compute
+//! The selection engine on a wgpu device: the WGSL kernels ([`super::gpu_noise_risk`],
+//! [`super::gpu_select`]) compute
 //! noise-risk, the objective and the next k-set where the logits already are, and the
 //! per-sample risks never leave the GPU. Only three scalars come back per epoch (one
 //! read): the selection's risk, the best fixed set's risk and the sum of all risks (to
@@ -8,11 +9,12 @@
 use burn::tensor::{Int, Tensor, TensorData};
 
 use super::{Objective, Params, Update, read_floats};
-use crate::gpu::{self, RiskMode, RiskParams};
+use super::{RiskMode, RiskParams, noise_risk_objective, select_k_smallest};
+use crate::gpu;
 use crate::noise::NoisyLabels;
 use crate::{Error, Result};
 
-pub(super) struct WgslEngine {
+pub(super) struct GpuEngine {
     labels: Tensor<1, Int>,
     /// L_t.
     pub(super) cumulative: Tensor<1>,
@@ -20,7 +22,7 @@ pub(super) struct WgslEngine {
     pub(super) mask: Tensor<1>,
 }
 
-impl WgslEngine {
+impl GpuEngine {
     /// `None` when the device is not one the kernels run on.
     pub(super) fn new(labels: &NoisyLabels, first_mask: Tensor<1>) -> Option<Self> {
         let device = first_mask.device();
@@ -30,7 +32,7 @@ impl WgslEngine {
             return None;
         }
         let as_i32: Vec<i32> = labels.noisy_labels.iter().map(|&l| l as i32).collect();
-        Some(WgslEngine {
+        Some(GpuEngine {
             labels: Tensor::from_data(TensorData::new(as_i32, [n]), &device),
             cumulative,
             mask: first_mask,
@@ -55,9 +57,9 @@ impl WgslEngine {
             eta,
             mode,
         };
-        let risk = gpu::noise_risk_objective(&logits, &self.labels, &self.cumulative, params)
+        let risk = noise_risk_objective(&logits, &self.labels, &self.cumulative, params)
             .ok_or_else(|| Error::Device("the WGSL kernels need a wgpu device".into()))?;
-        let hindsight = gpu::select_k_smallest(&risk.cumulative, rule.k).expect("on wgpu");
+        let hindsight = select_k_smallest(&risk.cumulative, rule.k).expect("on wgpu");
         let scalars = Tensor::cat(
             vec![
                 (risk.theta.clone() * self.mask.clone()).sum(),
@@ -67,7 +69,7 @@ impl WgslEngine {
             0,
         );
         self.cumulative = risk.cumulative;
-        let next = Some(gpu::select_k_smallest(&risk.objective, rule.k).expect("on wgpu"));
+        let next = Some(select_k_smallest(&risk.objective, rule.k).expect("on wgpu"));
         let values = read_floats(scalars, "selection results").await?;
         let update = Update {
             selection_risk: values[0] as f64,

@@ -1,17 +1,35 @@
-//! Host side of the `shaders/select_*.wgsl` passes: exact k smallest of n objective values
+//! The k-set selection on a wgpu device, the GPU twin of [`super::cpu_reference`]'s: the
+//! host side of the `shaders/select_*.wgsl` passes, exact k smallest of n objective values
 //! (ties by smaller index, NaN largest) as a k-hot f32 mask and an ascending index list,
 //! with O(n) work and no read-back. The algorithm is described in `select_common.wgsl`.
 
 use burn::tensor::{DType, Int, Tensor};
 
-use super::Selection;
-use super::bridge;
-use super::kernels::{
+use crate::gpu::bridge;
+use crate::gpu::kernels::{
     HISTOGRAM_SPAN, SELECT_COUNT, SELECT_DIGIT, SELECT_HISTOGRAM, SELECT_SCAN, SELECT_SCATTER,
     WORKGROUP,
 };
 
-pub(crate) fn run(objective: &Tensor<1>, k: usize) -> Option<Selection> {
+/// Outputs of [`select_k_smallest`].
+#[derive(Clone, Debug)]
+pub struct Selection {
+    /// f32 `[n]`: 1.0 for the k selected samples, 0.0 elsewhere.
+    pub mask: Tensor<1>,
+    /// I32 `[k]`: the selected sample indices in ascending order.
+    pub indices: Tensor<1, Int>,
+}
+
+/// The `k` smallest entries of `objective` `[n]` (ties by smaller index, NaN largest; the
+/// order is that of f32 with -0.0 < +0.0). `None` if `objective` is not on a wgpu device.
+///
+/// # Panics
+/// If `k > n`.
+pub fn select_k_smallest(objective: &Tensor<1>, k: usize) -> Option<Selection> {
+    run(objective, k)
+}
+
+fn run(objective: &Tensor<1>, k: usize) -> Option<Selection> {
     let [n] = objective.dims();
     assert!(k <= n, "cannot select k = {k} of n = {n} values");
     assert!(n < u32::MAX as usize);

@@ -1,4 +1,5 @@
-//! Adam's update on the CPU backend (flex): one pass over each parameter, in place.
+//! Adam's update on the CPU backend (flex), the CPU twin of [`super::adam_gpu`]: one pass
+//! over each parameter, in place.
 //!
 //! The device-generic update ([`super::Adam`]) is a dozen tensor operations per
 //! parameter (scale and add the first moment, square, scale and add the second, divide,
@@ -18,7 +19,7 @@
 use burn::tensor::Tensor;
 
 use super::Moments;
-use crate::flex_host::{dense, from_values, is_f32, primitive, tensor, values};
+use crate::flex_buffers::{dense, from_values, is_f32, primitive, tensor, values};
 
 /// One parameter's step: what [`update`] needs besides the tensors.
 pub(super) struct Step {

@@ -1,12 +1,12 @@
-//! The selection engine that runs the [`reference`] on the host: logits are read back
+//! The selection engine that runs the [`cpu_reference`] on the host: logits are read back
 //! once per epoch and everything else is plain Rust. The path for the CPU backend, where
 //! "host" and "device" memory are the same anyway.
 
-use super::{Objective, Params, Update, reference};
+use super::{Objective, Params, Update, cpu_reference};
 use crate::Result;
 use crate::noise::NoisyLabels;
 
-pub(super) struct HostEngine {
+pub(super) struct CpuEngine {
     noisy_labels: Vec<u32>,
     /// L_t.
     pub(super) cumulative: Vec<f32>,
@@ -14,10 +14,10 @@ pub(super) struct HostEngine {
     pub(super) current: Vec<u32>,
 }
 
-impl HostEngine {
+impl CpuEngine {
     pub(super) fn new(labels: &NoisyLabels, first: Vec<u32>) -> Self {
         let n = labels.noisy_labels.len();
-        HostEngine {
+        CpuEngine {
             noisy_labels: labels.noisy_labels.clone(),
             cumulative: vec![0.0; n],
             current: first,
@@ -33,7 +33,7 @@ impl HostEngine {
         rule: &Params,
         epoch: u32,
     ) -> Result<(Update, Option<Vec<u32>>)> {
-        let theta = reference::noise_risk(logits, classes, &self.noisy_labels);
+        let theta = cpu_reference::noise_risk(logits, classes, &self.noisy_labels);
         let update = Update {
             selection_risk: self.current.iter().map(|&i| theta[i as usize] as f64).sum(),
             hindsight_risk: 0.0,
@@ -43,16 +43,16 @@ impl HostEngine {
             .iter_mut()
             .zip(&theta)
             .for_each(|(l, t)| *l += t);
-        let hindsight_risk = reference::k_smallest(&self.cumulative, rule.k)
+        let hindsight_risk = cpu_reference::k_smallest(&self.cumulative, rule.k)
             .iter()
             .map(|&i| self.cumulative[i as usize] as f64)
             .sum();
         let next = match rule.objective {
-            Objective::LatestRisk => Some(reference::k_smallest(&theta, rule.k)),
+            Objective::LatestRisk => Some(cpu_reference::k_smallest(&theta, rule.k)),
             Objective::Perturbed { eta } => {
                 let objective =
-                    reference::fpl_objective(&self.cumulative, eta as f32, rule.seed, epoch);
-                Some(reference::k_smallest(&objective, rule.k))
+                    cpu_reference::fpl_objective(&self.cumulative, eta as f32, rule.seed, epoch);
+                Some(cpu_reference::k_smallest(&objective, rule.k))
             }
         };
         if let Some(next) = &next {
