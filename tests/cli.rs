@@ -82,12 +82,17 @@ fn bad_input_corpus() {
             panic!("cases.tsv: not name<TAB>args<TAB>expected: {line}");
         };
         let args = args.replace("{files}", files.to_str().unwrap());
-        let args: Vec<&str> = args.split(' ').collect();
-        let out = Command::new(env!("CARGO_BIN_EXE_taks"))
-            .args(&args)
-            .current_dir(&cwd)
-            .output()
-            .unwrap();
+        let mut args: Vec<&str> = args.split(' ').collect();
+        // Leading NAME=value words set the environment, as in a shell.
+        let mut command = Command::new(env!("CARGO_BIN_EXE_taks"));
+        while let Some((var, value)) = args.first().and_then(|a| a.split_once('='))
+            && !var.is_empty()
+            && var.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+        {
+            command.env(var, value);
+            args.remove(0);
+        }
+        let out = command.args(&args).current_dir(&cwd).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             !out.status.success() && stderr.contains(expected),
@@ -968,4 +973,69 @@ fn a_headless_run_prints_no_error_lines() {
         };
         assert!(summary.contains(&expected), "{expected} not in {summary}");
     }
+}
+
+/// A GPU run (lavapipe here) keeps cubecl's autotune results in the user's cache folder
+/// (`$XDG_CACHE_HOME/cubecl`), for the next process to reuse, and never in a `target/`
+/// folder beside the `Cargo.toml` it runs under (cubecl's own default).
+#[test]
+fn autotune_results_are_kept_in_the_user_cache() {
+    let cache = scratch("user-cache");
+    let checkout = scratch("checkout");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::create_dir_all(&checkout).unwrap();
+    std::fs::write(checkout.join("Cargo.toml"), "[workspace]\n").unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_taks"));
+    // Mesa's compiled shaders stay where they were (a cold cache costs a minute).
+    if let Some(home) = std::env::var_os("HOME") {
+        let mesa = Path::new(&home).join(".cache/mesa_shader_cache");
+        command.env("MESA_SHADER_CACHE_DIR", mesa);
+    }
+    let out = command
+        .args([
+            "train",
+            "--device",
+            "gpu",
+            "--epochs",
+            "1",
+            "--train-limit",
+            "300",
+            "--test-limit",
+            "100",
+            "--quiet",
+            "--out",
+            checkout.join("run").to_str().unwrap(),
+        ])
+        .env("XDG_CACHE_HOME", &cache)
+        .current_dir(&checkout)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kept: Vec<_> = walk(&cache.join("cubecl"));
+    assert!(
+        !kept.is_empty(),
+        "nothing under {}",
+        cache.join("cubecl").display()
+    );
+    assert!(
+        !checkout.join("target").exists(),
+        "cubecl wrote into the checkout's target/"
+    );
+    std::fs::remove_dir_all(&cache).unwrap();
+    std::fs::remove_dir_all(&checkout).unwrap();
+}
+
+/// Every file under `dir` (none if it does not exist).
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .map(|e| e.unwrap().path())
+        .flat_map(|p| if p.is_dir() { walk(&p) } else { vec![p] })
+        .collect()
 }

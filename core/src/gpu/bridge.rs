@@ -89,6 +89,18 @@ pub(crate) fn int_32<const D: usize>(t: &Tensor<D, Int>) -> Option<CubeTensor> {
     Some(into_contiguous(prim))
 }
 
+/// The most bytes one buffer may hold on the wgpu device `t` lives on (the adapter's
+/// storage-binding and buffer-size limits: 128 MiB on lavapipe, often 2 GiB or more on a
+/// GPU); `None` off wgpu.
+pub(crate) fn max_buffer_bytes<const D: usize>(t: &Tensor<D>) -> Option<usize> {
+    let prim = t
+        .clone()
+        .without_autodiff()
+        .try_into_primitive::<CubeBackend>()
+        .ok()?;
+    on_wgpu(&prim).then(|| prim.client.properties().memory.max_page_size as usize)
+}
+
 /// A fresh, uninitialised 1-D buffer of `len` 32-bit elements of `dtype` on `like`'s device.
 pub(crate) fn empty_1d(like: &CubeTensor, len: usize, dtype: DType) -> CubeTensor {
     let handle = like.client.empty(len.max(1) * 4);

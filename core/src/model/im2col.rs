@@ -7,8 +7,9 @@
 //! lacks), and on a large GPU the CNN's eval-mode forward ran at about 8,000 samples/s,
 //! slower than its training step. Written as patches times weights, the arithmetic is
 //! burn's autotuned matmul. The patches matrix is K = C kh kw times larger than the input,
-//! so a chunk is convolved a few images at a time, each part's patches at most
-//! [`PATCH_ELEMENTS`] floats.
+//! so a chunk is convolved a few images at a time, each part's patches (and its output)
+//! at most [`PATCH_BYTES`] or a quarter of the largest buffer the device allows, whichever
+//! is smaller.
 //!
 //! The output is the convolution's `[N, O, Ho, Wo]` as a view of an `[N, Ho, Wo, O]`
 //! buffer (channels last, what the matmul writes); the next im2col, pool or elementwise
@@ -21,8 +22,8 @@ use super::gpu_layers::bias_relu;
 use crate::gpu::bridge;
 use crate::gpu::kernels::{IM2COL, WORKGROUP};
 
-/// At most this many floats (256 MiB) of patches at once.
-const PATCH_ELEMENTS: usize = 1 << 26;
+/// At most this many bytes of patches at once.
+const PATCH_BYTES: usize = 256 << 20;
 
 /// Where a kernel's taps fall: kernel size, stride and symmetric zero padding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,10 +93,12 @@ pub(crate) fn conv2d(
     g: Geometry,
     relu: bool,
 ) -> Option<Tensor<4>> {
-    conv2d_in_parts(x, columns, bias, g, relu, PATCH_ELEMENTS)
+    let largest = bridge::max_buffer_bytes(x)?;
+    conv2d_in_parts(x, columns, bias, g, relu, PATCH_BYTES.min(largest / 4) / 4)
 }
 
-/// [`conv2d`] with at most `limit` patch elements per part (at least one image).
+/// [`conv2d`] with at most `limit` elements of patches, and of output, per part (at
+/// least one image).
 fn conv2d_in_parts(
     x: &Tensor<4>,
     columns: &Tensor<2>,
@@ -107,7 +110,7 @@ fn conv2d_in_parts(
     let [n, _, h, w] = x.dims();
     let [out_h, out_w] = g.output(h, w);
     let [k, o] = columns.dims();
-    let per_image = out_h * out_w * k;
+    let per_image = out_h * out_w * k.max(o);
     let images = (limit / per_image.max(1)).clamp(1, n.max(1));
     let mut parts = Vec::with_capacity(n.div_ceil(images));
     for start in (0..n).step_by(images) {
