@@ -11,8 +11,8 @@
 //! On a wgpu device the folded convolution runs as im2col and one matmul
 //! ([`super::im2col`]) unless `TAKS_GPU_CONV` says otherwise ([`super::GpuConv`]).
 
+use burn::nn::BatchNorm;
 use burn::nn::conv::Conv2d;
-use burn::nn::{BatchNorm, PaddingConfig2d};
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 use burn::tensor::module::conv2d;
@@ -38,18 +38,7 @@ impl FoldedConv {
     /// convolution this does not cover (groups, dilation or asymmetric padding: none of the
     /// paper's networks).
     pub(crate) fn new(conv: &Conv2d, norm: &BatchNorm, how: GpuConv) -> Option<Self> {
-        let padding = match conv.padding {
-            PaddingConfig2d::Explicit(top, left, bottom, right)
-                if top == bottom && left == right =>
-            {
-                [top, left]
-            }
-            PaddingConfig2d::Valid => [0, 0],
-            _ => return None,
-        };
-        if conv.groups != 1 || conv.dilation != [1, 1] {
-            return None;
-        }
+        let geometry = Geometry::of(conv)?;
         let weight = conv.weight.val().without_autodiff();
         let [o, c, kh, kw] = weight.dims();
         let device = weight.device();
@@ -77,11 +66,7 @@ impl FoldedConv {
             weight,
             columns,
             bias,
-            geometry: Geometry {
-                kernel: [kh, kw],
-                stride: conv.stride,
-                padding,
-            },
+            geometry,
             how,
         })
     }

@@ -16,6 +16,8 @@
 //! operation reads it through its strides, so it is never transposed.
 //! `None` off wgpu.
 
+use burn::nn::PaddingConfig2d;
+use burn::nn::conv::Conv2d;
 use burn::tensor::{DType, Tensor};
 
 use super::gpu_layers::bias_relu;
@@ -34,6 +36,25 @@ pub(crate) struct Geometry {
 }
 
 impl Geometry {
+    /// The geometry of `conv`, where im2col covers it: one group, no dilation, the same
+    /// padding on opposite sides (every convolution of the paper's networks).
+    pub(crate) fn of(conv: &Conv2d) -> Option<Self> {
+        let padding = match conv.padding {
+            PaddingConfig2d::Explicit(top, left, bottom, right)
+                if top == bottom && left == right =>
+            {
+                [top, left]
+            }
+            PaddingConfig2d::Valid => [0, 0],
+            _ => return None,
+        };
+        (conv.groups == 1 && conv.dilation == [1, 1]).then_some(Self {
+            kernel: conv.kernel_size,
+            stride: conv.stride,
+            padding,
+        })
+    }
+
     /// Output height and width for an input of `height` x `width`.
     pub(crate) fn output(&self, height: usize, width: usize) -> [usize; 2] {
         let side = |len: usize, d: usize| {

@@ -1,5 +1,6 @@
-//! The convolution of a training step on a wgpu device: its forward pass as im2col and a
-//! matmul ([`super::conv`]), its backward pass burn's own.
+//! The convolution of a training step on a wgpu device: its forward pass by burn's kernel
+//! or as im2col and a matmul ([`super::im2col`]), whichever [`super::gpu_conv`] measured
+//! faster for the shape; its backward pass burn's own.
 //!
 //! Why: on burn's WGSL compiler a 3x3 convolution's forward pass has only direct kernels
 //! to choose from, while its two backward passes already autotune among im2col-based
@@ -9,8 +10,9 @@
 //! The operation has no bias: where a layer has one (the CNN's), it is added after as an
 //! ordinary tensor operation with its own gradient.
 //!
-//! Only on a wgpu device and only as [`GpuConv::Im2col`] says; elsewhere a layer runs
-//! burn's own convolution, so CPU results keep their bits.
+//! Only on a wgpu device and only as `TAKS_GPU_CONV` says (`auto`, the default, or
+//! `im2col`); elsewhere a layer runs burn's own convolution, so CPU results keep their
+//! bits.
 
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -20,7 +22,6 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::ops::ModuleOps;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Cube, Dispatch, Flex, backend_extension};
-use burn::nn::PaddingConfig2d;
 use burn::nn::conv::Conv2d;
 use burn::tensor::Tensor;
 use burn::tensor::module::conv2d;
@@ -90,6 +91,9 @@ impl Im2colConv for Cube {
     }
 }
 
+/// The extension's dispatch needs every backend a tensor may live on; [`forward`] never
+/// sends a flex tensor here (it runs burn's convolution off wgpu), but if it did, this is
+/// that convolution.
 impl Im2colConv for Flex {
     fn im2col_conv2d(
         x: FloatTensor<Self>,
@@ -191,24 +195,15 @@ pub(crate) fn forward(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
 
 /// [`forward`] as `how` says.
 fn forward_with(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> Tensor<4> {
-    let padding = match conv.padding {
-        PaddingConfig2d::Explicit(top, left, bottom, right) if top == bottom && left == right => {
-            Some([top, left])
-        }
-        PaddingConfig2d::Valid => Some([0, 0]),
-        _ => None,
-    };
-    let Some([ph, pw]) = padding else {
+    let geometry = Geometry::of(conv);
+    let Some(Geometry {
+        stride: [sh, sw],
+        padding: [ph, pw],
+        ..
+    }) = geometry.filter(|_| how.offers_im2col() && crate::gpu::supports(&x))
+    else {
         return conv.forward(x);
     };
-    if conv.groups != 1
-        || conv.dilation != [1, 1]
-        || !how.offers_im2col()
-        || !crate::gpu::supports(&x)
-    {
-        return conv.forward(x);
-    }
-    let [sh, sw] = conv.stride;
     let y = Dispatch::im2col_conv2d(
         x.into_dispatch(),
         conv.weight.val().into_dispatch(),
@@ -230,6 +225,7 @@ fn forward_with(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> Tensor<4> {
 
 #[cfg(test)]
 mod tests {
+    use burn::nn::PaddingConfig2d;
     use burn::nn::conv::Conv2dConfig;
     use burn::tensor::{Device, DeviceKind, Distribution};
 
