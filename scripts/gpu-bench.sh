@@ -61,13 +61,13 @@ step mlp-28x28 -- --dataset fashion-mnist --generated 60000x1x28x28 --model mlp 
     --methods taks,standard --warmup 1 --epochs 3 --torch "$PYTHON"
 step cnn-32x32 -- --dataset cifar10 --generated 50000x3x32x32 \
     --methods taks,standard --warmup 1 --epochs 2 --torch "$PYTHON"
-step cnn-32x32-plain-scoring TAKS_GPU_CONV=plain -- --dataset cifar10 \
+step cnn-32x32-plain TAKS_GPU_CONV=plain -- --dataset cifar10 \
     --generated 50000x3x32x32 --methods taks --warmup 1 --epochs 2
 step cnn-32x32-second-process -- --dataset cifar10 --generated 50000x3x32x32 \
     --methods taks --warmup 0 --epochs 2
 step resnet18-224x224 -- --dataset cifar10 --generated 2000x3x224x224 --model resnet18 \
     --eval-batch 250 --methods taks --warmup 1 --epochs 2 --torch "$PYTHON"
-step resnet18-224x224-plain-scoring TAKS_GPU_CONV=plain -- --dataset cifar10 \
+step resnet18-224x224-plain TAKS_GPU_CONV=plain -- --dataset cifar10 \
     --generated 2000x3x224x224 --model resnet18 --eval-batch 250 --methods taks \
     --warmup 1 --epochs 2
 exit $failed
