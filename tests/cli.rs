@@ -1039,3 +1039,67 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         .flat_map(|p| if p.is_dir() { walk(&p) } else { vec![p] })
         .collect()
 }
+
+/// `taks bench` on the CPU: one row per method with its first epoch apart from the timed
+/// ones, Standard's time ratio to itself, and the per-million projection from TAkS's row.
+#[test]
+fn bench_reports_first_epochs_apart_and_the_projection() {
+    let out = taks(&[
+        "bench",
+        "--dataset",
+        "mnist-digits",
+        "--devices",
+        "cpu",
+        "--methods",
+        "taks,standard",
+        "--warmup",
+        "1",
+        "--epochs",
+        "2",
+        "--train-limit",
+        "1000",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("| device | method | n | k | first epoch s | mean epoch s | min epoch s |"),
+        "{stdout}"
+    );
+    let row = |method: &str| -> Vec<String> {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| cpu | {method} |")))
+            .unwrap_or_else(|| panic!("no {method} row in {stdout}"));
+        line.split('|').map(|c| c.trim().to_string()).collect()
+    };
+    let (taks_row, standard) = (row("taks"), row("standard"));
+    // | cpu | method | n | k | first | mean | min | x T |
+    assert_eq!(taks_row[3], "1000");
+    assert_eq!(standard[4], "1000", "Standard trains on every sample");
+    let number = |s: &str| s.parse::<f64>().unwrap();
+    let (first, mean, min) = (
+        number(&taks_row[5]),
+        number(&taks_row[6]),
+        number(&taks_row[7]),
+    );
+    assert!(first > 0.0 && min > 0.0 && min <= mean, "{taks_row:?}");
+    assert_eq!(standard[8], "1.00");
+    let projection = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("TAkS epoch per million samples of this shape on cpu: "))
+        .unwrap_or_else(|| panic!("no projection in {stdout}"));
+    let seconds = number(projection.trim_end_matches(" s"));
+    // The mean is printed to a millisecond: the projection agrees within that rounding.
+    assert!(
+        (seconds - mean * 1000.0).abs() <= 1.0,
+        "{seconds} s per million against a {mean} s epoch of 1,000"
+    );
+    assert!(
+        !projection.contains("Clothing1M"),
+        "28x28 digits are not Clothing1M's"
+    );
+}
