@@ -8,8 +8,8 @@
 //! slower than its training step. Written as patches times weights, the arithmetic is
 //! burn's autotuned matmul. The patches matrix is K = C kh kw times larger than the input,
 //! so a chunk is convolved a few images at a time, each part's patches (and its output)
-//! at most [`PATCH_BYTES`] or a quarter of the largest buffer the device allows, whichever
-//! is smaller.
+//! at most [`PATCH_BYTES`] or half the largest buffer the device allows, whichever is
+//! smaller.
 //!
 //! The output is the convolution's `[N, O, Ho, Wo]` as a view of an `[N, Ho, Wo, O]`
 //! buffer (channels last, what the matmul writes); the next im2col, pool or elementwise
@@ -115,7 +115,7 @@ pub(crate) fn conv2d(
     relu: bool,
 ) -> Option<Tensor<4>> {
     let largest = bridge::max_buffer_bytes(x)?;
-    conv2d_in_parts(x, columns, bias, g, relu, PATCH_BYTES.min(largest / 4) / 4)
+    conv2d_in_parts(x, columns, bias, g, relu, PATCH_BYTES.min(largest / 2) / 4)
 }
 
 /// [`conv2d`] with at most `limit` elements of patches, and of output, per part (at
