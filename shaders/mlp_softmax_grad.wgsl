@@ -39,7 +39,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     var total = 0.0;
     for (var r = lid.x; r < rows; r += WG) {
         let row = r * classes;
-        var top = bitcast<f32>(0xff800000u); // -inf
+        // The row's first logit to start the maximum (a constant -inf is a
+        // shader-creation error in WebGPU's compilers).
+        var top = s[row] + b[0];
         for (var j = 0u; j < classes; j++) {
             let z = s[row + j] + b[j];
             dz[row + j] = z;

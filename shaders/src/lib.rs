@@ -139,6 +139,24 @@ mod tests {
         }
     }
 
+    /// What naga accepts but WebGPU's compilers (Tint in Chromium) refuse at pipeline
+    /// creation: a float constant made by bitcasting a literal (-inf was one, and broke
+    /// the page's WebGPU path), since a non-finite constant expression is an error there.
+    #[test]
+    fn no_float_constants_from_bits() {
+        for shader in ALL {
+            let text = shader.text();
+            let code = text.lines().filter(|l| !l.trim_start().starts_with("//"));
+            for line in code {
+                assert!(
+                    !line.replace(' ', "").contains("bitcast<f32>(0x"),
+                    "{}: a float constant from bits: {line}",
+                    shader.name
+                );
+            }
+        }
+    }
+
     /// Names key pipeline caches: two shaders with one name would share a pipeline.
     #[test]
     fn names_are_unique_and_every_file_is_listed() {

@@ -65,16 +65,15 @@ impl Geometry {
 }
 
 /// The patches of `x` `[N, C, H, W]` (any layout) as `[N Ho Wo, C kh kw]`, row
-/// (n, oh, ow), column (c, i, j).
+/// (n, oh, ow), column (c, i, j). `None` off wgpu, or when the patches of even this many
+/// images would pass the kernel's 32-bit indices (the caller then runs burn's kernel).
 pub(crate) fn im2col(x: &Tensor<4>, g: Geometry) -> Option<Tensor<2>> {
     let [n, c, h, w] = x.dims();
     let [out_h, out_w] = g.output(h, w);
     let prim = bridge::float_f32_strided(x)?;
     let s = prim.meta.strides();
     let (rows, cols) = (n * out_h * out_w, c * g.kernel[0] * g.kernel[1]);
-    let total = rows * cols;
-    assert!(total < u32::MAX as usize, "im2col: {total} patch elements");
-    let out = bridge::empty_1d(&prim, total, DType::F32);
+    let total = rows.checked_mul(cols).filter(|&t| t < u32::MAX as usize)?;
     let words = [
         n,
         c,
@@ -93,7 +92,9 @@ pub(crate) fn im2col(x: &Tensor<4>, g: Geometry) -> Option<Tensor<2>> {
         out_h,
         out_w,
     ]
-    .map(|v| u32::try_from(v).expect("im2col: a size past u32"));
+    .map(u32::try_from);
+    let words: Vec<u32> = words.into_iter().collect::<Result<_, _>>().ok()?;
+    let out = bridge::empty_1d(&prim, total, DType::F32);
     let p = bridge::upload_u32(&prim.client, &words);
     bridge::launch(
         &prim.client,
