@@ -4,11 +4,11 @@
 //! Why: on a GPU the MLP's step is bound by kernel launches, not arithmetic (its matmuls
 //! take microseconds on a large card). Through burn's autodiff a step is some forty
 //! tensor operations, each a launch; by hand it is five matmuls (burn's, autotuned) and
-//! three small kernels of our own (`shaders/mlp_*.wgsl`): bias and ReLU fused; softmax,
-//! cross-entropy, its gradient and the output bias's gradient in one workgroup; and
-//! ReLU's backward with the hidden bias's gradient. With the gather of the batch and the
-//! fused Adam of the four parameters that is about a dozen launches a step (the README
-//! gives the count, measured on lavapipe by `taks bench`).
+//! three small kernels of our own (`shaders/bias_relu.wgsl`, `shaders/mlp_*.wgsl`): bias
+//! and ReLU fused; softmax, cross-entropy, its gradient and the output bias's gradient in
+//! one workgroup; and ReLU's backward with the hidden bias's gradient. With the fused Adam
+//! of the four parameters that is twelve launches a step (`taks bench` counts them; the
+//! batch and its labels are uploads, not launches).
 //!
 //! The gradients equal autodiff's to rounding (summation order differs; `tests` checks
 //! 1e-5). Returns `None` off wgpu; the caller then takes the generic path.

@@ -3,9 +3,10 @@
 //! The scoring pass runs the network over all n training samples every epoch, in eval
 //! mode; on a GPU that pass was slower per sample than a training step. A [`Scorer`]
 //! folds each batch norm into the convolution before it once per pass
-//! ([`super::folded_conv`]) and runs the convolutions as im2col and a matmul. Only on a
-//! wgpu device: on flex the network's own forward pass runs, so CPU results stay the
-//! bits they were. The logits equal the network's forward pass up to rounding (`tests`).
+//! ([`super::folded_conv`]) and runs each convolution by the kernel measured faster for
+//! its shape ([`super::gpu_conv`]: burn's, or im2col and a matmul). Only on a wgpu
+//! device: on flex the network's own forward pass runs, so CPU results stay the bits
+//! they were. The logits equal the network's forward pass up to rounding (`tests`).
 
 use burn::tensor::Tensor;
 
