@@ -1,6 +1,6 @@
 //! taks's own GPU kernels on burn's wgpu device: the bridge from a type-erased `Tensor`
-//! to its buffer and back ([`bridge`]), the shaders of the `taks-shaders` crate as burn
-//! kernels ([`kernels`]), counting launches ([`launches`]) and where autotune results are
+//! to its buffer and back (`bridge`), the shaders of the `taks-shaders` crate as burn
+//! kernels (`kernels`), counting launches ([`launches`]) and where autotune results are
 //! kept ([`tuning_cache`]).
 //!
 //! Each kernel's launcher lives beside its CPU twin, in the folder of its concept:

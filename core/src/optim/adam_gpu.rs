@@ -1,4 +1,4 @@
-//! Adam's step on a wgpu device, the GPU twin of [`super::adam_cpu`]: the host side of
+//! Adam's step on a wgpu device, the GPU twin of `adam_cpu`: the host side of
 //! `shaders/adam.wgsl`, one parameter's step as one kernel.
 //!
 //! On a GPU a small network's step is bound by launches, and the generic update in

@@ -39,7 +39,7 @@ pub struct RiskOutput {
     pub theta: Tensor<1>,
     /// `cumulative + theta`.
     pub cumulative: Tensor<1>,
-    /// The value [`select_k_smallest`] ranks.
+    /// The value [`super::select_k_smallest`] ranks.
     pub objective: Tensor<1>,
 }
 

@@ -8,8 +8,8 @@
 //! (`crate::methods::taks`); this layer knows no method.
 //!
 //! The [`Selector`] owns that state. Its arithmetic runs on one of two engines with the
-//! same semantics: the plain CPU [`cpu_reference`] ([`cpu_engine`]), or the WGSL kernels
-//! ([`gpu_noise_risk`], [`gpu_select`]; [`gpu_engine`])
+//! same semantics: the plain CPU [`cpu_reference`] (`cpu_engine`), or the WGSL kernels
+//! ([`noise_risk_objective`], [`select_k_smallest`]; `gpu_engine`)
 //! where the device is a wgpu GPU. The training loop only sees the [`Selector`].
 
 mod cpu_engine;
