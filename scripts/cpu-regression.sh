@@ -72,9 +72,12 @@ epoch_median() {
     awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "epoch_seconds") c = i; next }
         $1 >= 2 { print $c }' "$1" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
 }
-# The mean epoch seconds of method $2 in a bench table $1.
+# The mean epoch seconds of method $2 in a bench table $1, found by the column's name
+# (binaries of different versions print different columns).
 bench_mean() {
-    awk -F'|' -v m="$2" '$3 ~ "^ *" m " *$" { gsub(/ /, "", $6); print $6 }' "$1"
+    awk -F'|' -v m="$2" '
+        $2 ~ /^ *device *$/ { for (i = 1; i <= NF; i++) if ($i ~ /^ *mean epoch s *$/) col = i }
+        col && $3 ~ "^ *" m " *$" { gsub(/ /, "", $col); print $col }' "$1"
 }
 
 for r in $(seq 1 "$RUNS"); do
