@@ -27,13 +27,21 @@ fn on_wgpu(t: &CubeTensor) -> bool {
     matches!(t.device, CubeDevice::Wgpu(_))
 }
 
-/// Whether `t` lives on a wgpu device (autodiff or not), i.e. whether the kernels can run
-/// on it. Cheap: clones a reference-counted handle, launches nothing.
-pub(crate) fn is_wgpu<const D: usize>(t: &Tensor<D>) -> bool {
-    t.clone()
+/// The primitive behind a float tensor on a wgpu device, autodiff dropped; `None` when
+/// the tensor lives elsewhere. Cheap: clones a reference-counted handle, launches nothing.
+fn wgpu_float<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
+    let prim = t
+        .clone()
         .without_autodiff()
         .try_into_primitive::<CubeBackend>()
-        .is_ok_and(|prim| on_wgpu(&prim))
+        .ok()?;
+    on_wgpu(&prim).then_some(prim)
+}
+
+/// Whether `t` lives on a wgpu device (autodiff or not), i.e. whether the kernels can run
+/// on it.
+pub(crate) fn is_wgpu<const D: usize>(t: &Tensor<D>) -> bool {
+    wgpu_float(t).is_some()
 }
 
 /// The contiguous f32 buffer behind a float tensor on a wgpu device, or `None` when the
@@ -47,14 +55,7 @@ pub(crate) fn float_f32<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
 /// view is not copied): for kernels that read through the tensor's strides
 /// (`prim.meta.strides()`, in elements, from the handle's start).
 pub(crate) fn float_f32_strided<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
-    let prim = t
-        .clone()
-        .without_autodiff()
-        .try_into_primitive::<CubeBackend>()
-        .ok()?;
-    if !on_wgpu(&prim) {
-        return None;
-    }
+    let prim = wgpu_float(t)?;
     if prim.dtype == DType::F32 {
         Some(prim)
     } else {
@@ -93,12 +94,7 @@ pub(crate) fn int_32<const D: usize>(t: &Tensor<D, Int>) -> Option<CubeTensor> {
 /// storage-binding and buffer-size limits: 128 MiB on lavapipe, often 2 GiB or more on a
 /// GPU); `None` off wgpu.
 pub(crate) fn max_buffer_bytes<const D: usize>(t: &Tensor<D>) -> Option<usize> {
-    let prim = t
-        .clone()
-        .without_autodiff()
-        .try_into_primitive::<CubeBackend>()
-        .ok()?;
-    on_wgpu(&prim).then(|| prim.client.properties().memory.max_page_size as usize)
+    wgpu_float(t).map(|prim| prim.client.properties().memory.max_page_size as usize)
 }
 
 /// A fresh, uninitialised 1-D buffer of `len` 32-bit elements of `dtype` on `like`'s device.

@@ -40,7 +40,7 @@ impl FoldedConv {
     pub(crate) fn new(conv: &Conv2d, norm: &BatchNorm, how: GpuConv) -> Option<Self> {
         let geometry = Geometry::of(conv)?;
         let weight = conv.weight.val().without_autodiff();
-        let [o, c, kh, kw] = weight.dims();
+        let [o, _, _, _] = weight.dims();
         let device = weight.device();
         let mean = norm
             .running_mean
@@ -61,7 +61,7 @@ impl FoldedConv {
             None => mean.neg(),
         } * scale
             + beta;
-        let columns = weight.clone().reshape([o, c * kh * kw]).transpose();
+        let columns = gpu_conv::columns(weight.clone());
         Some(Self {
             weight,
             columns,

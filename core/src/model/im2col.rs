@@ -105,6 +105,14 @@ pub(crate) fn im2col(x: &Tensor<4>, g: Geometry) -> Option<Tensor<2>> {
     Some(bridge::to_float(out).reshape([rows, cols]))
 }
 
+/// A convolution's weights `[O, C, kh, kw]` as the matmul's right-hand side
+/// `[C kh kw, O]`, its rows in the order of [`im2col`]'s columns (a view: nothing is
+/// copied).
+pub(crate) fn columns(weight: Tensor<4>) -> Tensor<2> {
+    let [o, c, kh, kw] = weight.dims();
+    weight.reshape([o, c * kh * kw]).transpose()
+}
+
 /// `conv(x, weight) + bias` (where there is one), then ReLU when `relu`: `x`
 /// `[N, C, H, W]`, `columns` the weight as `[C kh kw, O]`, `bias` `[O]`;
 /// `[N, O, Ho, Wo]` laid out channels last.
@@ -209,9 +217,9 @@ mod tests {
                 stride: [stride, stride],
                 padding: [pad, pad],
             };
-            let columns = w.reshape([o, c * kernel * kernel]).transpose();
+            let rhs = columns(w);
             for limit in [usize::MAX, 1] {
-                let got = host(conv2d_in_parts(&x, &columns, Some(&b), g, true, limit).unwrap());
+                let got = host(conv2d_in_parts(&x, &rhs, Some(&b), g, true, limit).unwrap());
                 assert_eq!(got.len(), expected.len());
                 let worst = got
                     .iter()

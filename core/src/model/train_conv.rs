@@ -60,13 +60,13 @@ impl Im2colConv for Cube {
         let options = ConvOptions::new([sh, sw], [ph, pw], [1, 1], 1);
         let x = Tensor::<4>::from_primitive::<Cube>(x);
         let weight = Tensor::<4>::from_primitive::<Cube>(weight);
-        let [o, c, kh, kw] = weight.dims();
+        let [_, _, kh, kw] = weight.dims();
         let geometry = Geometry {
             kernel: [kh, kw],
             stride: [sh, sw],
             padding: [ph, pw],
         };
-        let columns = weight.clone().reshape([o, c * kh * kw]).transpose();
+        let columns = conv::columns(weight.clone());
         let how = if always {
             GpuConv::Im2col
         } else {
