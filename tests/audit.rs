@@ -646,3 +646,138 @@ fn resnet_audit(device: &str) {
 fn resnet18_audits_a_224_colour_folder_on_the_cpu() {
     resnet_audit("cpu");
 }
+
+/// ResNet-18 weights in torchvision's names, as a `.safetensors` file (a taks network's
+/// own weights, written as `taks audit` keeps a model: the same names and layouts).
+fn resnet18_weights(path: &Path) {
+    use taks_core::model::{Architecture, Classifier};
+    let net = Classifier::new(
+        Architecture::ResNet18,
+        [3, 32, 32],
+        1000,
+        &burn::tensor::Device::flex(),
+    );
+    let bytes = pollster::block_on(taks_core::audit::model_card::pytorch_weights(
+        &net,
+        Architecture::ResNet18,
+    ))
+    .unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// `taks embed` writes one row per decodable image with its label and path, after the
+/// centre crop torchvision takes: a 256x320 image whose middle 256x256 is another image
+/// gets that image's row exactly (no resampling at a shorter side of 256, so any error in
+/// the crop's offsets shows), and a different image another row. Then `taks audit DIR
+/// --init` audits those features, naming its suspects by file.
+#[test]
+fn embed_writes_the_centre_crops_features_and_audit_init_uses_them() {
+    let dir = scratch("embed");
+    let data = dir.join("photos");
+    let pixel = |x: u32, y: u32, seed: u32| {
+        let h = (x.wrapping_mul(73_856_093)
+            ^ y.wrapping_mul(19_349_663)
+            ^ seed.wrapping_mul(83_492_791))
+            % 251;
+        image::Rgb([h as u8, (h * 7 % 251) as u8, (h * 13 % 251) as u8])
+    };
+    for class in ["cat", "dog"] {
+        std::fs::create_dir_all(data.join(class)).unwrap();
+    }
+    let square = image::RgbImage::from_fn(256, 256, |x, y| pixel(x, y, 1));
+    square.save(data.join("cat/square.png")).unwrap();
+    let wide = image::RgbImage::from_fn(320, 256, |x, y| match x {
+        32..288 => pixel(x - 32, y, 1),
+        _ => pixel(x, y, 9),
+    });
+    wide.save(data.join("dog/wide.png")).unwrap();
+    for i in 0..4 {
+        let other = image::RgbImage::from_fn(300, 260, |x, y| pixel(x, y, 20 + i));
+        other
+            .save(data.join(format!("{}/other{i}.png", ["cat", "dog"][i as usize % 2])))
+            .unwrap();
+    }
+    std::fs::write(data.join("dog/broken.png"), b"not a png").unwrap();
+    let weights = dir.join("resnet18.safetensors");
+    resnet18_weights(&weights);
+
+    let out = dir.join("embedded");
+    let printed = ok(&[
+        "embed",
+        data.to_str().unwrap(),
+        "--init",
+        weights.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--batch",
+        "4",
+    ]);
+    assert!(
+        printed.contains("6 images x 512 features (resnet18, 2 classes"),
+        "{printed}"
+    );
+    let m = taks_core::formats::npy::read_matrix(&out.join("embeddings.npy")).unwrap();
+    assert_eq!((m.rows, m.cols), (6, 512));
+    let ids: Vec<String> = std::fs::read_to_string(out.join("ids.txt"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let names = std::fs::read_to_string(out.join("labels.txt")).unwrap();
+    let labels = taks_core::formats::npy::read_labels(&out.join("labels.npy")).unwrap();
+    assert_eq!(ids.len(), 6);
+    assert!(!ids.iter().any(|id| id.contains("broken")), "{ids:?}");
+    for ((id, name), label) in ids.iter().zip(names.lines()).zip(&labels) {
+        assert!(id.starts_with(&format!("{name}/")), "{id} filed as {name}");
+        assert_eq!(*label, (name == "dog") as u32);
+    }
+    let row = |id: &str| {
+        let i = ids.iter().position(|x| x == id).unwrap();
+        &m.values[i * 512..(i + 1) * 512]
+    };
+    assert_eq!(row("cat/square.png"), row("dog/wide.png"));
+    assert_ne!(row("cat/square.png"), row("cat/other0.png"));
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["architecture"], "resnet18");
+    assert!(
+        config["preprocessing"]
+            .as_str()
+            .unwrap()
+            .contains("centre crop 224x224")
+    );
+    // A second embed into the same folder is refused; the first one's files stay.
+    let again = taks(&[
+        "embed",
+        data.to_str().unwrap(),
+        "--init",
+        weights.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already holds embeddings"));
+
+    let audit = dir.join("audit");
+    ok(&[
+        "audit",
+        data.to_str().unwrap(),
+        "--init",
+        weights.to_str().unwrap(),
+        "--out",
+        audit.to_str().unwrap(),
+        "--epochs",
+        "2",
+        "--probe-epochs",
+        "1",
+        "--quiet",
+    ]);
+    assert!(audit.join("embedding/embeddings.npy").is_file());
+    let suspects = read_suspects(&audit);
+    assert_eq!(suspects.len(), 6);
+    let mut named: Vec<&str> = suspects.iter().map(|r| r["id"].as_str()).collect();
+    named.sort();
+    let mut expected: Vec<&str> = ids.iter().map(String::as_str).collect();
+    expected.sort();
+    assert_eq!(named, expected);
+}

@@ -67,6 +67,8 @@ impl ValueEnum for Architecture {
             Architecture::Mlp => "one hidden layer of 256 (vectors, small grey images)",
             Architecture::Cnn => "the paper's 6-layer CNN (small colour images, 32x32)",
             Architecture::ResNet18 => "ResNet-18 (larger images)",
+            Architecture::ResNet34 => "ResNet-34 (torchvision's; for --init)",
+            Architecture::ResNet50 => "ResNet-50 (torchvision's bottleneck blocks; for --init)",
         };
         Some(PossibleValue::new(self.name()).help(help))
     }

@@ -1,5 +1,6 @@
 //! The paper's networks: the MLP for MNIST-like data, the 6-layer CNN for CIFAR and
-//! ResNet-18 ([`resnet`]) for larger images (its Clothing1M network).
+//! ResNet-18 ([`resnet`]) for larger images (its Clothing1M network), and torchvision's
+//! ResNet-34 and -50 to fine-tune from pretrained weights ([`pretrained`]).
 //!
 //! Both take a batch of flattened samples `[B, C*H*W]` (the layout the training set is
 //! kept in on the device) and return logits `[B, classes]`; the CNN reshapes to
@@ -20,11 +21,12 @@ mod im2col;
 pub mod image_input;
 mod mlp_cpu;
 mod mlp_gpu;
+pub mod pretrained;
 pub mod resnet;
 mod scorer;
 mod train_conv;
 pub use gpu_conv::{GpuConv, Measured, measured_shapes};
-pub use resnet::ResNet18;
+pub use resnet::ResNet;
 pub use scorer::Scorer;
 
 /// Which network to build.
@@ -38,18 +40,39 @@ pub enum Architecture {
     /// torchvision's ResNet-18, for larger images.
     #[serde(rename = "resnet18")]
     ResNet18,
+    /// torchvision's ResNet-34.
+    #[serde(rename = "resnet34")]
+    ResNet34,
+    /// torchvision's ResNet-50 (bottleneck blocks), the paper's Clothing1M backbone.
+    #[serde(rename = "resnet50")]
+    ResNet50,
 }
 
 impl Architecture {
-    pub const ALL: [Architecture; 3] =
-        [Architecture::Mlp, Architecture::Cnn, Architecture::ResNet18];
+    pub const ALL: [Architecture; 5] = [
+        Architecture::Mlp,
+        Architecture::Cnn,
+        Architecture::ResNet18,
+        Architecture::ResNet34,
+        Architecture::ResNet50,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Architecture::Mlp => "mlp",
             Architecture::Cnn => "cnn",
             Architecture::ResNet18 => "resnet18",
+            Architecture::ResNet34 => "resnet34",
+            Architecture::ResNet50 => "resnet50",
         }
+    }
+
+    /// One of torchvision's ResNets (the networks pretrained weights exist for).
+    pub fn is_resnet(self) -> bool {
+        matches!(
+            self,
+            Architecture::ResNet18 | Architecture::ResNet34 | Architecture::ResNet50
+        )
     }
 }
 
@@ -162,13 +185,13 @@ impl Cnn {
     }
 }
 
-/// Either network behind one forward.
+/// Any of the networks behind one forward.
 #[derive(Module, Debug)]
 #[allow(clippy::large_enum_variant)]
 pub enum Classifier {
     Mlp(Mlp),
     Cnn(Cnn),
-    ResNet18(ResNet18),
+    ResNet(ResNet),
 }
 
 impl Classifier {
@@ -177,7 +200,9 @@ impl Classifier {
         match arch {
             Architecture::Mlp => Classifier::Mlp(Mlp::new(shape.iter().product(), classes, device)),
             Architecture::Cnn => Classifier::Cnn(Cnn::new(shape[0], shape[1], classes, device)),
-            Architecture::ResNet18 => Classifier::ResNet18(ResNet18::new(shape, classes, device)),
+            Architecture::ResNet18 | Architecture::ResNet34 | Architecture::ResNet50 => {
+                Classifier::ResNet(ResNet::new(arch, shape, classes, device))
+            }
         }
     }
 
@@ -189,12 +214,21 @@ impl Classifier {
         }
     }
 
+    /// `[B, C*H*W]` -> the pooled features before a ResNet's classifier, `[B, 512]`
+    /// (`[B, 2048]` for ResNet-50); `None` for the other networks.
+    pub fn features(&self, x: Tensor<2>) -> Option<Tensor<2>> {
+        match self {
+            Classifier::ResNet(m) => Some(m.features(x)),
+            _ => None,
+        }
+    }
+
     /// `[B, C*H*W]` -> logits `[B, classes]`.
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         match self {
             Classifier::Mlp(m) => m.forward(x),
             Classifier::Cnn(m) => m.forward(x),
-            Classifier::ResNet18(m) => m.forward(x),
+            Classifier::ResNet(m) => m.forward(x),
         }
     }
 }

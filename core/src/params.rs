@@ -75,8 +75,13 @@ impl ModuleMapper for Replace {
             .next()
             .expect("one value per float tensor, checked by the caller");
         let require_grad = tensor.is_require_grad();
-        let mut value =
-            Tensor::from_inner(value.reshape(tensor.shape()).to_device(&tensor.device()));
+        let value = value.reshape(tensor.shape()).to_device(&tensor.device());
+        // On an autodiff device the value becomes a parameter of the graph; elsewhere
+        // (an eval-mode network) it stays plain, or the network would run as if training.
+        let mut value = match tensor.is_autodiff() {
+            true => Tensor::from_inner(value),
+            false => value,
+        };
         if require_grad {
             value = value.require_grad();
         }

@@ -146,7 +146,7 @@ impl Checkpoint {
 /// (each tensor's size consistent with its shape) panics wherever overflow checks are on
 /// (debug builds, tests, the fuzzer) instead of being refused. Headers this cannot read
 /// are left to SafeTensors to refuse with its own message.
-fn data_within_file(bytes: &[u8]) -> std::result::Result<(), String> {
+pub(crate) fn data_within_file(bytes: &[u8]) -> std::result::Result<(), String> {
     let Some(length) = bytes.get(..8) else {
         return Ok(());
     };

@@ -289,6 +289,54 @@ pub fn decode_one(
     )
 }
 
+/// One file as torchvision's ImageNet evaluation prepares it: RGB, resized (bilinear)
+/// so its shorter side is `resize`, then the centre `crop` x `crop` cut out, as
+/// `Resize(resize)` + `CenterCrop(crop)` do: [3, crop, crop] bytes. An image already
+/// `resize` on its shorter side is not resampled.
+pub fn decode_centre_crop(
+    path: &Path,
+    resize: u32,
+    crop: u32,
+) -> std::result::Result<Vec<u8>, String> {
+    let image = ImageReader::open(path)
+        .map_err(|e| e.to_string())?
+        .with_guessed_format()
+        .map_err(|e| e.to_string())?
+        .decode()
+        .map_err(|e| e.to_string())?;
+    let rgb = image.into_rgb8();
+    let (w, h) = rgb.dimensions();
+    // torchvision: the shorter side becomes `resize`, the longer int(resize * long / short).
+    let (nw, nh) = if w <= h {
+        (resize, (resize as u64 * h as u64 / w as u64) as u32)
+    } else {
+        ((resize as u64 * w as u64 / h as u64) as u32, resize)
+    };
+    if nw < crop || nh < crop {
+        return Err(format!("{w}x{h} is too small to crop {crop}x{crop} from"));
+    }
+    let rgb = if (nw, nh) == (w, h) {
+        rgb
+    } else {
+        image::imageops::resize(&rgb, nw, nh, FilterType::Triangle)
+    };
+    // CenterCrop: top = round((h - crop) / 2), left likewise, Python's round (half to even).
+    let top = ((nh - crop) as f64 / 2.0).round_ties_even() as u32;
+    let left = ((nw - crop) as f64 / 2.0).round_ties_even() as u32;
+    let plane = (crop * crop) as usize;
+    let mut planar = vec![0u8; 3 * plane];
+    for y in 0..crop {
+        for x in 0..crop {
+            let px = rgb.get_pixel(left + x, top + y);
+            let i = (y * crop + x) as usize;
+            for c in 0..3 {
+                planar[c * plane + i] = px[c];
+            }
+        }
+    }
+    Ok(planar)
+}
+
 /// Decode what `reader` holds, convert to `channels` and resize: [C, H, W] bytes.
 fn convert<R: BufRead + Seek>(
     reader: ImageReader<R>,

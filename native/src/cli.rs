@@ -54,6 +54,14 @@ pub enum Command {
     /// model.safetensors and model.json.
     #[command(allow_negative_numbers = true)]
     Audit(crate::audit::AuditArgs),
+    /// Write the features a pretrained ResNet (torchvision's or timm's weights) gives
+    /// every image of a folder: embeddings.npy, labels.npy, labels.txt, ids.txt.
+    ///
+    /// Example: taks embed photos/ --init resnet50.pth --out photos-embedded
+    ///
+    /// Then: taks audit photos-embedded/embeddings.npy --labels photos-embedded/labels.txt
+    #[command(allow_negative_numbers = true)]
+    Embed(crate::embed::EmbedArgs),
     /// Predict with the model an audit kept: prints id,predicted_label,confidence.
     ///
     /// Example: taks predict --model audit-photos new-photos/

@@ -9,6 +9,7 @@ mod bench_torch;
 mod cli;
 mod config;
 mod device;
+mod embed;
 mod experiment;
 mod folder_data;
 mod model_file;
@@ -71,6 +72,7 @@ fn main() -> ExitCode {
         cli::Command::Tune(args) => tune::run(args),
         cli::Command::Audit(args) => audit::run(args),
         cli::Command::Predict(args) => predict::run(args),
+        cli::Command::Embed(args) => embed::run(args),
         cli::Command::ListAdapters => device::list_adapters(),
         cli::Command::Table { runs } => table::run(&runs),
     });

@@ -24,7 +24,7 @@ fn renamings(architecture: Architecture) -> &'static [(&'static str, &'static st
     match architecture {
         Architecture::Mlp => &[(r"^0\.", "hidden."), (r"^2\.", "output.")],
         Architecture::Cnn => &[],
-        Architecture::ResNet18 => &[
+        Architecture::ResNet18 | Architecture::ResNet34 | Architecture::ResNet50 => &[
             (r"\.downsample\.0\.", ".downsample.conv."),
             (r"\.downsample\.1\.", ".downsample.bn."),
         ],

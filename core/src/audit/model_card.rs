@@ -10,7 +10,7 @@
 //!   256), nn.ReLU(), nn.Linear(256, C))` over flattened inputs;
 //! - CNN: `blocks.{0..5}.conv.*`, `blocks.{0..5}.norm.*`, `output.*` (the README
 //!   spells out the module);
-//! - ResNet-18: torchvision's `resnet18` names (`conv1`, `bn1`, `layer1.0.conv1`, ...,
+//! - ResNet-18, -34, -50: torchvision's `resnet18`/`34`/`50` names (`conv1`, `bn1`, `layer1.0.conv1`, ...,
 //!   `layer2.0.downsample.0`, `layer2.0.downsample.1`, `fc`); it has no
 //!   `num_batches_tracked` buffers, so load it with `strict=False`.
 
@@ -61,6 +61,12 @@ impl ModelCard {
             Architecture::ResNet18 => {
                 "torchvision.models.resnet18(num_classes=len(classes)); load_state_dict(..., strict=False) (no num_batches_tracked)"
             }
+            Architecture::ResNet34 => {
+                "torchvision.models.resnet34(num_classes=len(classes)); load_state_dict(..., strict=False) (no num_batches_tracked)"
+            }
+            Architecture::ResNet50 => {
+                "torchvision.models.resnet50(num_classes=len(classes)); load_state_dict(..., strict=False) (no num_batches_tracked)"
+            }
         };
         ModelCard {
             format: FORMAT.into(),
@@ -100,6 +106,24 @@ fn pytorch_tensor(
     dims: Vec<usize>,
     values: Vec<f32>,
 ) -> (String, Vec<usize>, Vec<f32>) {
+    let name = pytorch_name(path, architecture);
+    // A 2-D weight is a Linear's: burn keeps [in, out], torch [out, in].
+    if dims.len() == 2 && name.rsplit('.').next() == Some("weight") {
+        let (rows, cols) = (dims[0], dims[1]);
+        let mut transposed = vec![0f32; values.len()];
+        for r in 0..rows {
+            for c in 0..cols {
+                transposed[c * rows + r] = values[r * cols + c];
+            }
+        }
+        return (name, vec![cols, rows], transposed);
+    }
+    (name, dims, values)
+}
+
+/// The name PyTorch gives the tensor burn keeps under `path` (`Mlp.hidden.weight` ->
+/// `0.weight`); the same for pretrained weights read in ([`crate::model::pretrained`]).
+pub(crate) fn pytorch_name(path: &str, architecture: Architecture) -> String {
     // The first part is the Classifier's variant, which a torch module has not.
     let mut parts: Vec<&str> = path.split('.').skip(1).collect();
     let last = parts.len() - 1;
@@ -114,7 +138,7 @@ fn pytorch_tensor(
             "output" => parts[0] = "2",
             _ => {}
         },
-        Architecture::ResNet18 => {
+        Architecture::ResNet18 | Architecture::ResNet34 | Architecture::ResNet50 => {
             for i in 1..parts.len() {
                 if parts[i - 1] == "downsample" {
                     parts[i] = match parts[i] {
@@ -127,19 +151,7 @@ fn pytorch_tensor(
         }
         Architecture::Cnn => {}
     }
-    let name = parts.join(".");
-    // A 2-D weight is a Linear's: burn keeps [in, out], torch [out, in].
-    if dims.len() == 2 && parts[last] == "weight" {
-        let (rows, cols) = (dims[0], dims[1]);
-        let mut transposed = vec![0f32; values.len()];
-        for r in 0..rows {
-            for c in 0..cols {
-                transposed[c * rows + r] = values[r * cols + c];
-            }
-        }
-        return (name, vec![cols, rows], transposed);
-    }
-    (name, dims, values)
+    parts.join(".")
 }
 
 #[cfg(test)]
@@ -174,7 +186,7 @@ mod tests {
         );
         assert_eq!(
             t(
-                "ResNet18.layer2.0.downsample.bn.beta",
+                "ResNet.layer2.0.downsample.bn.beta",
                 Architecture::ResNet18,
                 vec![8]
             )
@@ -183,7 +195,7 @@ mod tests {
         );
         assert_eq!(
             t(
-                "ResNet18.layer2.0.downsample.conv.weight",
+                "ResNet.layer2.0.downsample.conv.weight",
                 Architecture::ResNet18,
                 vec![8, 4, 1, 1]
             )
@@ -191,11 +203,11 @@ mod tests {
             "layer2.0.downsample.0.weight"
         );
         assert_eq!(
-            t("ResNet18.bn1.running_var", Architecture::ResNet18, vec![8]).0,
+            t("ResNet.bn1.running_var", Architecture::ResNet18, vec![8]).0,
             "bn1.running_var"
         );
         assert_eq!(
-            t("ResNet18.fc.weight", Architecture::ResNet18, vec![512, 2]).1,
+            t("ResNet.fc.weight", Architecture::ResNet18, vec![512, 2]).1,
             [2, 512]
         );
     }

@@ -13,7 +13,8 @@ pub const MAX_SIDE: u32 = 224;
 /// `common`; `model` and `size` are the user's overrides.
 /// - the MLP for grey images up to 32x32, at their own size (the paper's MNIST setup);
 /// - the paper's CNN for colour images up to 32x32, resized to 32x32 (its CIFAR setup);
-/// - ResNet-18 in RGB for anything larger, at its own size up to 224x224, else 224x224.
+/// - ResNet-18 in RGB for anything larger, at its own size up to 224x224, else 224x224
+///   (and so ResNet-34 and -50, when asked for).
 pub fn choose(
     common: (u32, u32),
     colour: bool,
@@ -29,8 +30,8 @@ pub fn choose(
     let (width, height) = size.unwrap_or(match architecture {
         Architecture::Mlp => common,
         Architecture::Cnn => (32, 32),
-        Architecture::ResNet18 if common.0 <= MAX_SIDE && common.1 <= MAX_SIDE => common,
-        Architecture::ResNet18 => (MAX_SIDE, MAX_SIDE),
+        _ if common.0 <= MAX_SIDE && common.1 <= MAX_SIDE => common,
+        _ => (MAX_SIDE, MAX_SIDE),
     });
     if architecture == Architecture::Cnn && (width != height || width % 8 != 0) {
         return Err(Error::Config(format!(

@@ -1,14 +1,21 @@
-//! ResNet-18 (He et al. 2016), the network of the paper's Clothing1M experiment, written
-//! on burn 0.22 because no maintained crate builds against it.
+//! ResNet-18, -34 and -50 (He et al. 2016; ResNet-18 is the network of the paper's
+//! Clothing1M experiment, which starts from an ImageNet ResNet-50), written on burn 0.22
+//! because no maintained crate builds against it.
 //!
-//! The layout is torchvision's `resnet18`: a 7x7/2 stem with batch norm, ReLU and a
-//! 3x3/2 max pool; four stages of two basic blocks (64, 128, 256, 512 channels; the first
-//! block of stages 2-4 halves the resolution and projects its shortcut with a 1x1/2
-//! convolution and batch norm); global average pooling; one linear layer. Field names
-//! follow torchvision's (`conv1`, `bn1`, `layer1.0.conv1`, ..., `fc`), so a saved model
-//! maps onto `torchvision.models.resnet18` key by key (see `model_file` in the CLI; the
-//! projection is `downsample.0` / `downsample.1` there). It takes any input size from
-//! 16x16 up and any channel count.
+//! The layout is torchvision's `resnet18`/`resnet34`/`resnet50`: a 7x7/2 stem with
+//! batch norm, ReLU and a 3x3/2 max pool; four stages (64, 128, 256, 512 channels; the
+//! first block of stages 2-4 halves the resolution); global average pooling; one linear
+//! layer. ResNet-18 and -34 stack basic blocks (two 3x3 convolutions), 2-2-2-2 and
+//! 3-4-6-3 of them; ResNet-50 stacks 3-4-6-3 bottleneck blocks (1x1 down to the stage's
+//! width, 3x3 carrying the stride, as torchvision's "v1.5", 1x1 up to four times it). A
+//! block whose shortcut changes width or resolution projects it with a 1x1 convolution
+//! and batch norm.
+//!
+//! Field names follow torchvision's (`conv1`, `bn1`, `layer1.0.conv1`, ...,
+//! `layer1.0.conv3` in a bottleneck, `fc`), so the weights map onto torchvision's key by
+//! key (the projection is `downsample.0` / `downsample.1` there): a saved model loads in
+//! PyTorch, and torchvision's or timm's weights load here ([`super::pretrained`]). It
+//! takes any input size from 32x32 up and any channel count.
 
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
@@ -17,6 +24,7 @@ use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig2d
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
+use super::Architecture;
 use super::folded_conv::FoldedConv;
 use super::train_conv;
 
@@ -37,29 +45,54 @@ pub struct Downsample {
     bn: BatchNorm,
 }
 
-/// Two 3x3 convolutions with batch norm and an identity (or projected) shortcut.
+/// A basic block (conv1, conv2: 3x3) or, with `conv3`, a bottleneck block (1x1, 3x3,
+/// 1x1); batch norm after each convolution, ReLU after all but the last, and ReLU after
+/// the shortcut is added. One type for both keeps torchvision's names: an enum would put
+/// its variant's name into every tensor's path.
 #[derive(Module, Debug)]
-pub struct BasicBlock {
+pub struct Block {
     conv1: Conv2d,
     bn1: BatchNorm,
     conv2: Conv2d,
     bn2: BatchNorm,
+    conv3: Option<Conv2d>,
+    bn3: Option<BatchNorm>,
     downsample: Option<Downsample>,
 }
 
-impl BasicBlock {
-    fn new(from: usize, to: usize, stride: usize, device: &Device) -> Self {
-        let downsample = (stride != 1 || from != to).then(|| Downsample {
+impl Block {
+    /// A basic block from `from` to `width` channels.
+    fn basic(from: usize, width: usize, stride: usize, device: &Device) -> Self {
+        Self {
+            conv1: conv(from, width, 3, stride, device),
+            bn1: BatchNormConfig::new(width).init(device),
+            conv2: conv(width, width, 3, 1, device),
+            bn2: BatchNormConfig::new(width).init(device),
+            conv3: None,
+            bn3: None,
+            downsample: Self::projection(from, width, stride, device),
+        }
+    }
+
+    /// A bottleneck block from `from` to `4 * width` channels.
+    fn bottleneck(from: usize, width: usize, stride: usize, device: &Device) -> Self {
+        let to = 4 * width;
+        Self {
+            conv1: conv(from, width, 1, 1, device),
+            bn1: BatchNormConfig::new(width).init(device),
+            conv2: conv(width, width, 3, stride, device),
+            bn2: BatchNormConfig::new(width).init(device),
+            conv3: Some(conv(width, to, 1, 1, device)),
+            bn3: Some(BatchNormConfig::new(to).init(device)),
+            downsample: Self::projection(from, to, stride, device),
+        }
+    }
+
+    fn projection(from: usize, to: usize, stride: usize, device: &Device) -> Option<Downsample> {
+        (stride != 1 || from != to).then(|| Downsample {
             conv: conv(from, to, 1, stride, device),
             bn: BatchNormConfig::new(to).init(device),
-        });
-        Self {
-            conv1: conv(from, to, 3, stride, device),
-            bn1: BatchNormConfig::new(to).init(device),
-            conv2: conv(to, to, 3, 1, device),
-            bn2: BatchNormConfig::new(to).init(device),
-            downsample,
-        }
+        })
     }
 
     fn forward(&self, x: Tensor<4>) -> Tensor<4> {
@@ -68,21 +101,33 @@ impl BasicBlock {
             None => x.clone(),
         };
         let h = relu(self.bn1.forward(train_conv::forward(&self.conv1, x)));
-        let h = self.bn2.forward(train_conv::forward(&self.conv2, h));
+        let mut h = self.bn2.forward(train_conv::forward(&self.conv2, h));
+        if let (Some(conv3), Some(bn3)) = (&self.conv3, &self.bn3) {
+            h = bn3.forward(train_conv::forward(conv3, relu(h)));
+        }
         relu(h + shortcut)
     }
 }
 
-/// ResNet-18 over flattened `[B, C*H*W]` samples.
+/// Blocks per stage and whether they are bottlenecks, as torchvision builds each depth.
+fn stages(architecture: Architecture) -> ([usize; 4], bool) {
+    match architecture {
+        Architecture::ResNet34 => ([3, 4, 6, 3], false),
+        Architecture::ResNet50 => ([3, 4, 6, 3], true),
+        _ => ([2, 2, 2, 2], false),
+    }
+}
+
+/// A ResNet over flattened `[B, C*H*W]` samples.
 #[derive(Module, Debug)]
-pub struct ResNet18 {
+pub struct ResNet {
     conv1: Conv2d,
     bn1: BatchNorm,
     maxpool: MaxPool2d,
-    layer1: Vec<BasicBlock>,
-    layer2: Vec<BasicBlock>,
-    layer3: Vec<BasicBlock>,
-    layer4: Vec<BasicBlock>,
+    layer1: Vec<Block>,
+    layer2: Vec<Block>,
+    layer3: Vec<Block>,
+    layer4: Vec<Block>,
     avgpool: AdaptiveAvgPool2d,
     fc: Linear,
     channels: usize,
@@ -90,15 +135,33 @@ pub struct ResNet18 {
     width: usize,
 }
 
-impl ResNet18 {
-    /// For samples of `shape` = [C, H, W].
-    pub fn new(shape: [usize; 3], classes: usize, device: &Device) -> Self {
-        let stage = |from: usize, to: usize, stride: usize| {
-            vec![
-                BasicBlock::new(from, to, stride, device),
-                BasicBlock::new(to, to, 1, device),
-            ]
+impl ResNet {
+    /// `architecture` (ResNet-18, -34 or -50) for samples of `shape` = [C, H, W].
+    pub fn new(
+        architecture: Architecture,
+        shape: [usize; 3],
+        classes: usize,
+        device: &Device,
+    ) -> Self {
+        let (counts, bottleneck) = stages(architecture);
+        let expansion = if bottleneck { 4 } else { 1 };
+        let mut from = 64;
+        let mut stage = |i: usize, stride: usize| {
+            let width = 64 << i;
+            (0..counts[i])
+                .map(|b| {
+                    let stride = if b == 0 { stride } else { 1 };
+                    let block = if bottleneck {
+                        Block::bottleneck(from, width, stride, device)
+                    } else {
+                        Block::basic(from, width, stride, device)
+                    };
+                    from = width * expansion;
+                    block
+                })
+                .collect::<Vec<_>>()
         };
+        let (layer1, layer2, layer3, layer4) = (stage(0, 1), stage(1, 2), stage(2, 2), stage(3, 2));
         Self {
             conv1: conv(shape[0], 64, 7, 2, device),
             bn1: BatchNormConfig::new(64).init(device),
@@ -106,63 +169,76 @@ impl ResNet18 {
                 .with_strides([2, 2])
                 .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
                 .init(),
-            layer1: stage(64, 64, 1),
-            layer2: stage(64, 128, 2),
-            layer3: stage(128, 256, 2),
-            layer4: stage(256, 512, 2),
+            layer1,
+            layer2,
+            layer3,
+            layer4,
             avgpool: AdaptiveAvgPool2dConfig::new([1, 1]).init(),
-            fc: LinearConfig::new(512, classes).init(device),
+            fc: LinearConfig::new(512 * expansion, classes).init(device),
             channels: shape[0],
             height: shape[1],
             width: shape[2],
         }
     }
 
-    /// `[B, C*H*W]` -> `[B, classes]`.
-    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+    fn blocks(&self) -> impl Iterator<Item = &Block> {
+        self.layer1
+            .iter()
+            .chain(&self.layer2)
+            .chain(&self.layer3)
+            .chain(&self.layer4)
+    }
+
+    /// `[B, C*H*W]` -> the pooled features `[B, 512]` (`[B, 2048]` for ResNet-50): the
+    /// input of the classifier, which `taks embed` writes out.
+    pub fn features(&self, x: Tensor<2>) -> Tensor<2> {
         let batch = x.dims()[0];
         let mut x = x.reshape([batch, self.channels, self.height, self.width]);
         x = self
             .maxpool
             .forward(relu(self.bn1.forward(train_conv::forward(&self.conv1, x))));
-        for block in self
-            .layer1
-            .iter()
-            .chain(&self.layer2)
-            .chain(&self.layer3)
-            .chain(&self.layer4)
-        {
+        for block in self.blocks() {
             x = block.forward(x);
         }
-        self.fc.forward(self.avgpool.forward(x).flatten(1, 3))
+        self.avgpool.forward(x).flatten(1, 3)
+    }
+
+    /// `[B, C*H*W]` -> `[B, classes]`.
+    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        self.fc.forward(self.features(x))
     }
 }
 
-/// ResNet-18 with each convolution's batch norm folded in, for eval-mode forward passes
-/// ([`super::Scorer`]): the same layers as [`ResNet18::forward`], in the same order.
-pub struct Folded<'a> {
-    net: &'a ResNet18,
-    stem: FoldedConv,
-    /// Per block: conv1, conv2 and the projection of its shortcut, if any.
-    blocks: Vec<(FoldedConv, FoldedConv, Option<FoldedConv>)>,
+/// The folded convolutions of one block, in its order.
+struct FoldedBlock {
+    convs: Vec<FoldedConv>,
+    downsample: Option<FoldedConv>,
 }
 
-impl ResNet18 {
-    /// `None` where a layer does not fold (none of ResNet-18's).
+/// A ResNet with each convolution's batch norm folded in, for eval-mode forward passes
+/// ([`super::Scorer`]): the same layers as [`ResNet::forward`], in the same order.
+pub struct Folded<'a> {
+    net: &'a ResNet,
+    stem: FoldedConv,
+    blocks: Vec<FoldedBlock>,
+}
+
+impl ResNet {
+    /// `None` where a layer does not fold (none of these networks').
     pub(super) fn folded(&self, how: super::GpuConv) -> Option<Folded<'_>> {
         let fold = |conv: &Conv2d, bn: &BatchNorm| FoldedConv::new(conv, bn, how);
         let blocks = self
-            .layer1
-            .iter()
-            .chain(&self.layer2)
-            .chain(&self.layer3)
-            .chain(&self.layer4)
+            .blocks()
             .map(|b| {
+                let mut convs = vec![fold(&b.conv1, &b.bn1)?, fold(&b.conv2, &b.bn2)?];
+                if let (Some(conv3), Some(bn3)) = (&b.conv3, &b.bn3) {
+                    convs.push(fold(conv3, bn3)?);
+                }
                 let downsample = match &b.downsample {
                     Some(d) => Some(fold(&d.conv, &d.bn)?),
                     None => None,
                 };
-                Some((fold(&b.conv1, &b.bn1)?, fold(&b.conv2, &b.bn2)?, downsample))
+                Some(FoldedBlock { convs, downsample })
             })
             .collect::<Option<Vec<_>>>()?;
         Some(Folded {
@@ -184,13 +260,17 @@ impl Folded<'_> {
         let batch = x.dims()[0];
         let x = x.reshape([batch, net.channels, net.height, net.width]);
         let mut x = net.maxpool.forward(self.stem.forward(x, true));
-        for (conv1, conv2, downsample) in &self.blocks {
-            let shortcut = match downsample {
+        for block in &self.blocks {
+            let shortcut = match &block.downsample {
                 Some(d) => d.forward(x.clone(), false),
                 None => x.clone(),
             };
-            let h = conv1.forward(x, true);
-            x = relu(conv2.forward(h, false) + shortcut);
+            let last = block.convs.len() - 1;
+            let mut h = x;
+            for (i, conv) in block.convs.iter().enumerate() {
+                h = conv.forward(h, i < last);
+            }
+            x = relu(h + shortcut);
         }
         net.fc.forward(net.avgpool.forward(x).flatten(1, 3))
     }

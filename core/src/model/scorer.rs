@@ -21,8 +21,8 @@ pub enum Scorer<'a> {
     Plain(&'a Classifier),
     /// The CNN with its six blocks folded.
     Cnn(&'a Cnn, Vec<FoldedConv>),
-    /// ResNet-18 with every convolution folded.
-    ResNet18(Box<resnet::Folded<'a>>),
+    /// A ResNet with every convolution folded.
+    ResNet(Box<resnet::Folded<'a>>),
 }
 
 impl Classifier {
@@ -46,7 +46,7 @@ impl Classifier {
                 .map(|b| FoldedConv::new(&b.conv, &b.norm, how))
                 .collect::<Option<Vec<_>>>()
                 .map(|f| Scorer::Cnn(cnn, f)),
-            Classifier::ResNet18(net) => net.folded(how).map(|f| Scorer::ResNet18(Box::new(f))),
+            Classifier::ResNet(net) => net.folded(how).map(|f| Scorer::ResNet(Box::new(f))),
         };
         folded.unwrap_or(Scorer::Plain(self))
     }
@@ -55,7 +55,7 @@ impl Classifier {
         match self {
             Classifier::Mlp(m) => gpu::supports(&m.output.weight.val()),
             Classifier::Cnn(m) => gpu::supports(&m.output.weight.val()),
-            Classifier::ResNet18(m) => m.on_gpu(),
+            Classifier::ResNet(m) => m.on_gpu(),
         }
     }
 }
@@ -76,7 +76,7 @@ impl Scorer<'_> {
                 }
                 cnn.output.forward(h.flatten(1, 3))
             }
-            Scorer::ResNet18(net) => net.forward(x),
+            Scorer::ResNet(net) => net.forward(x),
         }
     }
 }
@@ -94,13 +94,17 @@ mod tests {
     }
 
     /// Folded, and folded with im2col, against the network's own eval-mode forward pass on
-    /// lavapipe, for the CNN and ResNet-18 (every kind of layer it has at 224x224 runs at
-    /// 32x32), with batch-norm statistics moved away from their initial 0 and 1 by a few
+    /// lavapipe, for the CNN, ResNet-18 and ResNet-50 (basic and bottleneck blocks; every
+    /// kind of layer they have at 224x224 runs at 32x32), with batch-norm statistics moved away from their initial 0 and 1 by a few
     /// training-mode passes (else folding would be an identity).
     #[test]
     fn scoring_forward_is_the_eval_forward() {
         let device = Device::wgpu(DeviceKind::DefaultDevice);
-        for arch in [Architecture::Cnn, Architecture::ResNet18] {
+        for arch in [
+            Architecture::Cnn,
+            Architecture::ResNet18,
+            Architecture::ResNet50,
+        ] {
             let net = Classifier::new(arch, [3, 32, 32], 5, &device.clone().autodiff());
             for _ in 0..3 {
                 let x = Tensor::<2>::random(

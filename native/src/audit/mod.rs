@@ -10,6 +10,7 @@
 //! ([`crate::model_file`]). The data is read by [`read`].
 
 mod outputs;
+mod pretrained;
 mod read;
 mod report;
 mod summary;
@@ -40,6 +41,11 @@ pub struct AuditArgs {
     /// class names, one a line.
     #[arg(long, value_name = "LABELS")]
     pub labels: Option<PathBuf>,
+    /// Pretrained weights (a torchvision or timm ResNet-18, -34 or -50 state_dict, .pth
+    /// or .safetensors): the image folder is embedded with them first (`taks embed`,
+    /// into OUT/embedding) and the audit runs on those features.
+    #[arg(long, value_name = "FILE", conflicts_with = "dataset")]
+    pub init: Option<PathBuf>,
     /// Audit the training part of a built-in dataset instead.
     #[arg(long, value_enum)]
     pub dataset: Option<DatasetKind>,
@@ -192,12 +198,16 @@ pub fn run(args: AuditArgs) -> Result<()> {
     if let Some(first) = settings_check.first() {
         bail!("{first}");
     }
+    let started = Instant::now();
+    let args = match &args.init {
+        Some(_) => pretrained::embedded(args)?,
+        None => args,
+    };
     let say = |line: String| {
         if !args.quiet {
             eprintln!("{line}");
         }
     };
-    let started = Instant::now();
     let source = read_source(&args)?;
     match &source {
         Source::Ready(data) => {

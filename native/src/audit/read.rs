@@ -147,7 +147,16 @@ fn read_npy(path: &Path, args: &AuditArgs) -> Result<AuditData> {
     }
     let prepared =
         input::prepare_features(matrix.values, matrix.cols, labels.clone(), classes.len());
-    Ok(table_data(prepared, classes, labels, path))
+    let mut data = table_data(prepared, classes, labels, path);
+    // `taks embed` writes each row's image path beside the matrix: the suspects are
+    // named by file, not by row.
+    if let Ok(text) = std::fs::read_to_string(path.with_file_name("ids.txt")) {
+        let ids: Vec<String> = text.lines().map(String::from).collect();
+        if ids.len() == data.ids.len() {
+            data.ids = ids;
+        }
+    }
+    Ok(data)
 }
 
 /// Rows of numbers (`what`: a CSV table, a `.npy` matrix) are audited with the MLP, at

@@ -1,0 +1,67 @@
+//! `taks audit DIR --init FILE`: an image folder audited on the features of a
+//! pretrained ResNet rather than on a network trained from its own pixels.
+//!
+//! The folder is embedded first ([`crate::embed`], into `OUT/embedding`, where the
+//! features stay for later use), then the audit runs on `embeddings.npy` with its
+//! `labels.txt` and `ids.txt`, as `taks audit embeddings.npy --labels labels.txt` would:
+//! an MLP over the features, which costs seconds where fine-tuning the backbone with
+//! TAkS costs hours on a CPU. Fine-tuning is `taks train --init` (not chosen here by
+//! `--budget`).
+
+use anyhow::{Result, bail};
+
+use super::AuditArgs;
+use crate::embed::{EmbedArgs, embed};
+use crate::out_dir;
+
+/// `args` with DATA replaced by the embeddings of the folder DATA (and the output folder
+/// made, holding them).
+pub fn embedded(mut args: AuditArgs) -> Result<AuditArgs> {
+    let (Some(init), Some(data)) = (args.init.take(), args.data.clone()) else {
+        unreachable!("called with --init and DATA (clap: --init conflicts with --dataset)");
+    };
+    if !data.is_dir() {
+        bail!(
+            "--init embeds a folder of class sub-folders of images, and {} is not one",
+            data.display()
+        );
+    }
+    if args.labels.is_some() || args.image_size.is_some() {
+        bail!(
+            "--labels and --image-size are not for --init (the folder's own classes, 224x224 crops)"
+        );
+    }
+    let name = data
+        .file_name()
+        .map(|s| s.to_string_lossy().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "data".into());
+    let out = out_dir::prepare(
+        args.out.as_deref(),
+        &format!("audits/{name}"),
+        "suspects.csv",
+        "an audit",
+    )?;
+    let embedded = embed(&EmbedArgs {
+        data,
+        init: init.clone(),
+        out: Some(out.join("embedding")),
+        model: args.model.take(),
+        batch: 64,
+        device: args.device,
+        quiet: args.quiet,
+    })?;
+    if !args.quiet {
+        eprintln!(
+            "embedded {} images with the pretrained {} of {} ({} features each); auditing them with an MLP",
+            embedded.rows,
+            embedded.architecture.name(),
+            init.display(),
+            embedded.width
+        );
+    }
+    args.data = Some(embedded.matrix());
+    args.labels = Some(embedded.labels());
+    args.out = Some(out);
+    Ok(args)
+}

@@ -1,0 +1,265 @@
+//! `taks embed DIR --init FILE --out OUT`: the features a pretrained ResNet gives each
+//! image of a folder, for `taks audit OUT/embeddings.npy --labels OUT/labels.txt` and
+//! for numpy.
+//!
+//! DIR holds class sub-folders of images, as for `taks audit`. Each image is prepared
+//! as torchvision prepares ImageNet inputs ([`taks_core::model::pretrained::PREPROCESSING`])
+//! and the pooled features before the classifier are written, one row per image:
+//! `embeddings.npy` [n, 512] (ResNet-18, -34) or [n, 2048] (ResNet-50), f32;
+//! `labels.npy` (i64 class indices) and `labels.txt` (class names), one a row;
+//! `ids.txt`, each image's path under DIR; `config.json`, the network, the weights and
+//! the preprocessing. Images are decoded a batch ahead on a second thread while the
+//! network runs, and only one batch is ever in memory, whatever n is. An image that
+//! cannot be decoded is named on stderr and left out (its row with it).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::sync_channel;
+
+use anyhow::{Result, bail};
+use burn::tensor::{Tensor, TensorData};
+use clap::Args;
+use taks_core::formats::atomic::write_atomically;
+use taks_core::formats::image_folder::{self, ImageFile, decode_centre_crop};
+use taks_core::formats::npy_write::{MatrixWriter, write_i64_vector};
+use taks_core::model::pretrained::{self, CROP, PREPROCESSING, RESIZE, imagenet_input};
+use taks_core::model::{Architecture, Classifier};
+
+use crate::device::{self, DeviceChoice};
+use crate::out_dir;
+
+#[derive(Args, Debug)]
+pub struct EmbedArgs {
+    /// A folder of class sub-folders of images (DIR/<class>/<image files>).
+    pub data: PathBuf,
+    /// The pretrained weights: a torchvision or timm ResNet-18, -34 or -50 state_dict, as
+    /// .safetensors or as a torch .pth (read without running any of its code).
+    #[arg(long, value_name = "FILE")]
+    pub init: PathBuf,
+    /// The output folder (refused if it already holds embeddings.npy).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// The network; by default the one the weights are for.
+    #[arg(long, value_enum)]
+    pub model: Option<Architecture>,
+    /// Images per forward pass.
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    /// Compute device (as for `taks train`).
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
+    pub device: DeviceChoice,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// The file `out_dir::prepare` looks for: a folder with it holds finished embeddings.
+const MARKER: &str = "embeddings.npy";
+
+/// What [`embed`] wrote.
+pub struct Embedded {
+    pub dir: PathBuf,
+    pub architecture: Architecture,
+    pub rows: usize,
+    pub width: usize,
+    pub classes: usize,
+    pub skipped: usize,
+}
+
+impl Embedded {
+    pub fn matrix(&self) -> PathBuf {
+        self.dir.join(MARKER)
+    }
+
+    pub fn labels(&self) -> PathBuf {
+        self.dir.join("labels.txt")
+    }
+}
+
+pub fn run(args: EmbedArgs) -> Result<()> {
+    let e = embed(&args)?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(
+        stdout,
+        "{} images x {} features ({}, {} classes{}) -> {}",
+        e.rows,
+        e.width,
+        e.architecture.name(),
+        e.classes,
+        match e.skipped {
+            0 => String::new(),
+            n => format!(", {n} files skipped"),
+        },
+        e.matrix().display()
+    )?;
+    writeln!(
+        stdout,
+        "audit them: taks audit {} --labels {}",
+        e.matrix().display(),
+        e.labels().display()
+    )?;
+    Ok(())
+}
+
+/// Embed the folder `args.data` into `args.out` (see the module doc).
+pub fn embed(args: &EmbedArgs) -> Result<Embedded> {
+    if args.batch == 0 {
+        bail!("--batch must be at least 1");
+    }
+    if !args.data.is_dir() {
+        bail!("{}: no such folder", args.data.display());
+    }
+    let state = pretrained::read(&args.init)?;
+    let architecture = match args.model {
+        Some(a) => a,
+        None => match pretrained::depth_of(&state) {
+            Some(Ok(a)) => a,
+            // check_depth below says what is wrong with it.
+            _ => Architecture::ResNet18,
+        },
+    };
+    pretrained::check_depth(&state, architecture, &args.init)?;
+    let scan = image_folder::scan(&args.data)?;
+    if scan.files.is_empty() {
+        bail!("{}: no readable images", args.data.display());
+    }
+    let chosen = device::choose(args.device)?;
+    let side = CROP as usize;
+    let network = Classifier::new(architecture, [3, side, side], 1, &chosen.device).with_backbone(
+        architecture,
+        &state,
+        &args.init,
+    )?;
+    drop(state);
+    let out = out_dir::prepare(args.out.as_deref(), "embeddings", MARKER, "embeddings")?;
+    let width = if architecture == Architecture::ResNet50 {
+        2048
+    } else {
+        512
+    };
+
+    let bar = crate::train::progress_bar(scan.files.len(), args.quiet);
+    if let Some(bar) = &bar {
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} images  [{elapsed} < {eta}]",
+            )
+            .expect("valid template"),
+        );
+    }
+    let mut matrix = MatrixWriter::create(&out.join(MARKER), width)?;
+    let mut kept: Vec<&ImageFile> = Vec::new();
+    let mut skipped = 0usize;
+    let sample = 3 * side * side;
+    std::thread::scope(|scope| -> Result<()> {
+        // Decoding runs one batch ahead of the network.
+        let (send, receive) = sync_channel::<Vec<(usize, Result<Vec<f32>, String>)>>(1);
+        let files = &scan.files;
+        let batch = args.batch;
+        scope.spawn(move || {
+            for (b, chunk) in files.chunks(batch).enumerate() {
+                let decoded = chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| {
+                        let pixels = decode_centre_crop(&f.path, RESIZE, CROP);
+                        (b * batch + i, pixels.map(|p| imagenet_input(&p)))
+                    })
+                    .collect();
+                if send.send(decoded).is_err() {
+                    return;
+                }
+            }
+        });
+        for decoded in receive {
+            let mut values = Vec::with_capacity(decoded.len() * sample);
+            for (i, result) in decoded {
+                match result {
+                    Ok(v) => {
+                        values.extend(v);
+                        kept.push(&scan.files[i]);
+                    }
+                    Err(reason) => {
+                        skipped += 1;
+                        eprintln!("skipped {}: {reason}", scan.files[i].id);
+                    }
+                }
+                if let Some(bar) = &bar {
+                    bar.inc(1);
+                }
+            }
+            let rows = values.len() / sample;
+            if rows == 0 {
+                continue;
+            }
+            let x = Tensor::<2>::from_data(TensorData::new(values, [rows, sample]), &chosen.device);
+            let features = network.features(x).expect("a ResNet has features");
+            let features: Vec<f32> = features
+                .into_data()
+                .to_vec()
+                .map_err(|e| anyhow::anyhow!("reading the features: {e:?}"))?;
+            if let Some(bad) = features.iter().position(|v| !v.is_finite()) {
+                bail!(
+                    "{}: the features of {} are not finite (are the weights?)",
+                    args.init.display(),
+                    kept[kept.len() - rows + bad / width].id
+                );
+            }
+            matrix.push(&features)?;
+        }
+        Ok(())
+    })?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if kept.is_empty() {
+        bail!(
+            "{}: none of the images could be decoded",
+            args.data.display()
+        );
+    }
+    let labels: Vec<i64> = kept.iter().map(|f| f.label as i64).collect();
+    write_i64_vector(&out.join("labels.npy"), &labels)?;
+    let lines = |f: &dyn Fn(&ImageFile) -> String| -> Vec<u8> {
+        kept.iter()
+            .map(|file| f(file) + "\n")
+            .collect::<String>()
+            .into_bytes()
+    };
+    write_atomically(
+        &out.join("labels.txt"),
+        &lines(&|f| scan.classes[f.label as usize].clone()),
+    )?;
+    write_atomically(&out.join("ids.txt"), &lines(&|f| f.id.clone()))?;
+    let config = serde_json::json!({
+        "architecture": architecture.name(),
+        "init": absolute(&args.init),
+        "data": absolute(&args.data),
+        "preprocessing": PREPROCESSING,
+        "features": width,
+        "rows": kept.len(),
+        "classes": scan.classes,
+        "skipped": skipped + scan.skipped.len(),
+    });
+    write_atomically(
+        &out.join("config.json"),
+        serde_json::to_string_pretty(&config)?.as_bytes(),
+    )?;
+    // Only now is the matrix complete and in place.
+    let rows = matrix.finish()?;
+    Ok(Embedded {
+        dir: out,
+        architecture,
+        rows,
+        width,
+        classes: scan.classes.len(),
+        skipped: skipped + scan.skipped.len(),
+    })
+}
+
+fn absolute(path: &Path) -> String {
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}

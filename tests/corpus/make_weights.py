@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Writes the malformed pretrained-weight files of tests/corpus/files/init-* (`--init`).
+Needs PyTorch, torchvision and safetensors; the files are committed, this script only
+documents how each was made. Every file is tiny: the reader must refuse it for what is
+wrong with it (the depth check reads names only, so wrong-depth files hold 1-element
+tensors)."""
+import argparse, io, os, zipfile
+
+import torch, torchvision
+from safetensors.torch import save, save_file
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "files")
+
+
+class Shell:
+    """What a hostile .pth pickles: calling os.system when torch.load runs it."""
+
+    def __reduce__(self):
+        return (os.system, ("echo this ran",))
+
+
+def tiny(depth):
+    names = getattr(torchvision.models, f"resnet{depth}")(weights=None).state_dict().keys()
+    return {k: torch.zeros(1) for k in names if not k.endswith("num_batches_tracked")}
+
+
+def main():
+    out = lambda name: os.path.join(OUT, name)
+    # A pickled function (os.system) beside a tensor.
+    torch.save({"conv1.weight": torch.zeros(1), "hook": Shell()}, out("init-pickled-function.pth"))
+    # A training checkpoint that pickles its script's arguments (a class instance).
+    torch.save({"args": argparse.Namespace(lr=0.1), "state_dict": {"conv1.weight": torch.zeros(1)}},
+               out("init-pickled-class.pth"))
+    # ResNet-34 names where ResNet-18 is asked for (and the reverse in cases.tsv).
+    save_file(tiny(34), out("init-resnet34-names.safetensors"))
+    torch.save(tiny(34), out("init-resnet34-names.pth"))
+    # The classifier alone.
+    save_file({"fc.weight": torch.zeros(2, 512), "fc.bias": torch.zeros(2)}, out("init-head-only.safetensors"))
+    # A SafeTensors file cut in the middle of its data.
+    whole = save({"conv1.weight": torch.zeros(64, 3, 7, 7)})
+    with open(out("init-truncated.safetensors"), "wb") as f:
+        f.write(whole[: len(whole) // 2])
+    # A torch file from before PyTorch 1.6 (a bare pickle, not a zip archive).
+    torch.save({"conv1.weight": torch.zeros(1)}, out("init-legacy.pth"), _use_new_zipfile_serialization=False)
+    # A zip archive that is not torch's.
+    with zipfile.ZipFile(out("init-not-torch.zip"), "w") as z:
+        z.writestr("readme.txt", "hello")
+
+
+if __name__ == "__main__":
+    main()
