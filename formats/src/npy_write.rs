@@ -77,7 +77,7 @@ impl MatrixWriter {
 
     /// Append whole rows (`values.len()` a multiple of the columns).
     pub fn push(&mut self, values: &[f32]) -> Result<()> {
-        assert_eq!(values.len() % self.cols.max(1), 0, "whole rows");
+        assert!(values.len().is_multiple_of(self.cols.max(1)), "whole rows");
         for v in values {
             self.out
                 .write_all(&v.to_le_bytes())

@@ -20,7 +20,12 @@ pub fn read(path: &Path) -> Result<StateDict> {
     let bad = |reason: String| FormatError::malformed(path, reason);
     let file = File::open(path).map_err(|e| FormatError::io(path, e))?;
     let file_len = file.metadata().map_err(|e| FormatError::io(path, e))?.len();
-    let mut archive = zip::ZipArchive::new(BufReader::new(file))
+    // torch's archive starts at byte 0. Left to detect it, zip 9 took a small archive's
+    // central directory for one at another offset and refused it.
+    let config = zip::read::Config {
+        archive_offset: zip::read::ArchiveOffset::Known(0),
+    };
+    let mut archive = zip::ZipArchive::with_config(config, BufReader::new(file))
         .map_err(|e| bad(format!("not a readable torch archive (zip: {e})")))?;
     let pickles: Vec<String> = archive
         .file_names()

@@ -40,3 +40,21 @@ fn a_state_dict_pth() {
 fn a_training_checkpoint_of_a_data_parallel_model() {
     check(&state_dict::read(&fixture("checkpoint.pth")).unwrap());
 }
+
+/// Small archives whose central directory zip's offset detection misread (torch 2.15's
+/// zip64 records), and a pickled function refused by name.
+#[test]
+fn small_archives_open_and_a_pickled_function_is_refused() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/files");
+    let err = state_dict::read(&corpus.join("init-pickled-function.pth"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("refuses the global posix.system"), "{err}");
+    let err = state_dict::read(&corpus.join("init-pickled-class.pth"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("refuses the global argparse.Namespace"),
+        "{err}"
+    );
+}

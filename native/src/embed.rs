@@ -196,7 +196,7 @@ pub fn embed(args: &EmbedArgs) -> Result<Embedded> {
             let features = network.features(x).expect("a ResNet has features");
             let features: Vec<f32> = features
                 .into_data()
-                .to_vec()
+                .try_to_vec::<f32>()
                 .map_err(|e| anyhow::anyhow!("reading the features: {e:?}"))?;
             if let Some(bad) = features.iter().position(|v| !v.is_finite()) {
                 bail!(

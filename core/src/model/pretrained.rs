@@ -400,12 +400,13 @@ mod tests {
             err.ends_with("tensor layer4.0.se.weight is not part of a resnet18"),
             "{err}"
         );
-        let mut head_only = StateDict::default();
-        head_only.tensors = state
-            .tensors
-            .into_iter()
-            .filter(|(k, _)| k.starts_with("fc."))
-            .collect();
+        let head_only = StateDict {
+            tensors: state
+                .tensors
+                .into_iter()
+                .filter(|(k, _)| k.starts_with("fc."))
+                .collect(),
+        };
         let err = build(Architecture::ResNet18)
             .with_backbone(Architecture::ResNet18, &head_only, &path)
             .unwrap_err()
