@@ -173,15 +173,29 @@ def time_embeddings(taks, work, n):
     with torch.no_grad():
         rows = sum(model(x).shape[0] for x, _ in loader)
     torch_s = time.time() - start
-    start = time.time()
-    subprocess.run([taks, "embed", folder, "--init", weights, "--out", os.path.join(work, "timing-out")],
-                   check=True, stdout=subprocess.DEVNULL)
-    taks_s = time.time() - start
+    def embed(data, out):
+        """taks embed's seconds and peak resident memory (MB, by GNU time)."""
+        start = time.time()
+        done = subprocess.run(["/usr/bin/time", "-f", "%M", taks, "embed", data, "--init", weights, "--out", out],
+                              check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        return time.time() - start, int(done.stderr.strip().splitlines()[-1]) / 1024
+
+    taks_s, taks_mb = embed(folder, os.path.join(work, "timing-out"))
+    # A tenth of the images, for the memory's dependence on n.
+    small = os.path.join(work, "timing-tenth")
+    for c in ("a", "b"):
+        os.makedirs(os.path.join(small, c))
+        for f in sorted(os.listdir(os.path.join(folder, c)))[: n // 20]:
+            os.link(os.path.join(folder, c, f), os.path.join(small, c, f))
+    _, small_mb = embed(small, os.path.join(work, "timing-tenth-out"))
     print(f"\n{n} 224x224 PNGs, ResNet-18 features, {os.cpu_count()} cores, torch {torch.__version__} "
           f"({torch.get_num_threads()} threads):")
-    print(f"| PyTorch eval loop | {torch_s:.1f} s | {rows / torch_s:.1f} images/s |")
-    print(f"| taks embed        | {taks_s:.1f} s | {n / taks_s:.1f} images/s |")
+    print("| | seconds | images/s |")
+    print("|---|---|---|")
+    print(f"| PyTorch eval loop | {torch_s:.1f} | {rows / torch_s:.1f} |")
+    print(f"| taks embed | {taks_s:.1f} | {n / taks_s:.1f} |")
     print(f"taks / PyTorch: {taks_s / torch_s:.2f}")
+    print(f"taks embed's peak memory: {taks_mb:.0f} MB for {n} images, {small_mb:.0f} MB for {2 * (n // 20)}")
 
 
 if __name__ == "__main__":

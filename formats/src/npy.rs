@@ -359,7 +359,7 @@ fn push_floats(bytes: &[u8], dtype: Dtype, out: &mut Vec<f32>) {
 }
 
 /// IEEE 754 half precision to single, exactly (subnormals, infinities and NaN included).
-fn f16_to_f32(h: u16) -> f32 {
+pub(crate) fn f16_to_f32(h: u16) -> f32 {
     let sign = ((h >> 15) as u32) << 31;
     let exponent = ((h >> 10) & 0x1f) as u32;
     let mantissa = (h & 0x3ff) as u32;

@@ -14,6 +14,7 @@ use std::path::Path;
 
 use safetensors::{Dtype, SafeTensors};
 
+use crate::npy::f16_to_f32;
 use crate::{FormatError, Result};
 
 /// One tensor of a state_dict.
@@ -150,37 +151,17 @@ pub(crate) fn to_f32(dtype: crate::pickle::Dtype, b: &[u8]) -> f32 {
     }
 }
 
-/// IEEE half precision to single, exactly (subnormals, infinities and NaN included).
-fn f16_to_f32(h: u16) -> f32 {
-    let sign = ((h >> 15) as u32) << 31;
-    let exponent = ((h >> 10) & 0x1f) as u32;
-    let mantissa = (h & 0x3ff) as u32;
-    let bits = match (exponent, mantissa) {
-        (0, 0) => sign,
-        (0, m) => {
-            // Subnormal: m * 2^-24, a normal number in f32.
-            let value = m as f32 * (1.0 / 16_777_216.0);
-            return if sign != 0 { -value } else { value };
-        }
-        (0x1f, m) => sign | 0x7f80_0000 | (m << 13),
-        (e, m) => sign | ((e + 112) << 23) | (m << 13),
-    };
-    f32::from_bits(bits)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn halves_convert_exactly() {
-        assert_eq!(f16_to_f32(0x3c00), 1.0);
-        assert_eq!(f16_to_f32(0xc000), -2.0);
-        assert_eq!(f16_to_f32(0x7bff), 65504.0);
-        assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
-        assert_eq!(f16_to_f32(0x7c00), f32::INFINITY);
-        assert!(f16_to_f32(0x7e00).is_nan());
-        assert_eq!(to_f32(crate::pickle::Dtype::BF16, &[0x80, 0x3f]), 1.0);
+    fn each_float_type_converts_exactly() {
+        use crate::pickle::Dtype;
+        assert_eq!(to_f32(Dtype::F16, &[0x00, 0xc0]), -2.0);
+        assert_eq!(to_f32(Dtype::BF16, &[0x80, 0x3f]), 1.0);
+        assert_eq!(to_f32(Dtype::F64, &0.25f64.to_le_bytes()), 0.25);
+        assert_eq!(to_f32(Dtype::F32, &(-3.5f32).to_le_bytes()), -3.5);
     }
 
     #[test]
