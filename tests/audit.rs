@@ -781,3 +781,77 @@ fn embed_writes_the_centre_crops_features_and_audit_init_uses_them() {
     expected.sort();
     assert_eq!(named, expected);
 }
+
+/// `taks train --data DIR --init FILE` starts the ResNet from the file: after one epoch
+/// at a learning rate of 1e-12 the run's checkpoint holds the file's convolutions (a run
+/// from random weights would hold others), and config.json names the weights.
+#[test]
+fn train_init_starts_from_the_pretrained_backbone() {
+    use taks_core::formats::checkpoint::{Checkpoint, Values};
+    use taks_core::formats::state_dict::{self, Weight};
+    let dir = scratch("train-init");
+    let data = dir.join("photos");
+    for split in ["train", "val", "test"] {
+        for (c, class) in ["cat", "dog"].iter().enumerate() {
+            std::fs::create_dir_all(data.join(split).join(class)).unwrap();
+            for i in 0..2u8 {
+                let image = image::RgbImage::from_fn(64, 48, |x, y| {
+                    image::Rgb([(x * 3) as u8 ^ i, (y * 5) as u8, 100 * c as u8])
+                });
+                image
+                    .save(data.join(format!("{split}/{class}/{i}.png")))
+                    .unwrap();
+            }
+        }
+    }
+    let weights = dir.join("resnet18.safetensors");
+    resnet18_weights(&weights);
+    let out = dir.join("run");
+    ok(&[
+        "train",
+        "--data",
+        data.to_str().unwrap(),
+        "--init",
+        weights.to_str().unwrap(),
+        "--epochs",
+        "1",
+        "--lr",
+        "1e-12",
+        "--batch-size",
+        "4",
+        "--device",
+        "cpu",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("config.json")).unwrap()).unwrap();
+    let config = &config["config"];
+    assert_eq!(config["architecture"], "resnet18");
+    assert!(
+        config["init"]
+            .as_str()
+            .unwrap()
+            .ends_with("resnet18.safetensors")
+    );
+    assert_eq!(config["folder_input"], serde_json::json!([3, 224, 224]));
+    let file = state_dict::read(&weights).unwrap();
+    let Weight::Float {
+        values: expected, ..
+    } = &file.tensors["layer3.1.conv2.weight"]
+    else {
+        panic!("a float tensor")
+    };
+    let checkpoint = Checkpoint::read(&out.join("checkpoint.safetensors")).unwrap();
+    let Values::F32(got) =
+        &checkpoint.tensors["networks.nets.0.ResNet.layer3.1.conv2.weight"].values
+    else {
+        panic!("f32")
+    };
+    let gap = got
+        .iter()
+        .zip(expected)
+        .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+    assert!(gap < 1e-6, "the backbone moved by {gap}");
+}

@@ -57,6 +57,11 @@ pub struct TrainConfig {
     /// to, chosen from the training images when the run starts ([`crate::data::folder`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folder_input: Option<[usize; 3]>,
+    /// The pretrained weights the ResNet started from (`taks train --init`), as a path;
+    /// the folder's images are then prepared as those weights expect
+    /// ([`crate::model::pretrained::PREPROCESSING`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init: Option<String>,
 }
 
 impl TrainConfig {
@@ -89,6 +94,7 @@ impl TrainConfig {
             co_lambda: paper(Setting::CoLambda),
             init_epoch: paper(Setting::InitEpoch) as usize,
             folder_input: None,
+            init: None,
         }
     }
 
@@ -124,6 +130,14 @@ impl TrainConfig {
         }
         if !(self.k_ratio > 0.0 && self.k_ratio <= 1.0) {
             return bad(format!("k-ratio {} must be in (0, 1]", self.k_ratio));
+        }
+        if self.init.is_some()
+            && (self.dataset != DatasetKind::Folder || !self.architecture.is_resnet())
+        {
+            return bad(
+                "pretrained weights (--init) fine-tune a ResNet on a folder of images (--data DIR)"
+                    .into(),
+            );
         }
         if !(self.eta_ratio >= 0.0 && self.eta_ratio.is_finite()) {
             return bad(format!(

@@ -187,6 +187,24 @@ impl Trainer {
         })
     }
 
+    /// Start every network from pretrained weights (all but the classifier, see
+    /// [`crate::model::pretrained`]), before the first epoch; `path` names the file in
+    /// errors.
+    pub fn start_from(
+        &mut self,
+        state: &crate::formats::state_dict::StateDict,
+        path: &std::path::Path,
+    ) -> Result<()> {
+        if self.epoch != 0 {
+            return Err(Error::Config(
+                "pretrained weights are loaded before the first epoch".into(),
+            ));
+        }
+        let networks = self.networks.take().expect("networks between steps");
+        self.networks = Some(networks.with_backbone(self.config.architecture, state, path)?);
+        Ok(())
+    }
+
     pub fn config(&self) -> &TrainConfig {
         &self.config
     }

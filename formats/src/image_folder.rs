@@ -201,15 +201,43 @@ pub struct Decoded {
     pub skipped: Vec<Skipped>,
 }
 
+/// How a decoded image is brought to a sample's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// Resized to the sample's width and height (bilinear; the aspect ratio is not kept,
+    /// as torchvision's `Resize((h, w))`).
+    Resize,
+    /// torchvision's ImageNet evaluation crop: RGB, the shorter side resized to `resize`,
+    /// the centre square of the sample's side cut out ([`decode_centre_crop`]).
+    CentreCrop { resize: u32 },
+}
+
 /// Decode `files`, convert to `channels` (1: grey, 3: RGB) and resize each to
 /// `width` x `height` (bilinear; the aspect ratio is not kept, as torchvision's
 /// `Resize((h, w))`). A file that fails to decode is skipped with its reason.
+pub fn decode(files: Vec<ImageFile>, channels: usize, width: u32, height: u32) -> Decoded {
+    decode_as(
+        files,
+        [channels, height as usize, width as usize],
+        Fit::Resize,
+    )
+}
+
+/// Decode `files` into samples of `shape` [channels, height, width] as `fit` says.
 ///
 /// Each image is decoded straight into its place in the one output buffer (the failed
 /// ones' places are closed up afterwards), so a million images need their bytes once,
 /// not once per image and again for the whole.
-pub fn decode(files: Vec<ImageFile>, channels: usize, width: u32, height: u32) -> Decoded {
+pub fn decode_as(files: Vec<ImageFile>, shape: [usize; 3], fit: Fit) -> Decoded {
+    let [channels, height, width] = shape;
+    let (width, height) = (width as u32, height as u32);
     assert!(channels == 1 || channels == 3, "channels must be 1 or 3");
+    if let Fit::CentreCrop { .. } = fit {
+        assert!(
+            channels == 3 && width == height,
+            "a centre crop is an RGB square"
+        );
+    }
     let size = channels * (width * height) as usize;
     let mut pixels = vec![0u8; files.len() * size];
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -217,13 +245,15 @@ pub fn decode(files: Vec<ImageFile>, channels: usize, width: u32, height: u32) -
     let decode_part = |part: &[ImageFile], out: &mut [u8]| -> Vec<Option<String>> {
         part.iter()
             .zip(out.chunks_exact_mut(size))
-            .map(|(f, out)| match decode_file(f, channels, width, height) {
-                Ok(bytes) => {
-                    out.copy_from_slice(&bytes);
-                    None
-                }
-                Err(reason) => Some(reason),
-            })
+            .map(
+                |(f, out)| match decode_file(f, channels, width, height, fit) {
+                    Ok(bytes) => {
+                        out.copy_from_slice(&bytes);
+                        None
+                    }
+                    Err(reason) => Some(reason),
+                },
+            )
             .collect()
     };
     let parts: Vec<_> = files
@@ -256,21 +286,27 @@ pub fn decode(files: Vec<ImageFile>, channels: usize, width: u32, height: u32) -
     }
 }
 
-/// One file of a scan, from memory or from disk: [`decode_one`].
+/// One file of a scan, from memory or from disk: [`decode_one`] or
+/// [`decode_centre_crop`].
 fn decode_file(
     file: &ImageFile,
     channels: usize,
     width: u32,
     height: u32,
+    fit: Fit,
 ) -> std::result::Result<Vec<u8>, String> {
-    match &file.data {
-        Some(bytes) => convert(
+    match (&file.data, fit) {
+        (Some(bytes), Fit::Resize) => convert(
             ImageReader::new(Cursor::new(&bytes[..])),
             channels,
             width,
             height,
         ),
-        None => decode_one(&file.path, channels, width, height),
+        (Some(bytes), Fit::CentreCrop { resize }) => {
+            centre_crop(ImageReader::new(Cursor::new(&bytes[..])), resize, width)
+        }
+        (None, Fit::Resize) => decode_one(&file.path, channels, width, height),
+        (None, Fit::CentreCrop { resize }) => decode_centre_crop(&file.path, resize, width),
     }
 }
 
@@ -298,8 +334,20 @@ pub fn decode_centre_crop(
     resize: u32,
     crop: u32,
 ) -> std::result::Result<Vec<u8>, String> {
-    let image = ImageReader::open(path)
-        .map_err(|e| e.to_string())?
+    centre_crop(
+        ImageReader::open(path).map_err(|e| e.to_string())?,
+        resize,
+        crop,
+    )
+}
+
+/// [`decode_centre_crop`] of what `reader` holds.
+fn centre_crop<R: BufRead + Seek>(
+    reader: ImageReader<R>,
+    resize: u32,
+    crop: u32,
+) -> std::result::Result<Vec<u8>, String> {
+    let image = reader
         .with_guessed_format()
         .map_err(|e| e.to_string())?
         .decode()

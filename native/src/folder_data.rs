@@ -2,13 +2,17 @@
 //! protocol (`taks train --data DIR`, `--dataset folder`) of images or embeddings, whose
 //! network and input size are chosen from its training split when a run starts and
 //! kept in its config ([`taks_core::data::folder`], [`taks_core::data::embeddings`]).
+//! With pretrained weights (`--init`) the network is theirs and the images are prepared
+//! as they expect (224x224 centre crops, ImageNet's statistics).
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use taks_core::config::TrainConfig;
 use taks_core::data::cache::Cache;
+use taks_core::data::folder::Preparation;
 use taks_core::data::{Dataset, DatasetKind, Split, folder};
+use taks_core::model::pretrained;
 
 /// What a run trains, validates and tests on.
 #[derive(Clone)]
@@ -28,9 +32,17 @@ pub fn choose(config: &mut TrainConfig, dir: Option<&Path>) -> Result<()> {
         return Ok(());
     }
     let dir = dir.context("a folder dataset needs its folder (taks train --data DIR; taks experiment --data-dir folder=DIR)")?;
-    let (architecture, input) = folder::scan(dir)?.choose()?;
-    config.architecture = architecture;
-    config.folder_input = Some(input);
+    let scan = folder::scan(dir)?;
+    if config.init.is_some() {
+        // The network is the one the weights are for (set by `train`), at the size they
+        // were trained at.
+        let side = pretrained::CROP as usize;
+        config.folder_input = Some([3, side, side]);
+    } else {
+        let (architecture, input) = scan.choose()?;
+        config.architecture = architecture;
+        config.folder_input = Some(input);
+    }
     config.validate()?;
     Ok(())
 }
@@ -48,7 +60,11 @@ pub fn load(config: &TrainConfig, dir: Option<&Path>) -> Result<RunData> {
     let input = config
         .folder_input
         .context("the folder's input size was not chosen")?;
-    let loaded = folder::scan(dir)?.load(input, Some(&Cache::with_defaults()))?;
+    let preparation = match config.init {
+        Some(_) => Preparation::ImageNet,
+        None => Preparation::Fitted,
+    };
+    let loaded = folder::scan(dir)?.load_as(input, Some(&Cache::with_defaults()), preparation)?;
     let network = match input {
         [1, 1, features] => format!("{} on {features} features", config.architecture.name()),
         [c, h, w] => format!(

@@ -23,8 +23,10 @@ use serde_json::json;
 use taks_core::config::TrainConfig;
 use taks_core::formats::atomic::write_atomically;
 use taks_core::formats::checkpoint::Checkpoint;
+use taks_core::formats::state_dict::StateDict;
 use taks_core::methods::Method;
 use taks_core::metrics::{EpochMetrics, Summary, summarize};
+use taks_core::model::{Architecture, pretrained};
 use taks_core::train::Trainer;
 
 use crate::device::Chosen;
@@ -48,6 +50,12 @@ pub struct TrainArgs {
     /// --checkpoint-every may be given; selected.csv goes on if the run wrote one).
     #[arg(long, value_name = "DIR", conflicts_with_all = RUN_SETTINGS)]
     pub resume: Option<PathBuf>,
+    /// Fine-tune from pretrained weights: a torchvision or timm ResNet-18, -34 or -50
+    /// state_dict (.pth or .safetensors) for a folder of images (--data DIR). The
+    /// network is the one the file holds; images are prepared as torchvision prepares
+    /// ImageNet's (resize 256, centre crop 224, ImageNet's mean and std).
+    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    pub init: Option<PathBuf>,
     /// Write checkpoint.safetensors every N epochs (and after the last).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub checkpoint_every: usize,
@@ -80,6 +88,25 @@ pub fn run(args: TrainArgs) -> Result<()> {
             }
             (config, args.run.data_dir(), args.save_selections)
         }
+    };
+    let init = match &args.init {
+        Some(path) => {
+            let state = pretrained::read(path)?;
+            config.architecture = match pretrained::depth_of(&state) {
+                Some(Ok(architecture)) => architecture,
+                _ => Architecture::ResNet18,
+            };
+            config.init = Some(
+                std::path::absolute(path)
+                    .unwrap_or_else(|_| path.clone())
+                    .display()
+                    .to_string(),
+            );
+            pretrained::check_depth(&state, config.architecture, path)?;
+            config.validate()?;
+            Some((path.clone(), state))
+        }
+        None => None,
     };
     // Everything about the input is checked before a device is opened or a folder made.
     let checkpoint = match &args.resume {
@@ -120,6 +147,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
         save_selections,
         checkpoint_every: args.checkpoint_every,
         data_dir: data_dir.clone(),
+        init,
     };
     if let Some(note) = &data.note {
         say(note.clone());
@@ -183,6 +211,8 @@ pub struct Options {
     pub checkpoint_every: usize,
     /// Recorded in config.json, so that a resumed run finds its data again.
     pub data_dir: Option<PathBuf>,
+    /// Pretrained weights a new run starts from (`--init`), and their file.
+    pub init: Option<(PathBuf, StateDict)>,
 }
 
 /// What a run reports while it trains.
@@ -226,6 +256,11 @@ pub fn train_into(
     let checkpoint_path = out.join(CHECKPOINT);
     let mut history = Vec::new();
     let resuming = checkpoint.is_some();
+    if let Some((path, state)) = &options.init
+        && !resuming
+    {
+        trainer.start_from(state, path)?;
+    }
     if let Some(checkpoint) = checkpoint {
         history = trainer.restore(checkpoint, &checkpoint_path)?;
         report(Event::Line(format!(

@@ -18,7 +18,7 @@ use super::AuditSettings;
 use super::input::{self, Input, Prepared};
 use super::network::{self, Choice};
 use crate::data::cache::{self, Cache};
-use crate::formats::image_folder::{self, Scan, Skipped};
+use crate::formats::image_folder::{self, Fit, Scan, Skipped};
 use crate::model::Architecture;
 use crate::{Error, Result};
 
@@ -190,7 +190,7 @@ impl Examined {
             return Err(Error::Config("an image folder needs an image input".into()));
         }
         let files = std::mem::take(&mut scan.files);
-        let decoded = cache::decode(files, shape, cache, say)?;
+        let decoded = cache::decode(files, shape, Fit::Resize, cache, say)?;
         let mut skipped = scan.skipped;
         skipped.extend(decoded.skipped);
         let labels: Vec<u32> = decoded.files.iter().map(|f| f.label).collect();

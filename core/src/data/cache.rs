@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::samples::{ByteSource, Samples};
-use crate::formats::image_folder::{self, ImageFile, Skipped};
+use crate::formats::image_folder::{self, Fit, ImageFile, Skipped};
 use crate::{Error, Result};
 
 /// Bumped whenever the file layout or the decoding changes.
@@ -78,12 +78,13 @@ pub struct DecodedFolder {
 pub fn decode(
     files: Vec<ImageFile>,
     [channels, height, width]: [usize; 3],
+    fit: Fit,
     cache: Option<&Cache>,
     note: &mut dyn FnMut(String),
 ) -> Result<DecodedFolder> {
     let size = channels * height * width;
     let in_memory = |files: Vec<ImageFile>| {
-        let d = image_folder::decode(files, channels, width as u32, height as u32);
+        let d = image_folder::decode_as(files, [channels, height, width], fit);
         DecodedFolder {
             samples: Samples::from_bytes(d.pixels, size),
             files: d.files,
@@ -94,7 +95,7 @@ pub fn decode(
         return Ok(in_memory(files));
     };
     let shape = [channels, height, width];
-    let key = key(&files, shape);
+    let key = key(&files, shape, fit);
     let path = cache.dir.join(format!("{key:016x}.bin"));
     if path.exists() {
         match open(&path, key, shape, &files, Pixels::Check) {
@@ -114,7 +115,7 @@ pub fn decode(
             }
         }
     }
-    match build(&path, key, shape, &files) {
+    match build(&path, key, shape, fit, &files) {
         Ok(()) => {
             // Just hashed while written: reading the pixels back to check them again
             // would only read the whole file once more.
@@ -165,11 +166,16 @@ fn split_files(
 }
 
 /// FNV-1a over everything that decides the decoded bytes.
-fn key(files: &[ImageFile], shape: [usize; 3]) -> u64 {
+fn key(files: &[ImageFile], shape: [usize; 3], fit: Fit) -> u64 {
     let mut h = Fnv::new();
     h.add(&VERSION.to_le_bytes());
     for d in shape {
         h.add(&(d as u64).to_le_bytes());
+    }
+    // A resized folder keeps the key it had before crops existed.
+    if let Fit::CentreCrop { resize } = fit {
+        h.add(b"centre-crop");
+        h.add(&resize.to_le_bytes());
     }
     for f in files {
         h.add(f.id.as_bytes());
@@ -214,6 +220,7 @@ fn build(
     path: &Path,
     key: u64,
     shape: [usize; 3],
+    fit: Fit,
     files: &[ImageFile],
 ) -> std::result::Result<(), String> {
     let [channels, height, width] = shape;
@@ -232,8 +239,7 @@ fn build(
         let mut pending: Vec<u8> = Vec::new();
         let mut sums = Vec::new();
         for (b, part) in files.chunks(block).enumerate() {
-            let decoded =
-                image_folder::decode(part.to_vec(), channels, width as u32, height as u32);
+            let decoded = image_folder::decode_as(part.to_vec(), shape, fit);
             pending.extend_from_slice(&decoded.pixels);
             while pending.len() >= BLOCK_BYTES {
                 sums.push(checksum(&pending[..BLOCK_BYTES]));
@@ -505,7 +511,10 @@ mod tests {
     fn run(dir: &Path, cache: &Cache) -> (DecodedFolder, Vec<String>) {
         let mut notes = Vec::new();
         let files = scan(dir).unwrap().files;
-        let d = decode(files, [1, 4, 4], Some(cache), &mut |n| notes.push(n)).unwrap();
+        let d = decode(files, [1, 4, 4], Fit::Resize, Some(cache), &mut |n| {
+            notes.push(n)
+        })
+        .unwrap();
         assert_eq!(d.samples.read_error(), None);
         (d, notes)
     }
@@ -514,7 +523,14 @@ mod tests {
     fn over_the_budget_the_cache_gives_what_memory_gives_and_is_reused() {
         let dir = folder("reuse", 6);
         let cache = empty_cache(&dir);
-        let memory = decode(scan(&dir).unwrap().files, [1, 4, 4], None, &mut |_| {}).unwrap();
+        let memory = decode(
+            scan(&dir).unwrap().files,
+            [1, 4, 4],
+            Fit::Resize,
+            None,
+            &mut |_| {},
+        )
+        .unwrap();
         assert_eq!(memory.samples.len(), 6);
         assert_eq!(memory.skipped.len(), 1, "{:?}", memory.skipped);
         let (built, notes) = run(&dir, &cache);

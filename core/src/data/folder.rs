@@ -16,12 +16,43 @@ use std::path::{Path, PathBuf};
 
 use super::Dataset;
 use super::cache::{self, Cache};
+use super::normalisation::Normalisation;
 pub use super::splits::FolderSplit;
-use super::splits::{SPLITS, standardised};
-use crate::formats::image_folder::{self, Scan};
-use crate::model::Architecture;
+use super::splits::{SPLITS, standardised, standardised_by};
+use crate::formats::image_folder::{self, Fit, Scan};
 use crate::model::image_input;
+use crate::model::{Architecture, pretrained};
 use crate::{Error, Result};
+
+/// How a folder's images become samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preparation {
+    /// Resized to the run's input and standardised per channel with the training split's
+    /// mean and deviation.
+    Fitted,
+    /// What pretrained weights expect (`model::pretrained::PREPROCESSING`): torchvision's
+    /// resize and centre crop, standardised with ImageNet's mean and deviation.
+    ImageNet,
+}
+
+impl Preparation {
+    fn fit(self) -> Fit {
+        match self {
+            Preparation::Fitted => Fit::Resize,
+            Preparation::ImageNet => Fit::CentreCrop {
+                resize: pretrained::RESIZE,
+            },
+        }
+    }
+}
+
+/// ImageNet's per-channel statistics, for pixels scaled to [0, 1].
+fn imagenet() -> Normalisation {
+    Normalisation {
+        mean: pretrained::IMAGENET_MEAN.to_vec(),
+        std: pretrained::IMAGENET_STD.to_vec(),
+    }
+}
 
 /// The three splits' files, checked: image folders, or embeddings
 /// ([`super::embeddings`]).
@@ -118,8 +149,24 @@ impl FolderScan {
     /// Decode every split at `input` [channels, height, width] (through `cache` when a
     /// split's bytes exceed its budget, [`super::cache`]) and standardise.
     pub fn load(self, input: [usize; 3], cache: Option<&Cache>) -> Result<FolderSplit> {
+        self.load_as(input, cache, Preparation::Fitted)
+    }
+
+    /// [`FolderScan::load`], the images prepared as `preparation` says.
+    pub fn load_as(
+        self,
+        input: [usize; 3],
+        cache: Option<&Cache>,
+        preparation: Preparation,
+    ) -> Result<FolderSplit> {
         let (dir, scans) = match self {
             FolderScan::Images { dir, scans } => (dir, scans),
+            FolderScan::Embeddings(_) if preparation == Preparation::ImageNet => {
+                return Err(Error::Config(
+                    "pretrained weights (--init) are for a folder of images, not of embeddings"
+                        .into(),
+                ));
+            }
             FolderScan::Embeddings(files) => {
                 let loaded = files.load()?;
                 if loaded.split.train.shape != input {
@@ -142,7 +189,9 @@ impl FolderScan {
         let mut skipped = [0usize; 3];
         let mut notes = Vec::new();
         for (i, scan) in scans.into_iter().enumerate() {
-            let decoded = cache::decode(scan.files, input, cache, &mut |n| notes.push(n))?;
+            let decoded = cache::decode(scan.files, input, preparation.fit(), cache, &mut |n| {
+                notes.push(n)
+            })?;
             skipped[i] = scan.skipped.len() + decoded.skipped.len();
             if decoded.files.is_empty() {
                 return Err(Error::Config(format!(
@@ -157,7 +206,10 @@ impl FolderScan {
                 classes: classes.len(),
             });
         }
-        let mut split = standardised(parts, channels, classes, skipped);
+        let mut split = match preparation {
+            Preparation::Fitted => standardised(parts, channels, classes, skipped),
+            Preparation::ImageNet => standardised_by(parts, imagenet(), classes, skipped),
+        };
         split.notes = notes;
         Ok(split)
     }

@@ -2,6 +2,7 @@
 //! val, test), as both kinds of user folder end up: image folders ([`super::folder`]) and
 //! embeddings ([`super::embeddings`]). Kept apart from both so neither reads the other.
 
+use super::normalisation::Normalisation;
 use super::{Dataset, Split};
 
 /// The splits' names, in order: the sub-folders, or the `.npy` files' stems.
@@ -22,12 +23,22 @@ pub struct FolderSplit {
 /// The three parts (train, val, test) standardised per group (channel, or feature
 /// column) with the training part's statistics, as a [`FolderSplit`].
 pub(super) fn standardised(
-    mut parts: Vec<Dataset>,
+    parts: Vec<Dataset>,
     groups: usize,
     classes: Vec<String>,
     skipped: [usize; 3],
 ) -> FolderSplit {
     let normalisation = parts[0].samples.fit_normalisation(groups);
+    standardised_by(parts, normalisation, classes, skipped)
+}
+
+/// The three parts standardised by the given statistics.
+pub(super) fn standardised_by(
+    mut parts: Vec<Dataset>,
+    normalisation: Normalisation,
+    classes: Vec<String>,
+    skipped: [usize; 3],
+) -> FolderSplit {
     for part in &mut parts {
         part.samples = part.samples.clone().standardised(normalisation.clone());
     }
