@@ -784,7 +784,8 @@ fn embed_writes_the_centre_crops_features_and_audit_init_uses_them() {
 
 /// `taks train --data DIR --init FILE` starts the ResNet from the file: after one epoch
 /// at a learning rate of 1e-12 the run's checkpoint holds the file's convolutions (a run
-/// from random weights would hold others), and config.json names the weights.
+/// from random weights would hold others), and config.json names the weights. Without
+/// --lr the run follows the paper's Clothing1M steps.
 #[test]
 fn train_init_starts_from_the_pretrained_backbone() {
     use taks_core::formats::checkpoint::{Checkpoint, Values};
@@ -806,6 +807,33 @@ fn train_init_starts_from_the_pretrained_backbone() {
     }
     let weights = dir.join("resnet18.safetensors");
     resnet18_weights(&weights);
+    // Without --lr: the paper's Clothing1M steps over the run's epochs, a third each.
+    let stepped = dir.join("stepped");
+    ok(&[
+        "train",
+        "--data",
+        data.to_str().unwrap(),
+        "--init",
+        weights.to_str().unwrap(),
+        "--epochs",
+        "3",
+        "--batch-size",
+        "4",
+        "--device",
+        "cpu",
+        "--out",
+        stepped.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let metrics = std::fs::read_to_string(stepped.join("metrics.csv")).unwrap();
+    let header: Vec<&str> = metrics.lines().next().unwrap().split(',').collect();
+    let column = header.iter().position(|c| *c == "learning_rate").unwrap();
+    let rates: Vec<f64> = metrics
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(column).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(rates, [8e-4, 5e-4, 5e-5]);
     let out = dir.join("run");
     ok(&[
         "train",

@@ -43,7 +43,7 @@ pub enum Architecture {
     /// torchvision's ResNet-34.
     #[serde(rename = "resnet34")]
     ResNet34,
-    /// torchvision's ResNet-50 (bottleneck blocks), the paper's Clothing1M backbone.
+    /// torchvision's ResNet-50 (bottleneck blocks).
     #[serde(rename = "resnet50")]
     ResNet50,
 }

@@ -276,8 +276,24 @@ impl ModuleMapper for Stepper<'_> {
     }
 }
 
-/// Learning rate and beta1 of epoch `e` (0-based) out of `total`.
-pub fn schedule(base_lr: f64, e: usize, total: usize, decay_start: usize) -> (f64, f32) {
+/// Learning rate and beta1 of epoch `e` (0-based) out of `total`: the paper's linear
+/// decay from `decay_start`, or with `steps` (each a first epoch and its rate, in order)
+/// the rate of the last step begun, beta1 kept at 0.9 (the paper's Clothing1M schedule).
+pub fn schedule(
+    base_lr: f64,
+    e: usize,
+    total: usize,
+    decay_start: usize,
+    steps: Option<&[(usize, f64)]>,
+) -> (f64, f32) {
+    if let Some(steps) = steps {
+        let lr = steps
+            .iter()
+            .take_while(|(first, _)| *first <= e)
+            .last()
+            .map_or(base_lr, |(_, lr)| *lr);
+        return (lr, 0.9);
+    }
     if e < decay_start || total <= decay_start {
         (base_lr, 0.9)
     } else {
@@ -294,15 +310,23 @@ mod tests {
 
     #[test]
     fn schedule_matches_the_authors_plan() {
-        assert_eq!(schedule(1e-3, 0, 200, 80), (1e-3, 0.9));
-        assert_eq!(schedule(1e-3, 79, 200, 80), (1e-3, 0.9));
-        assert_eq!(schedule(1e-3, 80, 200, 80), (1e-3, 0.1));
-        let (lr, _) = schedule(1e-3, 140, 200, 80);
+        assert_eq!(schedule(1e-3, 0, 200, 80, None), (1e-3, 0.9));
+        assert_eq!(schedule(1e-3, 79, 200, 80, None), (1e-3, 0.9));
+        assert_eq!(schedule(1e-3, 80, 200, 80, None), (1e-3, 0.1));
+        let (lr, _) = schedule(1e-3, 140, 200, 80, None);
         assert!((lr - 0.5e-3).abs() < 1e-12);
-        let (lr, _) = schedule(1e-3, 199, 200, 80);
+        let (lr, _) = schedule(1e-3, 199, 200, 80, None);
         assert!((lr - 1e-3 / 120.0).abs() < 1e-12);
         // A run shorter than the decay start keeps the base rate throughout.
-        assert_eq!(schedule(1e-3, 19, 20, 80), (1e-3, 0.9));
+        assert_eq!(schedule(1e-3, 19, 20, 80, None), (1e-3, 0.9));
+        // Steps: 8e-4 for epochs 0-4, 5e-4 for 5-9, 5e-5 from 10, beta1 unchanged.
+        let steps = [(0, 8e-4), (5, 5e-4), (10, 5e-5)];
+        let lr = |e| schedule(1e-3, e, 15, 80, Some(&steps));
+        assert_eq!(
+            [lr(0), lr(4), lr(5), lr(9), lr(10), lr(14)].map(|(l, _)| l),
+            [8e-4, 8e-4, 5e-4, 5e-4, 5e-5, 5e-5]
+        );
+        assert!([lr(0), lr(14)].iter().all(|(_, b)| *b == 0.9));
     }
 
     /// Both the fused host pass and the tensor operations (what a wgpu device runs for

@@ -295,6 +295,7 @@ impl Trainer {
             e,
             self.config.epochs,
             self.config.decay_start,
+            self.config.lr_steps.as_deref(),
         );
 
         let started = Instant::now();

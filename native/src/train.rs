@@ -103,6 +103,15 @@ pub fn run(args: TrainArgs) -> Result<()> {
                     .to_string(),
             );
             pretrained::check_depth(&state, config.architecture, path)?;
+            // The paper's Clothing1M schedule, unless the rate is chosen: 15 epochs, a
+            // third each at 8e-4, 5e-4 and 5e-5.
+            if args.run.lr.is_none() && args.run.decay_start.is_none() {
+                if args.run.epochs.is_none() {
+                    config.epochs = 15;
+                }
+                config.learning_rate = 8e-4;
+                config.lr_steps = Some(config.clothing1m_steps());
+            }
             config.validate()?;
             Some((path.clone(), state))
         }

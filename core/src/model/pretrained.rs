@@ -2,8 +2,8 @@
 //! `.safetensors` file or a torch `.pth` ([`crate::formats::state_dict`]).
 //!
 //! Every tensor but the classifier's (`fc`) is loaded: the classifier is sized for the
-//! data's classes and keeps its fresh random weights, as in the paper's Clothing1M
-//! experiment, which fine-tunes an ImageNet ResNet-50. torchvision's and timm's
+//! data's classes and keeps its fresh random weights, as fine-tuning does. torchvision's
+//! and timm's
 //! ResNet-18/34/50 use the same names (`conv1`, `bn1`, `layer1.0.conv1`, ...,
 //! `layer1.0.downsample.0`, `fc`), which are this crate's ResNet's with the projection
 //! renamed ([`crate::audit::model_card`] maps them); the batch norms'

@@ -1,6 +1,6 @@
 //! ResNet-18, -34 and -50 (He et al. 2016; ResNet-18 is the network of the paper's
-//! Clothing1M experiment, which starts from an ImageNet ResNet-50), written on burn 0.22
-//! because no maintained crate builds against it.
+//! Clothing1M experiment, and pretrained ImageNet ResNets are where people with real
+//! photos start), written on burn 0.22 because no maintained crate builds against it.
 //!
 //! The layout is torchvision's `resnet18`/`resnet34`/`resnet50`: a 7x7/2 stem with
 //! batch norm, ReLU and a 3x3/2 max pool; four stages (64, 128, 256, 512 channels; the

@@ -28,6 +28,7 @@ impl Trainer {
             e,
             self.config.epochs,
             self.config.decay_start,
+            self.config.lr_steps.as_deref(),
         );
         let set = self.epoch_set().await?;
         let len = self.config.batch_size.min(set.len());
