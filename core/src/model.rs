@@ -24,6 +24,7 @@ mod mlp_gpu;
 pub mod pretrained;
 pub mod resnet;
 mod scorer;
+pub(crate) mod torch_names;
 mod train_conv;
 pub use gpu_conv::{GpuConv, Measured, measured_shapes};
 pub use resnet::ResNet;

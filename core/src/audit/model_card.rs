@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::input::{Input, Normalisation};
 use crate::Result;
 use crate::formats::tensors::{self, Tensor};
+use crate::model::torch_names::pytorch_name;
 use crate::model::{Architecture, Classifier};
 use crate::params::float_tensors;
 use crate::selection::read_floats;
@@ -119,39 +120,6 @@ fn pytorch_tensor(
         return (name, vec![cols, rows], transposed);
     }
     (name, dims, values)
-}
-
-/// The name PyTorch gives the tensor burn keeps under `path` (`Mlp.hidden.weight` ->
-/// `0.weight`); the same for pretrained weights read in ([`crate::model::pretrained`]).
-pub(crate) fn pytorch_name(path: &str, architecture: Architecture) -> String {
-    // The first part is the Classifier's variant, which a torch module has not.
-    let mut parts: Vec<&str> = path.split('.').skip(1).collect();
-    let last = parts.len() - 1;
-    parts[last] = match parts[last] {
-        "gamma" => "weight",
-        "beta" => "bias",
-        other => other,
-    };
-    match architecture {
-        Architecture::Mlp => match parts[0] {
-            "hidden" => parts[0] = "0",
-            "output" => parts[0] = "2",
-            _ => {}
-        },
-        Architecture::ResNet18 | Architecture::ResNet34 | Architecture::ResNet50 => {
-            for i in 1..parts.len() {
-                if parts[i - 1] == "downsample" {
-                    parts[i] = match parts[i] {
-                        "conv" => "0",
-                        "bn" => "1",
-                        other => other,
-                    };
-                }
-            }
-        }
-        Architecture::Cnn => {}
-    }
-    parts.join(".")
 }
 
 #[cfg(test)]

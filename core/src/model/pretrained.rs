@@ -6,7 +6,7 @@
 //! and timm's
 //! ResNet-18/34/50 use the same names (`conv1`, `bn1`, `layer1.0.conv1`, ...,
 //! `layer1.0.downsample.0`, `fc`), which are this crate's ResNet's with the projection
-//! renamed ([`crate::audit::model_card`] maps them); the batch norms'
+//! renamed ([`super::torch_names`] maps them); the batch norms'
 //! `num_batches_tracked` counters are not used (burn's batch norm has a fixed momentum,
 //! as torch's does by default).
 //!
@@ -18,8 +18,8 @@ use std::path::Path;
 
 use burn::tensor::{Tensor, TensorData};
 
+use super::torch_names::pytorch_name;
 use super::{Architecture, Classifier, Networks};
-use crate::audit::model_card::pytorch_name;
 use crate::formats::state_dict::{self, StateDict, Weight};
 use crate::params::{float_tensors, replace_float_tensors};
 use crate::{Error, Result};
@@ -178,11 +178,8 @@ impl Classifier {
                 true => transpose(v, shape[0], shape[1]),
                 false => v.clone(),
             };
-            let device = t.values.device();
-            values.push(Tensor::from_data(
-                TensorData::new(v.clone(), [v.len()]),
-                &device,
-            ));
+            let (device, n) = (t.values.device(), v.len());
+            values.push(Tensor::from_data(TensorData::new(v, [n]), &device));
             loaded.insert(name);
         }
         // Every tensor of the file but the classifier and the counters was loaded, else
