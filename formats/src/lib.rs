@@ -25,5 +25,6 @@ pub mod pickle;
 pub mod pth;
 pub mod state_dict;
 pub mod tensors;
+pub mod weights;
 
 pub use error::{FormatError, Result};

@@ -12,7 +12,7 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 use crate::pickle::{self, TensorRef, Value};
-use crate::state_dict::{StateDict, Weight, to_f32};
+use crate::weights::{StateDict, Weight, to_f32};
 use crate::{FormatError, Result};
 
 /// Read the state_dict in the torch archive `path`.
