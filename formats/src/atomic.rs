@@ -22,8 +22,13 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&temporary);
         return Err(FormatError::io(&temporary, e));
     }
-    std::fs::rename(&temporary, path).map_err(|e| FormatError::io(path, e))?;
-    // Make the rename itself durable where the platform allows syncing a folder.
+    put_in_place(&temporary, path)
+}
+
+/// Rename the written and synced `temporary` over `path`, and make the rename itself
+/// durable where the platform allows syncing a folder.
+pub fn put_in_place(temporary: &Path, path: &Path) -> Result<()> {
+    std::fs::rename(temporary, path).map_err(|e| FormatError::io(path, e))?;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
         && let Ok(dir) = File::open(parent)
     {

@@ -347,12 +347,7 @@ fn centre_crop<R: BufRead + Seek>(
     resize: u32,
     crop: u32,
 ) -> std::result::Result<Vec<u8>, String> {
-    let image = reader
-        .with_guessed_format()
-        .map_err(|e| e.to_string())?
-        .decode()
-        .map_err(|e| e.to_string())?;
-    let rgb = image.into_rgb8();
+    let rgb = open_image(reader)?.into_rgb8();
     let (w, h) = rgb.dimensions();
     // torchvision: the shorter side becomes `resize`, the longer int(resize * long / short).
     let (nw, nh) = if w <= h {
@@ -371,18 +366,33 @@ fn centre_crop<R: BufRead + Seek>(
     // CenterCrop: top = round((h - crop) / 2), left likewise, Python's round (half to even).
     let top = ((nh - crop) as f64 / 2.0).round_ties_even() as u32;
     let left = ((nw - crop) as f64 / 2.0).round_ties_even() as u32;
-    let plane = (crop * crop) as usize;
+    Ok(planar(
+        image::imageops::crop_imm(&rgb, left, top, crop, crop).to_image(),
+    ))
+}
+
+/// Decode what `reader` holds, whatever its format.
+fn open_image<R: BufRead + Seek>(
+    reader: ImageReader<R>,
+) -> std::result::Result<image::DynamicImage, String> {
+    reader
+        .with_guessed_format()
+        .map_err(|e| e.to_string())?
+        .decode()
+        .map_err(|e| e.to_string())
+}
+
+/// Interleaved RGB -> planar [3, H, W] bytes.
+fn planar(rgb: image::RgbImage) -> Vec<u8> {
+    let plane = (rgb.width() * rgb.height()) as usize;
+    let raw = rgb.into_raw();
     let mut planar = vec![0u8; 3 * plane];
-    for y in 0..crop {
-        for x in 0..crop {
-            let px = rgb.get_pixel(left + x, top + y);
-            let i = (y * crop + x) as usize;
-            for c in 0..3 {
-                planar[c * plane + i] = px[c];
-            }
+    for (i, px) in raw.chunks_exact(3).enumerate() {
+        for c in 0..3 {
+            planar[c * plane + i] = px[c];
         }
     }
-    Ok(planar)
+    planar
 }
 
 /// Decode what `reader` holds, convert to `channels` and resize: [C, H, W] bytes.
@@ -392,11 +402,7 @@ fn convert<R: BufRead + Seek>(
     width: u32,
     height: u32,
 ) -> std::result::Result<Vec<u8>, String> {
-    let image = reader
-        .with_guessed_format()
-        .map_err(|e| e.to_string())?
-        .decode()
-        .map_err(|e| e.to_string())?;
+    let image = open_image(reader)?;
     let same = image.width() == width && image.height() == height;
     Ok(if channels == 1 {
         let grey = image.into_luma8();
@@ -413,16 +419,7 @@ fn convert<R: BufRead + Seek>(
         } else {
             image::imageops::resize(&rgb, width, height, FilterType::Triangle)
         };
-        // Interleaved RGB -> planar [3, H, W].
-        let plane = (width * height) as usize;
-        let raw = rgb.into_raw();
-        let mut planar = vec![0u8; 3 * plane];
-        for (i, px) in raw.chunks_exact(3).enumerate() {
-            for c in 0..3 {
-                planar[c * plane + i] = px[c];
-            }
-        }
-        planar
+        planar(rgb)
     })
 }
 

@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::atomic::{temporary_path, write_atomically};
+use crate::atomic::{put_in_place, temporary_path, write_atomically};
 use crate::{FormatError, Result};
 
 /// Bytes of every header this module writes (magic, version, length, dict, padding).
@@ -96,7 +96,7 @@ impl MatrixWriter {
         file.write_all(&header("<f4", &[self.rows, self.cols]))
             .map_err(io)?;
         file.sync_all().map_err(io)?;
-        std::fs::rename(&self.temporary, &self.path).map_err(|e| FormatError::io(&self.path, e))?;
+        put_in_place(&self.temporary, &self.path)?;
         Ok(self.rows)
     }
 }

@@ -13,7 +13,7 @@
 //! cannot be decoded is named on stderr and left out (its row with it).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::sync_channel;
 
 use anyhow::{Result, bail};
@@ -233,8 +233,8 @@ pub fn embed(args: &EmbedArgs) -> Result<Embedded> {
     write_atomically(&out.join("ids.txt"), &lines(&|f| f.id.clone()))?;
     let config = serde_json::json!({
         "architecture": architecture.name(),
-        "init": absolute(&args.init),
-        "data": absolute(&args.data),
+        "init": out_dir::absolute(&args.init),
+        "data": out_dir::absolute(&args.data),
         "preprocessing": PREPROCESSING,
         "features": width,
         "rows": kept.len(),
@@ -255,11 +255,4 @@ pub fn embed(args: &EmbedArgs) -> Result<Embedded> {
         classes: scan.classes.len(),
         skipped: skipped + scan.skipped.len(),
     })
-}
-
-fn absolute(path: &Path) -> String {
-    std::path::absolute(path)
-        .unwrap_or_else(|_| path.to_path_buf())
-        .display()
-        .to_string()
 }

@@ -96,12 +96,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
                 Some(Ok(architecture)) => architecture,
                 _ => Architecture::ResNet18,
             };
-            config.init = Some(
-                std::path::absolute(path)
-                    .unwrap_or_else(|_| path.clone())
-                    .display()
-                    .to_string(),
-            );
+            config.init = Some(out_dir::absolute(path));
             pretrained::check_depth(&state, config.architecture, path)?;
             // The paper's Clothing1M schedule, unless the rate is chosen: 15 epochs, a
             // third each at 8e-4, 5e-4 and 5e-5.

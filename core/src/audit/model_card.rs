@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::input::{Input, Normalisation};
 use crate::Result;
 use crate::formats::tensors::{self, Tensor};
-use crate::model::torch_names::pytorch_name;
+use crate::model::torch_names::{pytorch_name, transposed};
 use crate::model::{Architecture, Classifier};
 use crate::params::float_tensors;
 use crate::selection::read_floats;
@@ -111,13 +111,7 @@ fn pytorch_tensor(
     // A 2-D weight is a Linear's: burn keeps [in, out], torch [out, in].
     if dims.len() == 2 && name.rsplit('.').next() == Some("weight") {
         let (rows, cols) = (dims[0], dims[1]);
-        let mut transposed = vec![0f32; values.len()];
-        for r in 0..rows {
-            for c in 0..cols {
-                transposed[c * rows + r] = values[r * cols + c];
-            }
-        }
-        return (name, vec![cols, rows], transposed);
+        return (name, vec![cols, rows], transposed(&values, rows, cols));
     }
     (name, dims, values)
 }

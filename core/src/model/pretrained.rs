@@ -18,7 +18,7 @@ use std::path::Path;
 
 use burn::tensor::{Tensor, TensorData};
 
-use super::torch_names::pytorch_name;
+use super::torch_names::{pytorch_name, transposed};
 use super::{Architecture, Classifier, Networks};
 use crate::formats::state_dict::{self, StateDict, Weight};
 use crate::params::{float_tensors, replace_float_tensors};
@@ -175,7 +175,7 @@ impl Classifier {
                 )));
             }
             let v = match linear {
-                true => transpose(v, shape[0], shape[1]),
+                true => transposed(v, shape[0], shape[1]),
                 false => v.clone(),
             };
             let (device, n) = (t.values.device(), v.len());
@@ -197,17 +197,6 @@ impl Classifier {
         }
         Ok(replace_float_tensors(self, values))
     }
-}
-
-/// A row-major `rows` x `cols` matrix transposed.
-fn transpose(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    let mut out = vec![0f32; values.len()];
-    for r in 0..rows {
-        for c in 0..cols {
-            out[c * rows + r] = values[r * cols + c];
-        }
-    }
-    out
 }
 
 impl Networks {
@@ -235,26 +224,17 @@ mod tests {
 
     use super::*;
     use crate::formats::tensors;
-
-    fn fnv1a(name: &str) -> u64 {
-        name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-        })
-    }
-
-    fn splitmix64(x: u64) -> u64 {
-        let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
+    use crate::rng::SplitMix64;
 
     /// `count` values in [-1, 1), as `uniform` in scripts/torchvision-parity.py.
+    /// The script's `fnv1a(name)` is the salt of `SplitMix64::for_stream(0, name)`, and
+    /// its `splitmix64(x)` the first output of `SplitMix64::new(x)`.
     fn uniform(name: &str, count: usize) -> Vec<f64> {
-        let seed = fnv1a(name);
+        let seed = SplitMix64::for_stream(0, name).state();
         (0..count as u64)
             .map(|i| {
-                (splitmix64(seed.wrapping_add(i)) >> 40) as f64 / (1u64 << 24) as f64 * 2.0 - 1.0
+                let bits = SplitMix64::new(seed.wrapping_add(i)).next_u64() >> 40;
+                bits as f64 / (1u64 << 24) as f64 * 2.0 - 1.0
             })
             .collect()
     }

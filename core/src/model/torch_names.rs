@@ -4,6 +4,18 @@
 
 use super::Architecture;
 
+/// A row-major `rows` x `cols` matrix transposed: a Linear weight between burn's layout
+/// ([in, out]) and torch's ([out, in]), either way.
+pub(crate) fn transposed(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0f32; values.len()];
+    for r in 0..rows {
+        for c in 0..cols {
+            out[c * rows + r] = values[r * cols + c];
+        }
+    }
+    out
+}
+
 /// The name PyTorch gives the tensor burn keeps under `path` (`Mlp.hidden.weight` ->
 /// `0.weight`).
 pub(crate) fn pytorch_name(path: &str, architecture: Architecture) -> String {
