@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 mod folded_conv;
 mod gpu_conv;
+pub mod gpu_conv_store;
 mod gpu_layers;
 mod im2col;
 pub mod image_input;

@@ -289,11 +289,20 @@ pub fn run(args: BenchArgs) -> Result<()> {
             } else {
                 "burn's"
             };
-            println!(
-                "| {shape} | {:.3} | {:.3} | {runs} |",
-                m.direct * 1e3,
-                m.im2col * 1e3
-            );
+            let earlier = if m.earlier {
+                " (an earlier run's timing)"
+            } else {
+                ""
+            };
+            if m.im2col.is_finite() {
+                println!(
+                    "| {shape} | {:.3} | {:.3} | {runs}{earlier} |",
+                    m.direct * 1e3,
+                    m.im2col * 1e3
+                );
+            } else {
+                println!("| {shape} | - | cannot run here | burn's |");
+            }
         }
     }
     Ok(())

@@ -54,8 +54,10 @@ fn main() -> ExitCode {
             eprintln!("{backtrace}");
         }
     }));
-    // Before any device exists: a second run reuses the first one's GPU autotuning.
-    taks_core::gpu::tuning_cache::keep_in_user_cache();
+    // Before any device exists: a second run reuses the first one's GPU autotuning and
+    // convolution timings.
+    let cache = taks_core::gpu::tuning_cache::keep_in_user_cache();
+    taks_core::model::gpu_conv_store::keep_in(cache);
     if let Err(message) = taks_core::model::GpuConv::from_env() {
         eprintln!("error: {message}");
         return ExitCode::from(2);

@@ -153,3 +153,17 @@ pub(crate) fn launch(client: &Client, kernel: Shader, count: CubeCount, buffers:
         args,
     );
 }
+
+/// Who the wgpu adapter behind `device` is, as far as kernel speed goes: its name,
+/// cubecl's fingerprint of it (vendor and device ids) and the compiler that serves it;
+/// `None` off wgpu. Allocates one small buffer (no launch).
+pub(crate) fn adapter_identity(device: &burn::tensor::Device) -> Option<String> {
+    let probe = wgpu_float(&Tensor::<1>::empty([1], device))?;
+    let identity = &probe.client.properties().identity;
+    Some(format!(
+        "{} | {} | {}",
+        identity.name,
+        identity.fingerprint,
+        probe.client.name()
+    ))
+}

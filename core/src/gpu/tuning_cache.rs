@@ -9,12 +9,14 @@
 //! which for an installed `taks` run inside a checkout is the checkout; [`keep_in_user_cache`]
 //! moves it to the user's cache folder (`~/.cache/cubecl` on Linux, the platform's
 //! equivalent elsewhere) unless a `cubecl.toml` or `burn.toml` names another place.
-//! `CUBECL_AUTOTUNE_CACHE=0` turns the cache off.
+//! `CUBECL_AUTOTUNE_CACHE=0` turns the cache off. taks keeps its own convolution
+//! timings in the same folder ([`crate::model::gpu_conv_store`]).
 
-/// Keep autotune results in the user's cache folder. Call before the first GPU device is
+/// Keep autotune results in the user's cache folder, and return that folder (`None` when
+/// `CUBECL_AUTOTUNE_CACHE=0` turned the cache off). Call before the first GPU device is
 /// made; later calls (and calls after cubecl read its configuration) change nothing.
 #[cfg(any(target_os = "linux", target_os = "windows", target_os = "macos"))]
-pub fn keep_in_user_cache() {
+pub fn keep_in_user_cache() -> Option<std::path::PathBuf> {
     use cubecl::config::cache::CacheConfig;
     use cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
 
@@ -22,9 +24,13 @@ pub fn keep_in_user_cache() {
     if matches!(config.environment.path, CacheConfig::Target) {
         config.environment.path = CacheConfig::Global;
     }
+    let folder = (!config.autotune.disable_cache).then(|| config.environment.path.root());
     CubeClRuntimeConfig::try_set(config);
+    folder
 }
 
 /// Elsewhere (the browser) there is no folder to keep it in.
 #[cfg(not(any(target_os = "linux", target_os = "windows", target_os = "macos")))]
-pub fn keep_in_user_cache() {}
+pub fn keep_in_user_cache() -> Option<std::path::PathBuf> {
+    None
+}

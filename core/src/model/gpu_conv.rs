@@ -10,10 +10,13 @@
 //! so that `scripts/gpu-bench.sh` can time each on the same card; on flex none of this
 //! applies, and in the browser (no blocking reads to time with) burn's kernel runs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use burn::tensor::{Device, Tensor};
+
+use super::gpu_conv_store;
+use crate::gpu::bridge;
 
 /// The way, from `TAKS_GPU_CONV` (`auto` when unset).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,9 +83,15 @@ pub(crate) struct ConvShape {
 pub struct Measured {
     pub direct: f64,
     pub im2col: f64,
+    /// Read from an earlier process's timings ([`super::gpu_conv_store`]), not measured
+    /// in this one.
+    pub earlier: bool,
 }
 
 static MEASURED: Mutex<BTreeMap<ConvShape, Measured>> = Mutex::new(BTreeMap::new());
+
+/// The adapters whose kept timings were read into [`MEASURED`] in this process.
+static LOADED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
 /// The forward pass of a convolution of `shape` on `device`, by burn's kernel (`direct`)
 /// or by im2col and a matmul (`im2col`, `None` where it cannot run), as `how` says; under
@@ -99,19 +108,49 @@ pub(crate) fn forward_fastest(
     }
     let mut shape = shape;
     shape.input[0] = shape.input[0].next_power_of_two();
-    let known = MEASURED.lock().ok().and_then(|m| m.get(&shape).copied());
-    let use_im2col = match (how, known) {
-        (GpuConv::Im2col, _) => true,
-        (_, Some(m)) => m.im2col < m.direct,
-        (_, None) => match measure(device, &direct, &im2col) {
-            Some(m) => {
-                if let Ok(mut all) = MEASURED.lock() {
-                    all.insert(shape, m);
+    let known = || MEASURED.lock().ok().and_then(|m| m.get(&shape).copied());
+    let use_im2col = if how == GpuConv::Im2col {
+        true
+    } else if let Some(m) = known() {
+        m.im2col < m.direct
+    } else {
+        // Not met yet in this process: an earlier process may have timed it here (not
+        // in the browser, which keeps nothing and cannot time).
+        let adapter = if cfg!(target_arch = "wasm32") {
+            None
+        } else {
+            bridge::adapter_identity(device)
+        };
+        if let Some(adapter) = &adapter {
+            load_kept(adapter);
+        }
+        match known() {
+            Some(m) => m.im2col < m.direct,
+            None => match measure(device, &direct, &im2col) {
+                Some(m) => {
+                    if let Ok(mut all) = MEASURED.lock() {
+                        all.insert(shape.clone(), m);
+                    }
+                    if let Some(adapter) = &adapter {
+                        gpu_conv_store::append(adapter, &shape, m);
+                    }
+                    m.im2col < m.direct
                 }
-                m.im2col < m.direct
-            }
-            None => false,
-        },
+                None => {
+                    // im2col cannot run here (or the device cannot be waited for):
+                    // burn's kernel, without asking again for this shape.
+                    let never = Measured {
+                        direct: 0.0,
+                        im2col: f64::INFINITY,
+                        earlier: false,
+                    };
+                    if let Ok(mut all) = MEASURED.lock() {
+                        all.insert(shape.clone(), never);
+                    }
+                    false
+                }
+            },
+        }
     };
     if use_im2col {
         im2col().unwrap_or_else(direct)
@@ -120,7 +159,26 @@ pub(crate) fn forward_fastest(
     }
 }
 
-/// Every shape measured in this process so far, with its times, for `taks bench`.
+/// Read the timings kept for `adapter` into [`MEASURED`], once per process (a shape
+/// measured in this process keeps its own timing).
+fn load_kept(adapter: &str) {
+    let first = LOADED
+        .lock()
+        .map(|mut loaded| loaded.insert(adapter.to_string()))
+        .unwrap_or(false);
+    if !first {
+        return;
+    }
+    let kept = gpu_conv_store::load(adapter);
+    if let Ok(mut all) = MEASURED.lock() {
+        for (shape, m) in kept {
+            all.entry(shape).or_insert(m);
+        }
+    }
+}
+
+/// Every shape measured in this process so far or read from an earlier one's timings,
+/// with its times, for `taks bench`.
 pub fn measured_shapes() -> Vec<(String, Measured)> {
     let all = MEASURED.lock().map(|m| m.clone()).unwrap_or_default();
     all.into_iter()
@@ -166,6 +224,7 @@ fn measure(
     let mut best = Measured {
         direct: f64::INFINITY,
         im2col: f64::INFINITY,
+        earlier: false,
     };
     for _ in 0..2 {
         best.direct = best.direct.min(time(&direct)?);
@@ -181,4 +240,68 @@ fn measure(
     _: &dyn Fn() -> Option<Tensor<4>>,
 ) -> Option<Measured> {
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use burn::tensor::{DeviceKind, Distribution};
+
+    use super::*;
+
+    /// A second process reads the first one's timing instead of measuring again. The
+    /// "second process" is this one with the shape forgotten, as a new process starts.
+    #[test]
+    fn a_second_process_reads_the_first_ones_timing() {
+        let device = Device::wgpu(DeviceKind::DefaultDevice);
+        let folder = std::env::temp_dir().join(format!("taks-conv-store-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&folder);
+        gpu_conv_store::keep_in(Some(folder.clone()));
+        // A shape no other test meets (5 channels, 13x11).
+        let shape = ConvShape {
+            input: [4, 5, 13, 11],
+            weight: [4, 5, 3, 3],
+            stride: [1, 1],
+            padding: [1, 1],
+            epilogue: "",
+        };
+        let x = Tensor::<4>::random([4, 5, 13, 11], Distribution::Default, &device);
+        let w = Tensor::<4>::random([4, 5, 3, 3], Distribution::Default, &device);
+        let runs = Cell::new(0);
+        let direct = || {
+            runs.set(runs.get() + 1);
+            burn::tensor::module::conv2d(
+                x.clone(),
+                w.clone(),
+                None,
+                burn::tensor::ops::ConvOptions::new([1, 1], [1, 1], [1, 1], 1),
+            )
+        };
+        let im2col = || Some(direct());
+        let first = forward_fastest(GpuConv::Auto, shape.clone(), &device, direct, im2col);
+        // Measuring runs each way three times, then the chosen one.
+        assert_eq!(runs.get(), 7, "the first process measures");
+        let text = std::fs::read_to_string(folder.join(gpu_conv_store::FILE_NAME)).unwrap();
+        assert!(text.contains("[4,5,13,11]"), "the timing is kept: {text}");
+
+        // A new process: nothing in memory; a cut line and garbage in the file too.
+        let kept = MEASURED.lock().unwrap().remove(&shape).unwrap();
+        LOADED.lock().unwrap().clear();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(folder.join(gpu_conv_store::FILE_NAME))
+            .unwrap();
+        std::io::Write::write_all(&mut file, b"not json\n{\"adapter\":\"cut").unwrap();
+        runs.set(0);
+        let second = forward_fastest(GpuConv::Auto, shape.clone(), &device, direct, im2col);
+        assert_eq!(runs.get(), 1, "the second process measures nothing");
+        let read = MEASURED.lock().unwrap().get(&shape).copied().unwrap();
+        assert!(read.earlier && !kept.earlier);
+        assert_eq!((read.direct, read.im2col), (kept.direct, kept.im2col));
+        let gap: f32 = (first - second).abs().max().into_scalar();
+        assert_eq!(gap, 0.0);
+        gpu_conv_store::keep_in(None);
+        let _ = std::fs::remove_dir_all(&folder);
+    }
 }
