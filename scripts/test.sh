@@ -39,6 +39,11 @@ cargo clippy --release --workspace --all-targets -- -D warnings
 # One optimised build serves the binary and every test (burn is unusably slow unoptimised).
 cargo test --release --workspace
 
+# The GPU tests once more with taks's kernels dispatched through wgpu itself, the route
+# they take where burn compiles to SPIR-V or MSL (`core/src/gpu/direct.rs`): lavapipe
+# cannot run burn's SPIR-V, so this is how that route is tested here. Same build.
+TAKS_GPU_DIRECT=1 cargo test --release --workspace --test 'gpu_*'
+
 # The browser demo, end to end in headless chromium (installs chromium and the npm
 # test packages when missing, builds the wasm package).
 scripts/test-web.sh

@@ -9,13 +9,16 @@ Needs PyTorch, torchvision, safetensors and numpy (run by hand; the tests do not
       without PyTorch. See `formula` below.
 
   TAKS=path/to/taks scripts/torchvision-parity.py [--images 8] [--timing 10000]
+          [--device cpu|gpu] [--depths 18,34,50]
       For each depth: torchvision's random weights (`resnetXX(weights=None)`, batch-norm
       statistics moved off 0 and 1), saved as .pth and as .safetensors; a folder of
       256x256 PNGs; `taks embed` with each file, and the largest difference of taks's
       features from torchvision's (resize 256 is the identity on 256x256, so both see
       the same centre-cropped pixels). With --timing N, also N images through taks embed
       and through PyTorch's eval loop (torchvision transforms, a DataLoader with as many
-      workers as cores), each timed in the same run.
+      workers as cores), each timed in the same run. With --device gpu, taks embeds on
+      its wgpu device and PyTorch's timed loop runs on CUDA (its parity reference stays
+      on the CPU).
 """
 import argparse, os, shutil, subprocess, sys, tempfile, time
 
@@ -92,7 +95,7 @@ def fixture(out):
         print(f"resnet{depth}: logits {logits.shape}, max |logit| {np.abs(logits).max():.3f}")
 
 
-def parity(taks, images, timing):
+def parity(taks, images, timing, device, depths):
     import torch, torchvision
     from PIL import Image
     from safetensors.torch import save_file
@@ -109,7 +112,7 @@ def parity(taks, images, timing):
     std = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
     print("| network | file | max abs difference of features | scale (max abs feature) |")
     print("|---|---|---|---|")
-    for depth in (18, 34, 50):
+    for depth in depths:
         torch.manual_seed(depth)
         model = getattr(torchvision.models, f"resnet{depth}")(weights=None)
         with torch.no_grad():
@@ -129,8 +132,8 @@ def parity(taks, images, timing):
         for weights in (pth, st):
             out = os.path.join(work, f"out{depth}")
             shutil.rmtree(out, ignore_errors=True)
-            subprocess.run([taks, "embed", folder, "--init", weights, "--out", out], check=True,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run([taks, "embed", folder, "--init", weights, "--out", out, "--device", device],
+                           check=True, stdout=subprocess.DEVNULL)
             ours = np.load(os.path.join(out, "embeddings.npy"))
             ids = open(os.path.join(out, "ids.txt")).read().split()
             batch = []
@@ -144,11 +147,11 @@ def parity(taks, images, timing):
             scale = np.abs(theirs).max()
             print(f"| ResNet-{depth} | {os.path.basename(weights)} | {gap:.2e} | {scale:.3f} |")
     if timing:
-        time_embeddings(taks, work, timing)
+        time_embeddings(taks, work, timing, device)
     shutil.rmtree(work)
 
 
-def time_embeddings(taks, work, n):
+def time_embeddings(taks, work, n, device):
     import torch, torchvision
     from PIL import Image
     from torchvision import transforms
@@ -163,22 +166,33 @@ def time_embeddings(taks, work, n):
     model = torchvision.models.resnet18(weights=None)
     model.fc = torch.nn.Identity()
     model.eval()
+    cuda = device == "gpu"
+    if cuda:
+        model = model.cuda()
     weights = os.path.join(work, "timing.pth")
     torch.save(torchvision.models.resnet18(weights=None).state_dict(), weights)
     tf = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224), transforms.ToTensor(),
                              transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
     data = torchvision.datasets.ImageFolder(folder, tf)
-    loader = torch.utils.data.DataLoader(data, batch_size=64, num_workers=os.cpu_count())
+    loader = torch.utils.data.DataLoader(data, batch_size=64, num_workers=os.cpu_count(), pin_memory=cuda)
     start = time.time()
     with torch.no_grad():
-        rows = sum(model(x).shape[0] for x, _ in loader)
+        rows = 0
+        for x, _ in loader:
+            y = model(x.cuda(non_blocking=True) if cuda else x)
+            rows += y.shape[0]
+        if cuda:
+            torch.cuda.synchronize()
     torch_s = time.time() - start
     def embed(data, out):
-        """taks embed's seconds and peak resident memory (MB, by GNU time)."""
+        """taks embed's seconds and peak resident memory (MB, by GNU time; nan without it)."""
+        gnu_time = ["/usr/bin/time", "-f", "%M"] if os.path.exists("/usr/bin/time") else []
         start = time.time()
-        done = subprocess.run(["/usr/bin/time", "-f", "%M", taks, "embed", data, "--init", weights, "--out", out],
+        done = subprocess.run(gnu_time + [taks, "embed", data, "--init", weights, "--out", out,
+                                          "--device", device],
                               check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        return time.time() - start, int(done.stderr.strip().splitlines()[-1]) / 1024
+        seconds = time.time() - start
+        return seconds, int(done.stderr.strip().splitlines()[-1]) / 1024 if gnu_time else float("nan")
 
     taks_s, taks_mb = embed(folder, os.path.join(work, "timing-out"))
     # A tenth of the images, for the memory's dependence on n.
@@ -188,8 +202,9 @@ def time_embeddings(taks, work, n):
         for f in sorted(os.listdir(os.path.join(folder, c)))[: n // 20]:
             os.link(os.path.join(folder, c, f), os.path.join(small, c, f))
     _, small_mb = embed(small, os.path.join(work, "timing-tenth-out"))
+    where = torch.cuda.get_device_name() if cuda else f"{torch.get_num_threads()} threads"
     print(f"\n{n} 224x224 PNGs, ResNet-18 features, {os.cpu_count()} cores, torch {torch.__version__} "
-          f"({torch.get_num_threads()} threads):")
+          f"({where}), taks on --device {device}:")
     print("| | seconds | images/s |")
     print("|---|---|---|")
     print(f"| PyTorch eval loop | {torch_s:.1f} | {rows / torch_s:.1f} |")
@@ -203,8 +218,11 @@ if __name__ == "__main__":
     p.add_argument("--fixture", help="write the test's golden logits into this folder")
     p.add_argument("--images", type=int, default=8)
     p.add_argument("--timing", type=int, default=0, help="also time N images, taks against PyTorch")
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    p.add_argument("--depths", default="18,34,50", help="the ResNets to check, e.g. 18")
     a = p.parse_args()
     if a.fixture:
         fixture(a.fixture)
     else:
-        parity(os.environ.get("TAKS", "taks"), a.images, a.timing)
+        depths = [int(d) for d in a.depths.split(",")]
+        parity(os.environ.get("TAKS", "taks"), a.images, a.timing, a.device, depths)

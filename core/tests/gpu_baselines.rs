@@ -10,7 +10,7 @@
 //! random weights most logits are near-tied), so whole runs on two backends drift apart
 //! by design (measured: label recall 0.37 vs 0.43 after one Decouple epoch).
 
-use burn::tensor::{Device, DeviceKind, Int, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::methods::{BatchAt, Method};
@@ -35,7 +35,7 @@ fn run(method: Method, device: &Device) -> Vec<EpochMetrics> {
 
 #[test]
 fn baselines_train_alike_on_wgpu_and_flex() {
-    let gpu = Device::wgpu(DeviceKind::DefaultDevice);
+    let gpu = taks_core::gpu::direct::start().expect("a wgpu adapter").0;
     let mut runs = Vec::new();
     for method in [Method::JOCOR, Method::ITLM] {
         runs.push((method, run(method, &gpu), run(method, &Device::flex())));
@@ -94,7 +94,7 @@ fn small_loss_ranks_agree_on_wgpu_and_flex() {
             .try_to_vec::<f32>()
             .unwrap()
     };
-    let gpu = Device::wgpu(DeviceKind::DefaultDevice);
+    let gpu = taks_core::gpu::direct::start().expect("a wgpu adapter").0;
     for subset in [false, true] {
         assert_eq!(
             ranks(&gpu, subset),
@@ -142,7 +142,7 @@ fn batch_rules_agree_on_wgpu_and_flex() {
         values.extend(out.apply.map(host).unwrap_or_default());
         values
     };
-    let gpu = Device::wgpu(DeviceKind::DefaultDevice);
+    let gpu = taks_core::gpu::direct::start().expect("a wgpu adapter").0;
     let at = |epoch, batch| BatchAt {
         epoch,
         batch,

@@ -4,7 +4,7 @@
 //! ±inf. Kept to one process and few shapes: the first shader compile on a software adapter
 //! takes tens of seconds.
 
-use burn::tensor::{DType, Device, DeviceKind, Int, Tensor, TensorData};
+use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use taks_core::gpu;
 use taks_core::optim::adam_gpu;
 use taks_core::rng::perturbation;
@@ -12,7 +12,7 @@ use taks_core::selection::cpu_reference as reference;
 use taks_core::selection::{self, RiskMode, RiskParams};
 
 fn device() -> Device {
-    Device::wgpu(DeviceKind::DefaultDevice)
+    gpu::direct::start().expect("a wgpu adapter").0
 }
 
 /// Small deterministic generator for test data (not the kernel's generator).

@@ -7,7 +7,6 @@
 
 mod regret_game;
 
-use burn::tensor::{Device, DeviceKind};
 use regret_game::{alternating, constant_gap, mean_se, regrets};
 use taks_core::regret::fpl_bound;
 use taks_core::selection::{Engine, Objective};
@@ -16,7 +15,7 @@ const SEEDS: u64 = 16;
 
 #[test]
 fn the_wgsl_engine_stays_under_the_bound_where_follow_the_leader_and_greedy_do_not() {
-    let device = Device::wgpu(DeviceKind::DefaultDevice);
+    let device = taks_core::gpu::direct::start().expect("a wgpu adapter").0;
     let mut report = String::new();
     let mut mean_regret = |thetas: &[Vec<f32>], k: usize, objective: Objective, bound: f64| {
         let (n, rounds) = (thetas[0].len(), thetas.len());

@@ -9,7 +9,7 @@
 
 use burn::module::Module;
 use burn::optim::GradientsParams;
-use burn::tensor::{Device, DeviceKind, Int, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 use taks_core::methods::small_loss::cross_entropy;
 use taks_core::model::{Architecture, Classifier};
 use taks_core::optim::Adam;
@@ -74,7 +74,7 @@ fn one_step(mut net: Classifier, device: &Device) -> Step {
 #[test]
 fn resnet18_forward_and_one_adam_step_agree_on_wgpu_and_flex() {
     let flex = Device::flex();
-    let gpu = Device::wgpu(DeviceKind::DefaultDevice);
+    let gpu = taks_core::gpu::direct::start().expect("a wgpu adapter").0;
     flex.seed(3);
     let on_cpu = Classifier::new(
         Architecture::ResNet18,

@@ -6,7 +6,6 @@
 
 use std::path::Path;
 
-use burn::tensor::{Device, DeviceKind};
 use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::formats::checkpoint::Checkpoint;
@@ -17,7 +16,7 @@ use taks_core::train::Trainer;
 
 #[test]
 fn a_wgpu_run_resumes_with_its_device_state() {
-    let device = Device::wgpu(DeviceKind::DefaultDevice);
+    let device = taks_core::gpu::direct::start().expect("a wgpu adapter").0;
     let trainer = || {
         let split = DatasetKind::MnistDigits.load(None).unwrap();
         let mut config = TrainConfig::paper(

@@ -6,7 +6,7 @@
 //! 4 epochs) because the first epoch on a software adapter spends about a minute
 //! compiling shaders.
 
-use burn::tensor::{Device, DeviceKind};
+use burn::tensor::Device;
 use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
@@ -41,7 +41,7 @@ fn run(device: &Device) -> (Engine, Vec<(EpochMetrics, Vec<u32>)>) {
 
 #[test]
 fn wgpu_and_flex_runs_select_nearly_the_same_samples() {
-    let (gpu_engine, gpu) = run(&Device::wgpu(DeviceKind::DefaultDevice));
+    let (gpu_engine, gpu) = run(&taks_core::gpu::direct::start().expect("a wgpu adapter").0);
     let (cpu_engine, cpu) = run(&Device::flex());
     assert_eq!(
         gpu_engine,

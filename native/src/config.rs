@@ -32,3 +32,40 @@ pub fn choices(args: &RunArgs, method: Method) -> Choices {
 pub fn build(args: &RunArgs, method: Method) -> Result<TrainConfig> {
     Ok(choices(args, method).build()?)
 }
+
+/// What a run started from pretrained weights leaves to the person (`--init`).
+pub struct Given {
+    /// `--lr` or `--decay-start` was given: the usual linear decay, not the steps.
+    pub schedule: bool,
+    /// `--epochs` was given.
+    pub epochs: bool,
+}
+
+/// Set `config` up to fine-tune the ResNet in the weights file `path` (`--init`): the
+/// file's depth, its path recorded (so a resumed run prepares images the same way) and,
+/// unless `given` says otherwise, the paper's Clothing1M step schedule (its appendix:
+/// 15 epochs, a third each at 8e-4, 5e-4 and 5e-5). Returns the file's tensors. One
+/// line names the file when it is not a ResNet this config can take.
+pub fn start_from(
+    config: &mut TrainConfig,
+    path: &std::path::Path,
+    given: Given,
+) -> Result<taks_core::formats::state_dict::StateDict> {
+    use taks_core::model::{Architecture, pretrained};
+    let state = pretrained::read(path)?;
+    config.architecture = match pretrained::depth_of(&state) {
+        Some(Ok(architecture)) => architecture,
+        _ => Architecture::ResNet18,
+    };
+    config.init = Some(crate::out_dir::absolute(path));
+    pretrained::check_depth(&state, config.architecture, path)?;
+    if !given.schedule {
+        if !given.epochs {
+            config.epochs = 15;
+        }
+        config.learning_rate = 8e-4;
+        config.lr_steps = Some(config.clothing1m_steps());
+    }
+    config.validate()?;
+    Ok(state)
+}

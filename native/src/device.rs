@@ -155,15 +155,14 @@ pub fn choose(choice: DeviceChoice) -> Result<Chosen> {
 }
 
 fn init_wgpu() -> Result<Chosen> {
-    let (device, setup) = Device::wgpu_options()
-        .init_with_setup()
-        .map_err(|e| anyhow::anyhow!("{e:?}"))
+    let (device, info) = taks_core::gpu::direct::start()
+        .map_err(|e| anyhow::anyhow!("{e}"))
         .context("starting the wgpu device")?;
-    let info = setup.adapter.get_info();
+    let compiler = taks_core::gpu::compiler(&device).unwrap_or("wgpu");
     Ok(Chosen {
         device,
         description: format!(
-            "GPU '{}' ({:?}, {:?}) through wgpu",
+            "GPU '{}' ({:?}, {:?}) through {compiler}",
             info.name, info.device_type, info.backend
         ),
     })

@@ -8,8 +8,8 @@
 //! `embeddings.npy` [n, 512] (ResNet-18, -34) or [n, 2048] (ResNet-50), f32;
 //! `labels.npy` (i64 class indices) and `labels.txt` (class names), one a row;
 //! `ids.txt`, each image's path under DIR; `config.json`, the network, the weights and
-//! the preprocessing. Images are decoded a batch ahead on a second thread while the
-//! network runs, and only one batch is ever in memory, whatever n is. An image that
+//! the preprocessing. Images are decoded ahead on every core but one while the network
+//! runs, at most one batch per decoding thread, whatever n is. An image that
 //! cannot be decoded is named on stderr and left out (its row with it).
 
 use std::io::Write;
@@ -152,25 +152,39 @@ pub fn embed(args: &EmbedArgs) -> Result<Embedded> {
     let mut skipped = 0usize;
     let sample = 3 * side * side;
     std::thread::scope(|scope| -> Result<()> {
-        // Decoding runs one batch ahead of the network.
-        let (send, receive) = sync_channel::<Vec<(usize, Result<Vec<f32>, String>)>>(1);
+        // Decoding runs ahead of the network on every core but one: decoder w takes
+        // batches w, w + W, w + 2W, ... and holds at most one finished batch, so at most
+        // W + 1 batches are in memory whatever the folder's size. On a GPU the network
+        // outruns one decoding core many times over.
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get().saturating_sub(1))
+            .clamp(1, 16);
         let files = &scan.files;
         let batch = args.batch;
-        scope.spawn(move || {
-            for (b, chunk) in files.chunks(batch).enumerate() {
-                let decoded = chunk
-                    .iter()
-                    .enumerate()
-                    .map(|(i, f)| {
-                        let pixels = decode_centre_crop(&f.path, RESIZE, CROP);
-                        (b * batch + i, pixels.map(|p| imagenet_input(&p)))
-                    })
-                    .collect();
-                if send.send(decoded).is_err() {
-                    return;
+        let batches = files.len().div_ceil(batch);
+        let mut queues = Vec::with_capacity(workers);
+        for w in 0..workers {
+            let (send, receive) = sync_channel::<Vec<(usize, Result<Vec<f32>, String>)>>(1);
+            queues.push(receive);
+            scope.spawn(move || {
+                for b in (w..batches).step_by(workers) {
+                    let chunk = &files[b * batch..((b + 1) * batch).min(files.len())];
+                    let decoded = chunk
+                        .iter()
+                        .enumerate()
+                        .map(|(i, f)| {
+                            let pixels = decode_centre_crop(&f.path, RESIZE, CROP);
+                            (b * batch + i, pixels.map(|p| imagenet_input(&p)))
+                        })
+                        .collect();
+                    if send.send(decoded).is_err() {
+                        return;
+                    }
                 }
-            }
-        });
+            });
+        }
+        // In file order: batch b from decoder b % W.
+        let receive = (0..batches).map_while(|b| queues[b % workers].recv().ok());
         for decoded in receive {
             let mut values = Vec::with_capacity(decoded.len() * sample);
             for (i, result) in decoded {

@@ -58,7 +58,10 @@ fn main() -> ExitCode {
     // convolution timings.
     let cache = taks_core::gpu::tuning_cache::keep_in_user_cache();
     taks_core::model::gpu_conv_store::keep_in(cache);
-    if let Err(message) = taks_core::model::GpuConv::from_env() {
+    if let Err(message) = taks_core::model::GpuConv::from_env()
+        .map(|_| ())
+        .and(taks_core::gpu::direct::forced_from_env().map(|_| ()))
+    {
         eprintln!("error: {message}");
         return ExitCode::from(2);
     }

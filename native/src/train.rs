@@ -15,6 +15,7 @@
 use std::fs::File;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -26,7 +27,6 @@ use taks_core::formats::checkpoint::Checkpoint;
 use taks_core::formats::state_dict::StateDict;
 use taks_core::methods::Method;
 use taks_core::metrics::{EpochMetrics, Summary, summarize};
-use taks_core::model::{Architecture, pretrained};
 use taks_core::train::Trainer;
 
 use crate::device::Chosen;
@@ -91,24 +91,12 @@ pub fn run(args: TrainArgs) -> Result<()> {
     };
     let init = match &args.init {
         Some(path) => {
-            let state = pretrained::read(path)?;
-            config.architecture = match pretrained::depth_of(&state) {
-                Some(Ok(architecture)) => architecture,
-                _ => Architecture::ResNet18,
+            let given = config::Given {
+                schedule: args.run.lr.is_some() || args.run.decay_start.is_some(),
+                epochs: args.run.epochs.is_some(),
             };
-            config.init = Some(out_dir::absolute(path));
-            pretrained::check_depth(&state, config.architecture, path)?;
-            // The paper's Clothing1M schedule, unless the rate is chosen: 15 epochs, a
-            // third each at 8e-4, 5e-4 and 5e-5.
-            if args.run.lr.is_none() && args.run.decay_start.is_none() {
-                if args.run.epochs.is_none() {
-                    config.epochs = 15;
-                }
-                config.learning_rate = 8e-4;
-                config.lr_steps = Some(config.clothing1m_steps());
-            }
-            config.validate()?;
-            Some((path.clone(), state))
+            let state = config::start_from(&mut config, path, given)?;
+            Some((path.clone(), Arc::new(state)))
         }
         None => None,
     };
@@ -215,8 +203,9 @@ pub struct Options {
     pub checkpoint_every: usize,
     /// Recorded in config.json, so that a resumed run finds its data again.
     pub data_dir: Option<PathBuf>,
-    /// Pretrained weights a new run starts from (`--init`), and their file.
-    pub init: Option<(PathBuf, StateDict)>,
+    /// Pretrained weights a new run starts from (`--init`), and their file (shared by
+    /// the runs of an experiment).
+    pub init: Option<(PathBuf, Arc<StateDict>)>,
 }
 
 /// What a run reports while it trains.

@@ -141,8 +141,12 @@ pub(crate) fn grid(groups: u32) -> CubeCount {
     }
 }
 
-/// Enqueue one shader on `client`'s stream, buffers bound at `@binding(0..)` in order.
+/// Enqueue one shader on `client`'s stream, buffers bound at `@binding(0..)` in order:
+/// through burn where it compiles WGSL, else through wgpu itself ([`super::direct`]).
 pub(crate) fn launch(client: &Client, kernel: Shader, count: CubeCount, buffers: &[&Handle]) {
+    if super::direct::goes_direct(client) {
+        return super::direct::launch(client, kernel, count, buffers);
+    }
     let mut args = KernelArguments::new();
     for h in buffers {
         args = args.with_buffer((*h).clone().binding());
@@ -166,4 +170,10 @@ pub(crate) fn adapter_identity(device: &burn::tensor::Device) -> Option<String> 
         identity.fingerprint,
         probe.client.name()
     ))
+}
+
+/// The name cubecl gives the runtime on `device` (`wgpu<wgsl>`, `wgpu<spirv>`,
+/// `wgpu<msl>`); `None` off wgpu. Allocates one small buffer (no launch).
+pub(crate) fn compiler(device: &burn::tensor::Device) -> Option<&'static str> {
+    wgpu_float(&Tensor::<1>::empty([1], device)).map(|probe| probe.client.name())
 }

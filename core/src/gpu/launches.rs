@@ -7,7 +7,9 @@
 //! to a device (ours and burn's alike; the wgpu runtime's dispatches are exactly these),
 //! so the count covers everything a step enqueues. Launches that could not be
 //! fused or skipped are all counted, compile failures included; on flex nothing is
-//! launched and the count stays 0.
+//! launched and the count stays 0. taks's own kernels dispatched through wgpu directly
+//! (on burn's SPIR-V or MSL compiler: [`super::direct`]) never reach cubecl and are
+//! counted here instead.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,6 +18,14 @@ use cubecl::logging::{LaunchObservation, LaunchObserver};
 
 #[derive(Default)]
 struct Count(AtomicUsize);
+
+/// Kernels dispatched through wgpu directly, since the process started.
+static DIRECT: AtomicUsize = AtomicUsize::new(0);
+
+/// One kernel dispatched through wgpu directly.
+pub(crate) fn count_direct() {
+    DIRECT.fetch_add(1, Ordering::Relaxed);
+}
 
 impl LaunchObserver for Count {
     fn launched(&self, _kernel: &'static str) {
@@ -27,8 +37,10 @@ impl LaunchObserver for Count {
 /// meanwhile, which holds for the single-threaded trainer).
 pub fn count<T>(work: impl FnOnce() -> T) -> (T, usize) {
     let count = Arc::new(Count::default());
+    let direct = DIRECT.load(Ordering::Relaxed);
     let watching = LaunchObservation::new(count.clone());
     let out = work();
     drop(watching);
-    (out, count.0.load(Ordering::Relaxed))
+    let direct = DIRECT.load(Ordering::Relaxed) - direct;
+    (out, count.0.load(Ordering::Relaxed) + direct)
 }

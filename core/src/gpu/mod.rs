@@ -1,7 +1,8 @@
 //! taks's own GPU kernels on burn's wgpu device: the bridge from a type-erased `Tensor`
 //! to its buffer and back (`bridge`), the shaders of the `taks-shaders` crate as burn
-//! kernels (`kernels`), counting launches ([`launches`]) and where autotune results are
-//! kept ([`tuning_cache`]).
+//! kernels (`kernels`) or, where burn compiles to SPIR-V or MSL, dispatched through wgpu
+//! itself ([`direct`], which also starts the device), counting launches ([`launches`])
+//! and where autotune results are kept ([`tuning_cache`]).
 //!
 //! Each kernel's launcher lives beside its CPU twin, in the folder of its concept:
 //! `selection/gpu_noise_risk.rs` and `selection/gpu_select.rs` (the paper's noise risk
@@ -18,6 +19,7 @@
 //! caller's first read.
 
 pub(crate) mod bridge;
+pub mod direct;
 pub(crate) mod kernels;
 pub mod launches;
 pub mod tuning_cache;
@@ -29,4 +31,10 @@ use burn::tensor::Tensor;
 /// device.
 pub fn supports<const D: usize>(tensor: &Tensor<D>) -> bool {
     bridge::is_wgpu(tensor)
+}
+
+/// Which compiler burn uses on `device`: `wgpu<wgsl>`, `wgpu<spirv>` or `wgpu<msl>`
+/// (`None` off wgpu).
+pub fn compiler(device: &burn::tensor::Device) -> Option<&'static str> {
+    bridge::compiler(device)
 }

@@ -246,7 +246,7 @@ fn measure(
 mod tests {
     use std::cell::Cell;
 
-    use burn::tensor::{DeviceKind, Distribution};
+    use burn::tensor::Distribution;
 
     use super::*;
 
@@ -254,7 +254,7 @@ mod tests {
     /// "second process" is this one with the shape forgotten, as a new process starts.
     #[test]
     fn a_second_process_reads_the_first_ones_timing() {
-        let device = Device::wgpu(DeviceKind::DefaultDevice);
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
         let folder = std::env::temp_dir().join(format!("taks-conv-store-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&folder);
         gpu_conv_store::keep_in(Some(folder.clone()));

@@ -178,7 +178,7 @@ mod tests {
     use burn::tensor::activation::relu;
     use burn::tensor::module::conv2d;
     use burn::tensor::ops::ConvOptions;
-    use burn::tensor::{Device, DeviceKind, Distribution, Tensor};
+    use burn::tensor::{Device, Distribution, Tensor};
 
     use super::*;
 
@@ -192,7 +192,7 @@ mod tests {
     /// whole and in parts of one image.
     #[test]
     fn im2col_matmul_is_the_convolution() {
-        let device = Device::wgpu(DeviceKind::DefaultDevice);
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
         let cases = [(3, 1, 1), (3, 2, 1), (1, 2, 0), (7, 2, 3)];
         for (kernel, stride, pad) in cases {
             let (n, c, side, o) = (3, 5, 11, 6);

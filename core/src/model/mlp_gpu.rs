@@ -60,14 +60,13 @@ impl Mlp {
 
 #[cfg(test)]
 mod tests {
-    use burn::tensor::{Device, DeviceKind};
 
     use super::super::mlp_cpu::tests::{check_against_autodiff, check_far_label};
 
     /// On a wgpu device (lavapipe here): the same checks as the CPU twin's.
     #[test]
     fn gradients_match_autodiff_on_wgpu() {
-        let device = Device::wgpu(DeviceKind::DefaultDevice);
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
         check_against_autodiff(&device, |mlp, x, y| mlp.gpu_cross_entropy_step(x, y));
         check_far_label(&device, |mlp, x, y| mlp.gpu_cross_entropy_step(x, y));
     }

@@ -84,7 +84,7 @@ impl Scorer<'_> {
 #[cfg(test)]
 mod tests {
     use burn::module::Module;
-    use burn::tensor::{Device, DeviceKind, Distribution, Tensor};
+    use burn::tensor::{Device, Distribution, Tensor};
 
     use super::*;
     use crate::model::Architecture;
@@ -99,7 +99,7 @@ mod tests {
     /// training-mode passes (else folding would be an identity).
     #[test]
     fn scoring_forward_is_the_eval_forward() {
-        let device = Device::wgpu(DeviceKind::DefaultDevice);
+        let device = gpu::direct::start().expect("a wgpu adapter").0;
         for arch in [
             Architecture::Cnn,
             Architecture::ResNet18,

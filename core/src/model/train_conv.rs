@@ -227,7 +227,7 @@ fn forward_with(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> Tensor<4> {
 mod tests {
     use burn::nn::PaddingConfig2d;
     use burn::nn::conv::Conv2dConfig;
-    use burn::tensor::{Device, DeviceKind, Distribution};
+    use burn::tensor::Distribution;
 
     use super::*;
 
@@ -247,7 +247,10 @@ mod tests {
     /// (the input's and the weights' gradients), with and without bias and stride.
     #[test]
     fn im2col_training_convolution_is_burns() {
-        let device = Device::wgpu(DeviceKind::DefaultDevice).autodiff();
+        let device = crate::gpu::direct::start()
+            .expect("a wgpu adapter")
+            .0
+            .autodiff();
         for (kernel, stride, pad, bias) in [(3, 1, 1, true), (3, 2, 1, false), (7, 2, 3, false)] {
             let conv = Conv2dConfig::new([4, 6], [kernel, kernel])
                 .with_stride([stride, stride])

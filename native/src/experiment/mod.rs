@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -33,7 +34,7 @@ use web_time::Instant;
 use crate::device::{self, DeviceChoice};
 use crate::folder_data::{self, RunData};
 use crate::picks::{self, MethodPick};
-use crate::{plot, table, train};
+use crate::{config, plot, table, train};
 
 mod tables;
 
@@ -64,9 +65,9 @@ pub struct ExperimentArgs {
         allow_hyphen_values = true
     )]
     pub seeds: Vec<u64>,
-    /// Epochs per run.
-    #[arg(long, default_value_t = 200)]
-    pub epochs: usize,
+    /// Epochs per run (default 200; 15 with --init).
+    #[arg(long)]
+    pub epochs: Option<usize>,
     /// Compute device: auto, gpu or cpu (as for train).
     #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
     pub device: DeviceChoice,
@@ -83,6 +84,12 @@ pub struct ExperimentArgs {
     /// The experiment folder (runs/, table.md, table.csv, curves/).
     #[arg(long)]
     pub out: PathBuf,
+    /// Fine-tune every run from these pretrained weights (a torchvision or timm
+    /// ResNet-18, -34 or -50 state_dict, .pth or .safetensors), as `train --init` does:
+    /// folder datasets only, the file's network, torchvision's preparation and the
+    /// paper's Clothing1M step schedule.
+    #[arg(long, value_name = "FILE")]
+    pub init: Option<PathBuf>,
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
@@ -132,9 +139,17 @@ fn noise_label(kind: NoiseKind, rate: f64) -> String {
 }
 
 pub fn run(args: ExperimentArgs) -> Result<()> {
-    if args.epochs == 0 {
+    let epochs_given = args.epochs.is_some();
+    let epochs = args
+        .epochs
+        .unwrap_or(if args.init.is_some() { 15 } else { 200 });
+    if epochs == 0 {
         bail!("--epochs must be at least 1");
     }
+    let args = ExperimentArgs {
+        epochs: Some(epochs),
+        ..args
+    };
     if args.seeds.is_empty() {
         bail!("--seeds: give at least one seed");
     }
@@ -162,18 +177,27 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
     // input are chosen once, from its training images.
     let mut cells = Vec::new();
     let mut folder_choice: Option<(Architecture, [usize; 3])> = None;
+    let mut init = None;
     for &dataset in &datasets {
         for &(noise, rate) in &noises {
             for &method in &methods {
                 for &seed in &args.seeds {
                     let mut config = Choices {
-                        epochs: Some(args.epochs),
+                        epochs: Some(epochs),
                         seed: Some(seed),
                         train_limit: args.train_limit,
                         test_limit: args.test_limit,
                         ..Choices::new(dataset, noise, rate, method)
                     }
                     .build()?;
+                    if let Some(path) = &args.init {
+                        let given = config::Given {
+                            schedule: false,
+                            epochs: epochs_given,
+                        };
+                        let state = config::start_from(&mut config, path, given)?;
+                        init.get_or_insert_with(|| (path.clone(), Arc::new(state)));
+                    }
                     if let Some((architecture, input)) =
                         folder_choice.filter(|_| dataset == DatasetKind::Folder)
                     {
@@ -215,13 +239,13 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
     say(format!(
         "{total} runs ({reused} already finished in {}), {} epochs each",
         args.out.display(),
-        args.epochs
+        epochs
     ));
     if !todo.is_empty() {
         let chosen = device::choose(args.device)?;
         say(format!("device: {}", chosen.description));
         let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
-            let bar = ProgressBar::new((todo.len() * args.epochs) as u64);
+            let bar = ProgressBar::new((todo.len() * epochs) as u64);
             bar.set_style(
                 ProgressStyle::with_template("{bar:30} {msg}  [{elapsed} elapsed, {eta} left]")
                     .expect("valid template"),
@@ -262,6 +286,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
             let options = train::Options {
                 checkpoint_every: 1,
                 data_dir: dirs.get(&c.dataset).cloned(),
+                init: init.clone(),
                 ..Default::default()
             };
             let (_, summary) = train::train_into(

@@ -110,8 +110,8 @@ pub(super) fn markdown_table(
         false => "n/a".into(),
     };
     let mut out = format!(
-        "## taks experiment: {} epochs, seeds {}{}\n\n",
-        args.epochs,
+        "## taks experiment: {} epochs, seeds {}{}{}\n\n",
+        args.epochs.unwrap_or_default(),
         args.seeds
             .iter()
             .map(u64::to_string)
@@ -124,6 +124,10 @@ pub(super) fn markdown_table(
                 train.map_or("none".into(), |v| v.to_string()),
                 test.map_or("none".into(), |v| v.to_string())
             ),
+        },
+        match &args.init {
+            Some(path) => format!(", fine-tuned from {}", path.display()),
+            None => String::new(),
         }
     );
     out += "Each figure is the mean ± std over seeds of a run's mean over its last 10 epochs. \

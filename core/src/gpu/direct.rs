@@ -1,0 +1,234 @@
+//! taks's WGSL kernels dispatched through wgpu itself, on burn's own device, queue and
+//! buffers: the route when burn compiles its kernels to SPIR-V (Vulkan) or MSL (Metal).
+//!
+//! burn's WGSL compiler takes a hand-written WGSL kernel as it is; its SPIR-V and MSL
+//! compilers refuse one ("carries wgsl source, but this compiler expects spirv"). wgpu
+//! itself compiles WGSL for every backend, and cubecl hands out the `wgpu::Buffer` (and
+//! offset) behind any tensor, so on those compilers each launch here:
+//! 1. asks cubecl for the buffers' resources: that keeps them from being freed or reused
+//!    until the dispatch is recorded, and submits cubecl's stream (its scheduler flushes
+//!    a stream it hands a resource from), so everything burn enqueued before, the writes
+//!    of these buffers included, is on the queue ahead of this dispatch;
+//! 2. records the dispatch in a command buffer of its own and submits it on burn's
+//!    queue, so that everything burn enqueues after runs after it.
+//!
+//! wgpu's queue runs submissions in order, so the results are the same as through
+//! cubecl's own launch; the price is a round trip to cubecl's server thread per buffer
+//! and a submission per kernel (the test below checks the order both ways). The device and
+//! queue are the ones [`start`] registered: wgpu has no way back from a buffer to its
+//! device, so a process that makes its wgpu device some other way cannot run taks's
+//! kernels on a native compiler (the launch says so).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use burn::backend::wgpu::{WgpuSetup, wgpu};
+use burn::tensor::Device;
+use cubecl::CubeCount;
+use cubecl::server::Handle;
+use cubecl::wgpu::{AutoCompiler, WgpuServer};
+
+use super::bridge::Client;
+use super::kernels::Shader;
+use super::launches;
+
+/// burn's wgpu device and queue, once [`start`] made them.
+struct Registered {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    /// One compiled pipeline per shader, by name.
+    pipelines: Mutex<HashMap<&'static str, wgpu::ComputePipeline>>,
+}
+
+static REGISTERED: OnceLock<Registered> = OnceLock::new();
+
+/// Start burn's wgpu runtime on the default adapter and keep its device and queue for
+/// taks's kernels. Every wgpu device taks uses is made here (the CLI's and the tests').
+/// The second and later calls return the same device.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn start() -> Result<(Device, wgpu::AdapterInfo), String> {
+    static STARTED: Mutex<Option<(Device, wgpu::AdapterInfo)>> = Mutex::new(None);
+    let mut started = STARTED.lock().map_err(|e| e.to_string())?;
+    if let Some(done) = started.as_ref() {
+        return Ok(done.clone());
+    }
+    let (device, setup) = Device::wgpu_options()
+        .init_with_setup()
+        .map_err(|e| format!("{e:?}"))?;
+    let info = setup.adapter.get_info();
+    register(&setup);
+    *started = Some((device.clone(), info.clone()));
+    Ok((device, info))
+}
+
+/// Keep `setup`'s device and queue for the kernels (the first setup registered wins:
+/// taks runs on one wgpu device per process).
+pub fn register(setup: &WgpuSetup) {
+    let _ = REGISTERED.set(Registered {
+        device: setup.device.clone(),
+        queue: setup.queue.clone(),
+        pipelines: Mutex::new(HashMap::new()),
+    });
+}
+
+/// `TAKS_GPU_DIRECT`: `1` sends taks's kernels through [`launch`] on burn's WGSL
+/// compiler too, so that this route is tested on the machines whose Vulkan driver cannot
+/// run burn's SPIR-V (Mesa's lavapipe: see the README); `0` or unset, only where it is
+/// needed. Anything else is an error `taks` reports before it starts.
+pub fn forced_from_env() -> Result<bool, String> {
+    match std::env::var("TAKS_GPU_DIRECT").as_deref() {
+        Err(_) | Ok("0") => Ok(false),
+        Ok("1") => Ok(true),
+        Ok(other) => Err(format!("TAKS_GPU_DIRECT={other:?}: expected 0 or 1")),
+    }
+}
+
+/// Whether `client`'s launches go through [`launch`]: where burn does not compile WGSL
+/// itself (its SPIR-V or MSL compiler), or everywhere under `TAKS_GPU_DIRECT=1`.
+pub(crate) fn goes_direct(client: &Client) -> bool {
+    static FORCED: OnceLock<bool> = OnceLock::new();
+    *FORCED.get_or_init(|| forced_from_env().unwrap_or(false)) || client.name() != "wgpu<wgsl>"
+}
+
+/// Dispatch `kernel` over `count` workgroups with `buffers` bound at `@binding(0..)`,
+/// through wgpu on burn's device and queue.
+///
+/// # Panics
+/// When no device was registered by [`start`] (a bug: every device taks makes comes from
+/// there), or when cubecl cannot hand out a buffer (a failed earlier launch; burn panics
+/// on those too).
+pub(crate) fn launch(client: &Client, kernel: Shader, count: CubeCount, buffers: &[&Handle]) {
+    let registered = REGISTERED.get().expect(
+        "taks's kernels on burn's SPIR-V/MSL compiler need the wgpu device made by taks_core::gpu::direct::start",
+    );
+    let resources: Vec<_> = buffers
+        .iter()
+        .map(|h| {
+            client
+                .get_resource::<WgpuServer<AutoCompiler>>((*h).clone())
+                .expect("cubecl hands out the buffer of a live tensor")
+        })
+        .collect();
+    let pipeline = registered.pipeline(kernel);
+    let entries: Vec<wgpu::BindGroupEntry> = resources
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let r = r.resource();
+            wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &r.buffer,
+                    offset: r.offset,
+                    size: wgpu::BufferSize::new(r.size),
+                }),
+            }
+        })
+        .collect();
+    let bind_group = registered
+        .device
+        .create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(kernel.name),
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+    let mut encoder = registered
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some(kernel.name),
+        });
+    {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(kernel.name),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        let (x, y, z) = match count {
+            CubeCount::Static(x, y, z) => (x, y, z),
+            CubeCount::Dynamic(_) => unreachable!("taks's launches are static"),
+        };
+        pass.dispatch_workgroups(x, y, z);
+    }
+    registered.queue.submit([encoder.finish()]);
+    launches::count_direct();
+    drop(resources);
+}
+
+impl Registered {
+    /// The compiled pipeline of `kernel` (compiled on first use).
+    fn pipeline(&self, kernel: Shader) -> wgpu::ComputePipeline {
+        let mut pipelines = self.pipelines.lock().expect("pipeline cache");
+        pipelines
+            .entry(kernel.name)
+            .or_insert_with(|| {
+                let module = self
+                    .device
+                    .create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: Some(kernel.name),
+                        source: wgpu::ShaderSource::Wgsl(kernel.text().into()),
+                    });
+                self.device
+                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(kernel.name),
+                        layout: None,
+                        module: &module,
+                        entry_point: Some("main"),
+                        compilation_options: Default::default(),
+                        cache: None,
+                    })
+            })
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::{DType, Tensor, TensorData};
+
+    use super::*;
+    use crate::gpu::bridge;
+    use crate::gpu::kernels::{BIAS_RELU, WORKGROUP};
+
+    /// A kernel launched through wgpu directly sees what burn's kernels wrote just
+    /// before it (still unsubmitted in cubecl's stream), and burn's kernels after it see
+    /// what it wrote: the same numbers as the formula. It counts as one launch.
+    #[test]
+    fn a_direct_launch_runs_in_order_with_burns_kernels() {
+        let (device, _) = start().expect("a wgpu adapter");
+        let (rows, cols) = (300usize, 7usize);
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|i| (i % 13) as f32 / 6.0 - 1.0)
+            .collect();
+        let bias: Vec<f32> = (0..cols).map(|j| j as f32 / 10.0 - 0.3).collect();
+        // Enqueued by burn, not yet submitted when the kernel below is launched.
+        let a =
+            Tensor::<2>::from_data(TensorData::new(x.clone(), [rows, cols]), &device) * 2.0 - 0.5;
+        let b = Tensor::<1>::from_data(TensorData::new(bias.clone(), [cols]), &device);
+        let a = bridge::float_f32(&a).expect("on wgpu");
+        let b = bridge::float_f32(&b).expect("on wgpu");
+        let h = bridge::empty_1d(&a, rows * cols, DType::F32);
+        let p = bridge::upload_u32(&a.client, &[rows as u32, cols as u32]);
+        let ((), launched) = launches::count(|| {
+            launch(
+                &a.client,
+                BIAS_RELU,
+                bridge::grid(((rows * cols) as u32).div_ceil(WORKGROUP)),
+                &[&a.handle, &b.handle, &h.handle, &p],
+            )
+        });
+        assert_eq!(launched, 1);
+        // Read through a burn kernel enqueued after it.
+        let out: Vec<f32> = (bridge::to_matrix(h, rows, cols) + 1.0)
+            .into_data()
+            .try_to_vec()
+            .expect("f32");
+        for (i, got) in out.iter().enumerate() {
+            let want = (x[i] * 2.0 - 0.5 + bias[i % cols]).max(0.0) + 1.0;
+            assert!(
+                (got - want).abs() <= 1e-6,
+                "element {i}: {got} against {want}"
+            );
+        }
+    }
+}
