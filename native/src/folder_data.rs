@@ -8,6 +8,8 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use taks_core::audit::input::Input;
+use taks_core::audit::model_card::ModelCard;
 use taks_core::config::TrainConfig;
 use taks_core::data::cache::Cache;
 use taks_core::data::folder::Preparation;
@@ -22,6 +24,9 @@ pub struct RunData {
     pub val: Option<Dataset>,
     /// One line about a folder: its classes, splits and skipped files.
     pub note: Option<String>,
+    /// What a run on a folder of images keeps with its network for `taks predict`: the
+    /// class names and how an image becomes an input ([`ModelCard`]).
+    pub card: Option<ModelCard>,
 }
 
 /// For a folder config without an input yet: choose the network and input from the
@@ -54,6 +59,7 @@ pub fn load(config: &TrainConfig, dir: Option<&Path>) -> Result<RunData> {
             split: config.dataset.load(dir)?,
             val: None,
             note: None,
+            card: None,
         });
     }
     let dir = dir.context("a folder dataset needs its folder (taks train --data DIR; taks experiment --data-dir folder=DIR)")?;
@@ -86,9 +92,29 @@ pub fn load(config: &TrainConfig, dir: Option<&Path>) -> Result<RunData> {
         loaded.split.test.len(),
         loaded.skipped.iter().sum::<usize>(),
     );
+    let card = match input {
+        [1, 1, _] => None,
+        [channels, height, width] => {
+            let card = ModelCard::new(
+                config.architecture,
+                loaded.classes.clone(),
+                Input::Image {
+                    channels,
+                    height,
+                    width,
+                },
+                loaded.normalisation.clone(),
+            );
+            Some(match preparation {
+                Preparation::ImageNet => card.centre_cropped(pretrained::RESIZE),
+                Preparation::Fitted => card,
+            })
+        }
+    };
     Ok(RunData {
         split: loaded.split,
         val: Some(loaded.val),
         note: Some(note),
+        card,
     })
 }

@@ -17,7 +17,7 @@ use taks_core::formats::atomic::write_atomically;
 use taks_core::model::{Architecture, Classifier};
 
 pub use taks_core::audit::model_card::{DESCRIPTION, ModelCard, WEIGHTS};
-use taks_core::audit::model_card::{FORMAT, VERSION, pytorch_weights};
+use taks_core::audit::model_card::{FORMAT, VERSION, VERSION_CENTRE_CROP, pytorch_weights};
 
 /// Name rewrites (regex, replacement) from PyTorch's names back to burn's module paths.
 fn renamings(architecture: Architecture) -> &'static [(&'static str, &'static str)] {
@@ -51,16 +51,20 @@ pub fn load(dir: &Path, device: &Device) -> Result<Loaded> {
     let card_path = dir.join(DESCRIPTION);
     let text = std::fs::read(&card_path).with_context(|| {
         format!(
-            "cannot read {} (is {} a model folder written by taks audit?)",
+            "cannot read {} (is {} a model folder written by taks audit or taks train?)",
             card_path.display(),
             dir.display()
         )
     })?;
     let card: ModelCard = serde_json::from_slice(&text)
         .map_err(|e| anyhow!("{}: not a taks model card: {e}", card_path.display()))?;
-    if card.format != FORMAT || card.version != VERSION {
+    let version_fits = match card.centre_crop {
+        None => card.version == VERSION,
+        Some(_) => card.version == VERSION_CENTRE_CROP,
+    };
+    if card.format != FORMAT || !version_fits {
         bail!(
-            "{}: format {} version {}, expected {FORMAT} version {VERSION}",
+            "{}: format {} version {}, expected {FORMAT} version {VERSION} (or {VERSION_CENTRE_CROP} with centre_crop)",
             card_path.display(),
             card.format,
             card.version
@@ -137,6 +141,25 @@ fn check_card(card: &ModelCard, path: &Path) -> Result<()> {
     };
     if card.classes.len() < 2 {
         bail!("{}: a model needs at least 2 classes", path.display());
+    }
+    if let Some(crop) = card.centre_crop {
+        let fits = match card.input {
+            Input::Image {
+                channels: 3,
+                height,
+                width,
+            } => height == width && crop.resize as usize >= width,
+            _ => false,
+        };
+        if !fits {
+            bail!(
+                "{}: centre_crop {{resize: {}}} needs square colour images no larger than {}, not {:?}",
+                path.display(),
+                crop.resize,
+                crop.resize,
+                card.input
+            );
+        }
     }
     let n = &card.normalisation;
     if n.mean.len() != groups

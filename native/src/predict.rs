@@ -1,6 +1,8 @@
-//! `taks predict --model DIR INPUTS...`: the kept model of an audit, on new inputs.
+//! `taks predict --model DIR INPUTS...`: the kept model of an audit or of a `taks train`
+//! run on a folder, on new inputs.
 //!
-//! Inputs are prepared exactly as `model.json` says the audit prepared its data. For an
+//! Inputs are prepared exactly as `model.json` says the run prepared its data (resized,
+//! or centre-cropped as torchvision does for a network fine-tuned from pretrained weights). For an
 //! image model, an input is an image file or a folder searched recursively for images;
 //! for a table model, a CSV file with the model's feature columns (any label column is
 //! ignored), or for a model audited from a `.npy` matrix, a `.npy` of as many columns. Prints `id,predicted_label,confidence` per input to stdout. An image that
@@ -16,7 +18,8 @@ use burn::tensor::activation::softmax;
 use burn::tensor::{Tensor, TensorData};
 use clap::Args;
 use taks_core::audit::input::{Input, scaled_pixels};
-use taks_core::formats::image_folder::{decode_one, files_under};
+use taks_core::audit::model_card::CentreCrop;
+use taks_core::formats::image_folder::{decode_centre_crop, decode_one, files_under};
 use taks_core::formats::{csv_table, npy};
 
 use crate::device::{self, DeviceChoice};
@@ -25,7 +28,8 @@ use taks_core::audit::suspects::csv_field;
 
 #[derive(Args, Debug)]
 pub struct PredictArgs {
-    /// The folder `taks audit` wrote (model.json and model.safetensors).
+    /// The folder holding model.json and model.safetensors: the output of `taks audit`,
+    /// or a `taks train` run on a folder of images.
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
     /// Image files, folders of images, CSV files, or .npy feature matrices.
@@ -99,7 +103,11 @@ pub fn run(args: PredictArgs) -> Result<()> {
         } => {
             for path in image_inputs(&args.inputs)? {
                 let id = path.display().to_string();
-                match decode_one(&path, *channels, *width as u32, *height as u32) {
+                let decoded = match card.centre_crop {
+                    Some(CentreCrop { resize }) => decode_centre_crop(&path, resize, *width as u32),
+                    None => decode_one(&path, *channels, *width as u32, *height as u32),
+                };
+                match decoded {
                     Ok(pixels) => {
                         values.extend(scaled_pixels(&pixels));
                         ids.push(id);

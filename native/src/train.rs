@@ -32,7 +32,7 @@ use taks_core::train::Trainer;
 use crate::device::Chosen;
 use crate::folder_data::{self, RunData};
 use crate::run_args::{RUN_SETTINGS, RunArgs};
-use crate::{config, device, out_dir, plot, table};
+use crate::{config, device, model_file, out_dir, plot, table};
 
 #[derive(Args, Debug)]
 pub struct TrainArgs {
@@ -242,6 +242,7 @@ pub fn train_into(
     options: &Options,
     report: &mut dyn FnMut(Event),
 ) -> Result<(Vec<EpochMetrics>, Summary)> {
+    let card = data.card;
     let mut trainer = Trainer::new(config.clone(), data.split, &chosen.device)?;
     if let Some(val) = data.val {
         trainer.validate_on(val)?;
@@ -353,6 +354,10 @@ pub fn train_into(
     .with_context(|| format!("writing {}", out.join("summary.json").display()))?;
     std::fs::write(out.join("plot.svg"), plot::svg(&history, config))
         .with_context(|| format!("writing {}", out.join("plot.svg").display()))?;
+    // A run on a folder of images keeps its (first) network for `taks predict`.
+    if let Some(card) = &card {
+        model_file::save(out, trainer.networks().first(), card)?;
+    }
     Ok((history, summary))
 }
 

@@ -226,6 +226,10 @@ def audit_inputs():
     write("model-card-no-features/model.json", json.dumps(dict(
         card, input={"kind": "table", "features": []}, normalisation={"mean": [], "std": []})))
     write("model-card-version/model.json", json.dumps(dict(card, version=7)))
+    # Version 2 is the centre-cropped card: without the crop, and the crop on a table.
+    write("model-card-version-2/model.json", json.dumps(dict(card, version=2)))
+    write("model-card-crop-on-table/model.json",
+          json.dumps(dict(card, version=2, centre_crop={"resize": 256})))
     write("model-card-bad-normalisation/model.json",
           json.dumps(dict(card, normalisation={"mean": [0], "std": [1]})))
     # .npy features (4 rows, 2 columns) and labels for `taks audit FEATURES --labels`.

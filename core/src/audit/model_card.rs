@@ -29,7 +29,19 @@ use crate::selection::read_floats;
 pub const WEIGHTS: &str = "model.safetensors";
 pub const DESCRIPTION: &str = "model.json";
 pub const FORMAT: &str = "taks-model";
+/// Version 1: images resized to the input's size. Version 2 adds `centre_crop`
+/// (torchvision's ImageNet preparation, for networks fine-tuned from pretrained weights);
+/// a card without it is still written as version 1, so older readers keep reading it and
+/// refuse, rather than misread, one with it.
 pub const VERSION: u32 = 1;
+pub const VERSION_CENTRE_CROP: u32 = 2;
+
+/// torchvision's ImageNet preparation of an image input: RGB, the shorter side resized to
+/// `resize` (bilinear), then the centre crop of the input's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CentreCrop {
+    pub resize: u32,
+}
 
 /// `model.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -41,6 +53,9 @@ pub struct ModelCard {
     pub classes: Vec<String>,
     pub input: Input,
     pub normalisation: Normalisation,
+    /// Images are centre-cropped instead of resized (version 2; absent in version 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub centre_crop: Option<CentreCrop>,
     /// How the tensor names map onto PyTorch (for a person reading the file).
     pub pytorch: String,
 }
@@ -76,7 +91,17 @@ impl ModelCard {
             classes,
             input,
             normalisation,
+            centre_crop: None,
             pytorch: pytorch.into(),
+        }
+    }
+
+    /// The same card for images prepared by torchvision's centre crop (version 2).
+    pub fn centre_cropped(self, resize: u32) -> Self {
+        ModelCard {
+            version: VERSION_CENTRE_CROP,
+            centre_crop: Some(CentreCrop { resize }),
+            ..self
         }
     }
 }

@@ -14,6 +14,8 @@ pub struct FolderSplit {
     pub split: Split,
     pub val: Dataset,
     pub classes: Vec<String>,
+    /// How every split was standardised (for a model card: new inputs the same way).
+    pub normalisation: Normalisation,
     /// Files left out, per split (train, val, test).
     pub skipped: [usize; 3],
     /// What the decoded cache did, for the output.
@@ -47,6 +49,7 @@ pub(super) fn standardised_by(
         split: Split { train, test },
         val,
         classes,
+        normalisation,
         skipped,
         notes: Vec::new(),
     }

@@ -199,9 +199,12 @@ pub fn run(args: AuditArgs) -> Result<()> {
         bail!("{first}");
     }
     let started = Instant::now();
-    let args = match &args.init {
-        Some(_) => pretrained::embedded(args)?,
-        None => args,
+    let (args, backbone) = match &args.init {
+        Some(_) => {
+            let (args, backbone) = pretrained::embedded(args)?;
+            (args, Some(backbone))
+        }
+        None => (args, None),
     };
     let say = |line: String| {
         if !args.quiet {
@@ -230,7 +233,7 @@ pub fn run(args: AuditArgs) -> Result<()> {
     let chosen = device::choose(args.device)?;
     let default = format!("audits/{}", source.name());
     let out = out_dir::prepare(args.out.as_deref(), &default, "suspects.csv", "an audit")?;
-    let data = match source {
+    let mut data = match source {
         Source::Ready(data) => *data,
         Source::Images(images) => {
             let timing = settings_for(&args, Architecture::Mlp, images.labels().len());
@@ -239,6 +242,7 @@ pub fn run(args: AuditArgs) -> Result<()> {
             data
         }
     };
+    data.backbone = backbone;
     let read_seconds = started.elapsed().as_secs_f64();
     let n = data.ids.len();
     let settings = settings_for(&args, data.architecture, n);

@@ -9,14 +9,32 @@
 //! `--budget`).
 
 use anyhow::{Result, bail};
+use serde::Serialize;
 
 use super::AuditArgs;
 use crate::embed::{EmbedArgs, embed};
 use crate::out_dir;
 
+/// What an audit with `--init` ran on, and why not on a fine-tuned backbone: written into
+/// `summary.json` and the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Backbone {
+    /// The weights file.
+    pub weights: String,
+    pub network: &'static str,
+    /// Features per image.
+    pub features: usize,
+    /// Whether the backbone was fine-tuned on the folder (never, here).
+    pub fine_tuned: bool,
+    pub why: &'static str,
+}
+
+/// Why the audit does not fine-tune, in the summary's words.
+const WHY: &str = "the audit runs an MLP on the pretrained backbone's features, which costs seconds; fine-tuning the backbone with TAkS (taks train --init) costs hours on a CPU, so --budget does not choose it";
+
 /// `args` with DATA replaced by the embeddings of the folder DATA (and the output folder
-/// made, holding them).
-pub fn embedded(mut args: AuditArgs) -> Result<AuditArgs> {
+/// made, holding them), and what they are.
+pub fn embedded(mut args: AuditArgs) -> Result<(AuditArgs, Backbone)> {
     let (Some(init), Some(data)) = (args.init.take(), args.data.clone()) else {
         unreachable!("called with --init and DATA (clap: --init conflicts with --dataset)");
     };
@@ -60,8 +78,15 @@ pub fn embedded(mut args: AuditArgs) -> Result<AuditArgs> {
             embedded.width
         );
     }
+    let backbone = Backbone {
+        weights: init.display().to_string(),
+        network: embedded.architecture.name(),
+        features: embedded.width,
+        fine_tuned: false,
+        why: WHY,
+    };
     args.data = Some(embedded.matrix());
     args.labels = Some(embedded.labels());
     args.out = Some(out);
-    Ok(args)
+    Ok((args, backbone))
 }

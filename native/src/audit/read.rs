@@ -35,6 +35,8 @@ pub struct AuditData {
     pub network_choice: Option<Choice>,
     /// Why colour images are audited in grey, when they are.
     pub colour_note: Option<String>,
+    /// The pretrained backbone whose features these are (`--init`).
+    pub backbone: Option<super::pretrained::Backbone>,
 }
 
 /// A short name for the default output folder: DATA's file or folder name.
@@ -199,6 +201,7 @@ fn table_data(
         source: path.display().to_string(),
         network_choice: None,
         colour_note: None,
+        backbone: None,
     }
 }
 
@@ -261,6 +264,7 @@ impl ImageSource {
             source,
             network_choice: images.network_choice,
             colour_note: images.colour_note,
+            backbone: None,
         })
     }
 }
@@ -309,5 +313,6 @@ fn read_builtin(kind: DatasetKind, args: &AuditArgs) -> Result<AuditData> {
         source: kind.name().to_string(),
         network_choice: None,
         colour_note: None,
+        backbone: None,
     })
 }

@@ -60,6 +60,16 @@ code {{ font-size: 12px; }}
         arch = summary.architecture,
         skipped = data.skipped.len(),
     );
+    if let Some(b) = &summary.backbone {
+        let _ = writeln!(
+            html,
+            "<p id=\"backbone\">The samples are the {} features of each image from the pretrained {} in <code>{}</code>, not fine-tuned: {}.</p>",
+            b.features,
+            b.network,
+            escape(&b.weights),
+            escape(b.why),
+        );
+    }
     if let Some(truth) = &summary.truth {
         let _ = writeln!(
             html,

@@ -22,6 +22,9 @@ pub struct AuditSummary {
     pub network_choice: Option<Choice>,
     /// Why colour images were audited in grey, when they were.
     pub colour_note: Option<String>,
+    /// The pretrained backbone whose features were audited (`--init`), and why it was
+    /// not fine-tuned.
+    pub backbone: Option<super::pretrained::Backbone>,
     pub estimated_noise_rate: f64,
     pub estimate_method: &'static str,
     pub k: usize,
@@ -95,6 +98,7 @@ impl AuditSummary {
             input: data.prepared.input.clone(),
             network_choice: data.network_choice.clone(),
             colour_note: data.colour_note.clone(),
+            backbone: data.backbone.clone(),
             estimated_noise_rate: outcome.estimate.rate,
             estimate_method: "calibrated confident joint of the probe folds' out-of-sample probabilities (see README)",
             k: outcome.k,
