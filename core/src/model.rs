@@ -15,6 +15,7 @@ use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 mod folded_conv;
+mod gpu_batch_norm;
 mod gpu_conv;
 pub mod gpu_conv_store;
 mod gpu_layers;
@@ -26,6 +27,7 @@ pub mod pretrained;
 pub mod resnet;
 mod scorer;
 pub(crate) mod torch_names;
+mod train_batch_norm;
 mod train_conv;
 pub use gpu_conv::{GpuConv, Measured, measured_shapes};
 pub use resnet::ResNet;
@@ -142,7 +144,7 @@ impl ConvBlock {
     }
 
     fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        relu(self.norm.forward(train_conv::forward(&self.conv, x)))
+        train_batch_norm::forward(&self.norm, train_conv::forward(&self.conv, x), true)
     }
 }
 

@@ -38,6 +38,8 @@ pub const HISTOGRAM_SPAN: u32 = WORKGROUP * 16;
 
 /// Shared prelude (`order_key`, state layout) prepended to every `select_*` pass.
 pub const SELECT_COMMON: &str = include_str!("../select_common.wgsl");
+/// Shared prelude (parameters, strided indexing, the workgroup sum) of the `bn_*` passes.
+pub const BN_COMMON: &str = include_str!("../bn_common.wgsl");
 
 macro_rules! shader {
     ($(#[$doc:meta])* $konst:ident, $name:literal, $prelude:expr, $file:literal) => {
@@ -95,8 +97,27 @@ shader!(
     IM2COL, "taks_im2col", "", "im2col.wgsl"
 );
 
+shader!(
+    /// A training step's batch norm, pass 1: per channel, the batch's mean and variance
+    /// and the running statistics' update.
+    BN_MOMENTS, "taks_bn_moments", BN_COMMON, "bn_moments.wgsl"
+);
+shader!(
+    /// A training step's batch norm, pass 2: the normalised, scaled and shifted output,
+    /// with the block's ReLU when asked.
+    BN_APPLY, "taks_bn_apply", BN_COMMON, "bn_apply.wgsl"
+);
+shader!(
+    /// The batch norm's backward, pass 1: per channel, beta's and gamma's gradients.
+    BN_GRAD_REDUCE, "taks_bn_grad_reduce", BN_COMMON, "bn_grad_reduce.wgsl"
+);
+shader!(
+    /// The batch norm's backward, pass 2: the input's gradient.
+    BN_GRAD_X, "taks_bn_grad_x", BN_COMMON, "bn_grad_x.wgsl"
+);
+
 /// Every shader.
-pub const ALL: [Shader; 11] = [
+pub const ALL: [Shader; 15] = [
     NOISE_RISK,
     SELECT_HISTOGRAM,
     SELECT_DIGIT,
@@ -108,6 +129,10 @@ pub const ALL: [Shader; 11] = [
     MLP_SOFTMAX_GRAD,
     MLP_RELU_GRAD,
     IM2COL,
+    BN_MOMENTS,
+    BN_APPLY,
+    BN_GRAD_REDUCE,
+    BN_GRAD_X,
 ];
 
 #[cfg(test)]
@@ -164,13 +189,13 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ALL.len());
-        // Every .wgsl file of the crate is a shader of ALL or the select prelude.
+        // Every .wgsl file of the crate is a shader of ALL or one of the two preludes.
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let files = std::fs::read_dir(dir)
             .unwrap()
             .filter_map(|e| e.ok())
             .filter(|e| e.path().extension().is_some_and(|x| x == "wgsl"))
             .count();
-        assert_eq!(files, ALL.len() + 1, "a .wgsl file that no shader uses");
+        assert_eq!(files, ALL.len() + 2, "a .wgsl file that no shader uses");
     }
 }

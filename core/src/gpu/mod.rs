@@ -8,7 +8,8 @@
 //! `selection/gpu_noise_risk.rs` and `selection/gpu_select.rs` (the paper's noise risk
 //! and k-set, twins of `selection/cpu_reference.rs`), `optim/adam_gpu.rs` (twin of
 //! `optim/adam_cpu.rs`), `model/gpu_layers.rs` and `model/mlp_gpu.rs` (twin of
-//! `model/mlp_cpu.rs`), `model/im2col.rs`.
+//! `model/mlp_cpu.rs`), `model/im2col.rs`, `model/gpu_batch_norm.rs` (a training step's
+//! batch norm; its CPU twin is burn's own).
 //!
 //! Why our own kernels: with the model on the GPU, reading all n logits back each epoch to
 //! score and sort on the CPU would dominate, and a small network's step is bound by

@@ -26,7 +26,7 @@ use burn::tensor::{Device, Tensor};
 
 use super::Architecture;
 use super::folded_conv::FoldedConv;
-use super::train_conv;
+use super::{train_batch_norm, train_conv};
 
 /// A convolution without bias (the batch norm after it has one).
 fn conv(from: usize, to: usize, kernel: usize, stride: usize, device: &Device) -> Conv2d {
@@ -97,13 +97,18 @@ impl Block {
 
     fn forward(&self, x: Tensor<4>) -> Tensor<4> {
         let shortcut = match &self.downsample {
-            Some(d) => d.bn.forward(train_conv::forward(&d.conv, x.clone())),
+            Some(d) => {
+                train_batch_norm::forward(&d.bn, train_conv::forward(&d.conv, x.clone()), false)
+            }
             None => x.clone(),
         };
-        let h = relu(self.bn1.forward(train_conv::forward(&self.conv1, x)));
-        let mut h = self.bn2.forward(train_conv::forward(&self.conv2, h));
+        let h = train_batch_norm::forward(&self.bn1, train_conv::forward(&self.conv1, x), true);
+        // A bottleneck's second convolution is followed by a ReLU, a basic block's not.
+        let bottleneck = self.conv3.is_some();
+        let mut h =
+            train_batch_norm::forward(&self.bn2, train_conv::forward(&self.conv2, h), bottleneck);
         if let (Some(conv3), Some(bn3)) = (&self.conv3, &self.bn3) {
-            h = bn3.forward(train_conv::forward(conv3, relu(h)));
+            h = train_batch_norm::forward(bn3, train_conv::forward(conv3, h), false);
         }
         relu(h + shortcut)
     }
@@ -194,9 +199,11 @@ impl ResNet {
     pub fn features(&self, x: Tensor<2>) -> Tensor<2> {
         let batch = x.dims()[0];
         let mut x = x.reshape([batch, self.channels, self.height, self.width]);
-        x = self
-            .maxpool
-            .forward(relu(self.bn1.forward(train_conv::forward(&self.conv1, x))));
+        x = self.maxpool.forward(train_batch_norm::forward(
+            &self.bn1,
+            train_conv::forward(&self.conv1, x),
+            true,
+        ));
         for block in self.blocks() {
             x = block.forward(x);
         }

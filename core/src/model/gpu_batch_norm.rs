@@ -1,0 +1,209 @@
+//! A training step's batch norm on a wgpu device in four kernels of our own
+//! (`shaders/bn_*.wgsl`): the batch's statistics with the running statistics' update,
+//! the normalised output (with the block's ReLU), and the two passes of its backward.
+//!
+//! Why: burn computes a training batch norm out of tensor operations, a dozen kernels
+//! forward and about twenty backward (each a pass over the whole activation, some
+//! copies of a transposed view among them), which made batch norm the largest share of a
+//! ResNet-18 step's 1,400 launches. These are the same formulas as burn's
+//! (`ModuleOps::batch_norm_train` and its backward: biased variance, the running
+//! statistics updated with it) in two launches each way. Every function takes `x`
+//! `[N, C, H, W]` in any layout (read through its strides) and returns `None` off wgpu.
+//! The autodiff operation that uses them is [`super::train_batch_norm`].
+
+use burn::tensor::{DType, Tensor};
+
+use crate::gpu::bridge::{self, Client};
+use crate::gpu::kernels::{BN_APPLY, BN_GRAD_REDUCE, BN_GRAD_X, BN_MOMENTS, WORKGROUP};
+
+/// The settings every pass reads (`shaders/bn_common.wgsl`'s `params`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Settings {
+    pub epsilon: f64,
+    /// The block's ReLU, fused after the batch norm.
+    pub relu: bool,
+    pub momentum: f64,
+}
+
+/// The parameter words for `x` (and `dy`'s strides, when there is one); `None` when a
+/// size does not fit the kernels' 32-bit indices.
+fn words(
+    dims: [usize; 4],
+    x_strides: &[usize],
+    dy_strides: &[usize],
+    settings: Settings,
+) -> Option<Vec<u32>> {
+    let total = dims.iter().product::<usize>();
+    if total >= u32::MAX as usize {
+        return None;
+    }
+    let mut words = Vec::with_capacity(16);
+    for v in dims.iter().chain(&x_strides[..4]) {
+        words.push(u32::try_from(*v).ok()?);
+    }
+    words.push((settings.epsilon as f32).to_bits());
+    words.push(settings.relu as u32);
+    words.push((settings.momentum as f32).to_bits());
+    for v in &dy_strides[..4] {
+        words.push(u32::try_from(*v).ok()?);
+    }
+    words.push(0);
+    Some(words)
+}
+
+/// One workgroup per channel, or one invocation per element.
+fn per_channel(channels: usize) -> cubecl::CubeCount {
+    bridge::grid(channels as u32)
+}
+fn per_element(total: usize) -> cubecl::CubeCount {
+    bridge::grid((total as u32).div_ceil(WORKGROUP))
+}
+
+/// Upload `words` on `client`.
+fn params(client: &Client, words: &[u32]) -> cubecl::server::Handle {
+    bridge::upload_u32(client, words)
+}
+
+/// The batch's statistics `[2 C]` (mean, then biased variance, per channel) and the
+/// running statistics after this batch `[2 C]` (mean, then variance), from the running
+/// mean and variance before it.
+pub(crate) fn moments(
+    x: &Tensor<4>,
+    running_mean: &Tensor<1>,
+    running_var: &Tensor<1>,
+    settings: Settings,
+) -> Option<(Tensor<1>, Tensor<1>)> {
+    let dims = x.dims();
+    let channels = dims[1];
+    let x = bridge::float_f32_strided(x)?;
+    let mean = bridge::float_f32(running_mean)?;
+    let var = bridge::float_f32(running_var)?;
+    let strides = x.meta.strides();
+    let p = params(&x.client, &words(dims, strides, strides, settings)?);
+    let stats = bridge::empty_1d(&x, 2 * channels, DType::F32);
+    let running = bridge::empty_1d(&x, 2 * channels, DType::F32);
+    bridge::launch(
+        &x.client,
+        BN_MOMENTS,
+        per_channel(channels),
+        &[
+            &x.handle,
+            &mean.handle,
+            &var.handle,
+            &stats.handle,
+            &running.handle,
+            &p,
+        ],
+    );
+    Some((bridge::to_float(stats), bridge::to_float(running)))
+}
+
+/// The batch norm of `x` with the batch's `stats` (from [`moments`]), then ReLU if
+/// `settings.relu`: `[N, C, H, W]`, contiguous.
+pub(crate) fn apply(
+    x: &Tensor<4>,
+    gamma: &Tensor<1>,
+    beta: &Tensor<1>,
+    stats: &Tensor<1>,
+    settings: Settings,
+) -> Option<Tensor<4>> {
+    let dims = x.dims();
+    let total = dims.iter().product::<usize>();
+    let x = bridge::float_f32_strided(x)?;
+    let gamma = bridge::float_f32(gamma)?;
+    let beta = bridge::float_f32(beta)?;
+    let stats = bridge::float_f32(stats)?;
+    let strides = x.meta.strides();
+    let p = params(&x.client, &words(dims, strides, strides, settings)?);
+    let y = bridge::empty_1d(&x, total, DType::F32);
+    bridge::launch(
+        &x.client,
+        BN_APPLY,
+        per_element(total),
+        &[
+            &x.handle,
+            &gamma.handle,
+            &beta.handle,
+            &stats.handle,
+            &y.handle,
+            &p,
+        ],
+    );
+    Some(bridge::to_float(y).reshape(dims))
+}
+
+/// The backward pass of [`apply`] for the output's gradient `dy`, part 1: `[4 C]`, the
+/// batch's mean and variance, then per channel the sum of `dy` (beta's gradient) and of
+/// `dy` times the normalised input (gamma's gradient), `dy` masked by the ReLU when it
+/// was fused.
+pub(crate) fn grad_sums(
+    x: &Tensor<4>,
+    dy: &Tensor<4>,
+    gamma: &Tensor<1>,
+    beta: &Tensor<1>,
+    stats: &Tensor<1>,
+    settings: Settings,
+) -> Option<Tensor<1>> {
+    let dims = x.dims();
+    let channels = dims[1];
+    let x = bridge::float_f32_strided(x)?;
+    let dy = bridge::float_f32_strided(dy)?;
+    let gamma = bridge::float_f32(gamma)?;
+    let beta = bridge::float_f32(beta)?;
+    let stats = bridge::float_f32(stats)?;
+    let words = words(dims, x.meta.strides(), dy.meta.strides(), settings)?;
+    let p = params(&x.client, &words);
+    let sums = bridge::empty_1d(&x, 4 * channels, DType::F32);
+    bridge::launch(
+        &x.client,
+        BN_GRAD_REDUCE,
+        per_channel(channels),
+        &[
+            &x.handle,
+            &dy.handle,
+            &gamma.handle,
+            &beta.handle,
+            &stats.handle,
+            &sums.handle,
+            &p,
+        ],
+    );
+    Some(bridge::to_float(sums))
+}
+
+/// The backward pass, part 2: the input's gradient `[N, C, H, W]` (contiguous), from
+/// [`grad_sums`]'s `sums`.
+pub(crate) fn grad_x(
+    x: &Tensor<4>,
+    dy: &Tensor<4>,
+    gamma: &Tensor<1>,
+    beta: &Tensor<1>,
+    sums: &Tensor<1>,
+    settings: Settings,
+) -> Option<Tensor<4>> {
+    let dims = x.dims();
+    let total = dims.iter().product::<usize>();
+    let x = bridge::float_f32_strided(x)?;
+    let dy = bridge::float_f32_strided(dy)?;
+    let gamma = bridge::float_f32(gamma)?;
+    let beta = bridge::float_f32(beta)?;
+    let sums = bridge::float_f32(sums)?;
+    let words = words(dims, x.meta.strides(), dy.meta.strides(), settings)?;
+    let p = params(&x.client, &words);
+    let dx = bridge::empty_1d(&x, total, DType::F32);
+    bridge::launch(
+        &x.client,
+        BN_GRAD_X,
+        per_element(total),
+        &[
+            &x.handle,
+            &dy.handle,
+            &gamma.handle,
+            &beta.handle,
+            &sums.handle,
+            &dx.handle,
+            &p,
+        ],
+    );
+    Some(bridge::to_float(dx).reshape(dims))
+}

@@ -1,0 +1,425 @@
+//! The batch norm (and the ReLU after it) of a training step on a wgpu device: an
+//! autodiff operation of our own over the kernels of [`super::gpu_batch_norm`], two
+//! launches forward and two backward where burn's batch norm takes some thirty.
+//!
+//! The batch's statistics are computed first, outside the graph (with the running
+//! statistics' update, as burn's `BatchNorm` makes it); the operation then normalises with
+//! them, and its backward pass is the batch-norm gradient that accounts for the
+//! statistics' dependence on the input (the same formula as burn's
+//! `batch_norm_train_backward`). Only on a wgpu device, in training mode; elsewhere the
+//! layer's own forward pass runs, so CPU results keep their bits.
+
+use burn::backend::TensorMetadata;
+use burn::backend::autodiff::NodeId;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{Autodiff, Backend, Cube, Dispatch, Flex, backend_extension};
+use burn::nn::BatchNorm;
+use burn::tensor::activation::relu;
+use burn::tensor::{Slice, Tensor};
+
+use super::gpu_batch_norm::{self as kernels, Settings};
+
+#[backend_extension(Autodiff, Cube, Flex)]
+pub trait FusedBatchNorm: Backend {
+    /// `x` `[N, C, H, W]` normalised by the batch's `stats` (`[2 C]`: mean, biased
+    /// variance), scaled by `gamma`, shifted by `beta`, then ReLU when `relu`.
+    fn batch_norm_relu(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        stats: FloatTensor<Self>,
+        epsilon: f64,
+        relu: bool,
+    ) -> FloatTensor<Self>;
+
+    /// Its backward pass, part 1: `[4 C]`, the statistics, then per channel the sums that
+    /// are beta's and gamma's gradients.
+    fn batch_norm_relu_sums(
+        x: FloatTensor<Self>,
+        dy: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        stats: FloatTensor<Self>,
+        epsilon: f64,
+        relu: bool,
+    ) -> FloatTensor<Self>;
+
+    /// Its backward pass, part 2: `x`'s gradient, from part 1's sums.
+    fn batch_norm_relu_dx(
+        x: FloatTensor<Self>,
+        dy: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        sums: FloatTensor<Self>,
+        epsilon: f64,
+        relu: bool,
+    ) -> FloatTensor<Self>;
+}
+
+fn settings(epsilon: f64, relu: bool) -> Settings {
+    Settings {
+        epsilon,
+        relu,
+        momentum: 0.0,
+    }
+}
+
+/// The kernels on a wgpu device.
+impl FusedBatchNorm for Cube {
+    fn batch_norm_relu(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        stats: FloatTensor<Self>,
+        epsilon: f64,
+        relu: bool,
+    ) -> FloatTensor<Self> {
+        let x = Tensor::<4>::from_primitive::<Cube>(x);
+        let (gamma, beta, stats) = (vector(gamma), vector(beta), vector(stats));
+        kernels::apply(&x, &gamma, &beta, &stats, settings(epsilon, relu))
+            .expect("the forward batch norm's sizes fit the kernel (checked by the caller)")
+            .try_into_primitive::<Cube>()
+            .expect("a Cube tensor stays on Cube")
+    }
+
+    fn batch_norm_relu_sums(
+        x: FloatTensor<Self>,
+        dy: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        stats: FloatTensor<Self>,
+        epsilon: f64,
+        relu: bool,
+    ) -> FloatTensor<Self> {
+        let x = Tensor::<4>::from_primitive::<Cube>(x);
+        let dy = Tensor::<4>::from_primitive::<Cube>(dy);
+        let (gamma, beta, stats) = (vector(gamma), vector(beta), vector(stats));
+        kernels::grad_sums(&x, &dy, &gamma, &beta, &stats, settings(epsilon, relu))
+            .expect("the backward's sizes are the forward's")
+            .try_into_primitive::<Cube>()
+            .expect("a Cube tensor stays on Cube")
+    }
+
+    fn batch_norm_relu_dx(
+        x: FloatTensor<Self>,
+        dy: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        sums: FloatTensor<Self>,
+        epsilon: f64,
+        relu: bool,
+    ) -> FloatTensor<Self> {
+        let x = Tensor::<4>::from_primitive::<Cube>(x);
+        let dy = Tensor::<4>::from_primitive::<Cube>(dy);
+        let (gamma, beta, sums) = (vector(gamma), vector(beta), vector(sums));
+        kernels::grad_x(&x, &dy, &gamma, &beta, &sums, settings(epsilon, relu))
+            .expect("the backward's sizes are the forward's")
+            .try_into_primitive::<Cube>()
+            .expect("a Cube tensor stays on Cube")
+    }
+}
+
+fn vector(t: FloatTensor<Cube>) -> Tensor<1> {
+    Tensor::<1>::from_primitive::<Cube>(t)
+}
+
+/// The extension's dispatch needs every backend a tensor may live on; [`forward`] never
+/// sends a flex tensor here (it runs the layer's own batch norm off wgpu), so these are
+/// not reached.
+impl FusedBatchNorm for Flex {
+    fn batch_norm_relu(
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: f64,
+        _: bool,
+    ) -> FloatTensor<Self> {
+        unreachable!("the fused batch norm runs on wgpu only")
+    }
+
+    fn batch_norm_relu_sums(
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: f64,
+        _: bool,
+    ) -> FloatTensor<Self> {
+        unreachable!("the fused batch norm runs on wgpu only")
+    }
+
+    fn batch_norm_relu_dx(
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: f64,
+        _: bool,
+    ) -> FloatTensor<Self> {
+        unreachable!("the fused batch norm runs on wgpu only")
+    }
+}
+
+impl<B: Backend + FusedBatchNorm, C: CheckpointStrategy> FusedBatchNorm for Autodiff<B, C> {
+    fn batch_norm_relu(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        stats: FloatTensor<Self>,
+        epsilon: f64,
+        relu: bool,
+    ) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct BatchNormBackward;
+
+        impl<B: Backend + FusedBatchNorm> Backward<B, 3> for BatchNormBackward {
+            type State = (NodeId, NodeId, NodeId, B::FloatTensorPrimitive, f64, bool);
+
+            fn backward(
+                self,
+                ops: Ops<Self::State, 3>,
+                grads: &mut Gradients,
+                checkpointer: &mut Checkpointer,
+            ) {
+                let [node_x, node_gamma, node_beta] = ops.parents;
+                let dy = grads.consume::<B>(&ops.node);
+                let (x, gamma, beta, stats, epsilon, relu) = ops.state;
+                let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x);
+                let gamma = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(gamma);
+                let beta = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(beta);
+                let channels = stats.shape()[0] / 2;
+                let sums = B::batch_norm_relu_sums(
+                    x.clone(),
+                    dy.clone(),
+                    gamma.clone(),
+                    beta.clone(),
+                    stats,
+                    epsilon,
+                    relu,
+                );
+                let part = |k: usize| {
+                    let slice = Slice {
+                        start: (k * channels) as isize,
+                        end: Some(((k + 1) * channels) as isize),
+                        step: 1,
+                    };
+                    B::float_slice(sums.clone(), &[slice])
+                };
+                if let Some(node) = node_beta {
+                    grads.register::<B>(node.id, part(2));
+                }
+                if let Some(node) = node_gamma {
+                    grads.register::<B>(node.id, part(3));
+                }
+                if let Some(node) = node_x {
+                    let dx = B::batch_norm_relu_dx(x, dy, gamma, beta, sums, epsilon, relu);
+                    grads.register::<B>(node.id, dx);
+                }
+            }
+        }
+
+        let stats = stats.into_primitive();
+        match BatchNormBackward
+            .prepare::<C>([x.node(), gamma.node(), beta.node()])
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(mut prep) => {
+                let x_state = prep.checkpoint(&x);
+                let gamma_state = prep.checkpoint(&gamma);
+                let beta_state = prep.checkpoint(&beta);
+                let y = B::batch_norm_relu(
+                    x.into_primitive(),
+                    gamma.into_primitive(),
+                    beta.into_primitive(),
+                    stats.clone(),
+                    epsilon,
+                    relu,
+                );
+                prep.finish((x_state, gamma_state, beta_state, stats, epsilon, relu), y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::batch_norm_relu(
+                x.into_primitive(),
+                gamma.into_primitive(),
+                beta.into_primitive(),
+                stats,
+                epsilon,
+                relu,
+            )),
+        }
+    }
+
+    fn batch_norm_relu_sums(
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: f64,
+        _: bool,
+    ) -> FloatTensor<Self> {
+        unreachable!("the backward passes run on the inner backend")
+    }
+
+    fn batch_norm_relu_dx(
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: f64,
+        _: bool,
+    ) -> FloatTensor<Self> {
+        unreachable!("the backward passes run on the inner backend")
+    }
+}
+
+/// `bn(x)`, then ReLU when `then_relu`, in a training step: through [`FusedBatchNorm`]
+/// on a wgpu device in training mode (the running statistics updated as burn's
+/// `BatchNorm` updates them), the layer's own forward pass elsewhere.
+pub(crate) fn forward(bn: &BatchNorm, x: Tensor<4>, then_relu: bool) -> Tensor<4> {
+    let plain = |x: Tensor<4>| {
+        let y = bn.forward(x);
+        if then_relu { relu(y) } else { y }
+    };
+    let training = x.device().is_autodiff() && bn.training.is_enabled();
+    if !training || !crate::gpu::supports(&x) {
+        return plain(x);
+    }
+    let device = x.device();
+    let stats = kernels::moments(
+        &x,
+        &bn.running_mean.value_sync(),
+        &bn.running_var.value_sync(),
+        Settings {
+            epsilon: bn.epsilon,
+            relu: then_relu,
+            momentum: bn.momentum,
+        },
+    );
+    let Some((stats, running)) = stats else {
+        return plain(x);
+    };
+    let channels = stats.dims()[0] / 2;
+    // Back on the layer's (autodiff) device, outside the graph, as burn keeps them.
+    let lift = |t: Tensor<1>| Tensor::<1>::from_inner(t).to_device(&device).detach();
+    bn.running_mean
+        .update(lift(running.clone().narrow(0, 0, channels)));
+    bn.running_var
+        .update(lift(running.narrow(0, channels, channels)));
+    let y = Dispatch::batch_norm_relu(
+        x.into_dispatch(),
+        bn.gamma.val().into_dispatch(),
+        bn.beta.val().into_dispatch(),
+        lift(stats).into_dispatch(),
+        bn.epsilon,
+        then_relu,
+    );
+    Tensor::<4>::from_dispatch(y)
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::module::Param;
+    use burn::nn::BatchNormConfig;
+    use burn::tensor::{Device, Distribution, TensorData};
+
+    use super::*;
+
+    fn host<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+        t.into_data().try_to_vec::<f32>().expect("f32")
+    }
+
+    fn gap(a: &[f32], b: &[f32]) -> (f32, f32) {
+        let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let gap = a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+        (gap, scale)
+    }
+
+    /// On lavapipe: the fused batch norm (with and without its ReLU) gives burn's
+    /// `BatchNorm` outputs, running statistics and gradients (input, gamma, beta), for an
+    /// input laid out channels last as im2col leaves it.
+    #[test]
+    fn the_fused_batch_norm_is_burns() {
+        let device = crate::gpu::direct::start()
+            .expect("a wgpu adapter")
+            .0
+            .autodiff();
+        for then_relu in [false, true] {
+            let mut bn = BatchNormConfig::new(5).init(&device);
+            let gamma = Tensor::<1>::random([5], Distribution::Uniform(0.5, 1.5), &device);
+            let beta = Tensor::<1>::random([5], Distribution::Uniform(-0.5, 0.5), &device);
+            bn.gamma = Param::from_tensor(gamma.clone());
+            bn.beta = Param::from_tensor(beta.clone());
+            // Its own running statistics (a clone would share them).
+            let mut reference = BatchNormConfig::new(5).init(&device);
+            reference.gamma = Param::from_tensor(gamma);
+            reference.beta = Param::from_tensor(beta);
+            // [3, 6, 7, 5] permuted to [3, 5, 6, 7]: strided, channels last.
+            let x = Tensor::<4>::random([3, 6, 7, 5], Distribution::Normal(0.3, 2.0), &device)
+                .permute([0, 3, 1, 2])
+                .require_grad();
+            let w = Tensor::<4>::random([3, 5, 6, 7], Distribution::Default, &device);
+
+            let ours = forward(&bn, x.clone(), then_relu);
+            let theirs = reference.forward(x.clone());
+            let theirs = if then_relu { relu(theirs) } else { theirs };
+            let (g, s) = gap(&host(ours.clone()), &host(theirs.clone()));
+            assert!(
+                g <= 1e-5 * s.max(1.0),
+                "relu {then_relu}: output off by {g}"
+            );
+            for (a, b) in [
+                (
+                    bn.running_mean.value_sync(),
+                    reference.running_mean.value_sync(),
+                ),
+                (
+                    bn.running_var.value_sync(),
+                    reference.running_var.value_sync(),
+                ),
+            ] {
+                let (g, s) = gap(&host(a), &host(b));
+                assert!(
+                    g <= 1e-5 * s.max(1.0),
+                    "relu {then_relu}: running off by {g}"
+                );
+            }
+
+            let grads_ours = (ours * w.clone()).sum().backward();
+            let ours = [
+                host(x.grad(&grads_ours).expect("x's gradient")),
+                host(bn.gamma.grad(&grads_ours).expect("gamma's")),
+                host(bn.beta.grad(&grads_ours).expect("beta's")),
+            ];
+            let grads_theirs = (theirs * w).sum().backward();
+            let theirs = [
+                host(x.grad(&grads_theirs).expect("x's gradient")),
+                host(reference.gamma.grad(&grads_theirs).expect("gamma's")),
+                host(reference.beta.grad(&grads_theirs).expect("beta's")),
+            ];
+            for (name, (a, b)) in ["x", "gamma", "beta"].iter().zip(ours.iter().zip(&theirs)) {
+                let (g, s) = gap(a, b);
+                assert!(
+                    g <= 1e-4 * s.max(1e-3),
+                    "relu {then_relu}: {name}'s gradient off by {g} at scale {s}"
+                );
+            }
+        }
+        // Off wgpu nothing changes: the layer's own forward pass.
+        let flex = Device::flex().autodiff();
+        let bn = BatchNormConfig::new(2).init(&flex);
+        let x = Tensor::<4>::from_data(
+            TensorData::new((0..16).map(|v| v as f32).collect::<Vec<_>>(), [2, 2, 2, 2]),
+            &flex,
+        );
+        assert_eq!(host(forward(&bn, x.clone(), false)), host(bn.forward(x)));
+    }
+}

@@ -1,0 +1,61 @@
+// bn_common.wgsl — prelude of the batch-norm passes (core/src/model/gpu_batch_norm.rs;
+// the CPU twin is burn's own batch norm, whose numbers these reproduce).
+//
+// A training step's batch norm over x [N, C, H, W], read through its strides (the
+// convolution before it may leave its output channels last), per channel c over the
+// M = N*H*W values of that channel:
+//   mean_c = sum x / M, var_c = sum (x - mean_c)^2 / M (biased, as burn keeps it),
+//   xhat = (x - mean_c) / sqrt(var_c + eps), y = gamma_c * xhat + beta_c, then ReLU
+//   when asked (the block's activation, fused).
+//
+// params (u32): 0 N, 1 C, 2 H, 3 W, 4..8 x's strides (n, c, h, w), 8 eps (f32 bits),
+//   9 relu (0 or 1), 10 momentum (f32 bits), 11..15 dy's strides (n, c, h, w).
+// stats (f32, 4 C): mean, var, then (backward) sum g, sum g * xhat, where g is dy
+//   times ReLU's mask.
+
+const WG: u32 = 256u;
+
+fn n_of() -> u32 { return params[0]; }
+fn c_of() -> u32 { return params[1]; }
+fn hw_of() -> u32 { return params[2] * params[3]; }
+fn eps_of() -> f32 { return bitcast<f32>(params[8]); }
+fn relu_of() -> bool { return params[9] != 0u; }
+
+// Element `j` (0 <= j < M) of channel `c`, j = n * H * W + h * W + w, at the strides
+// in params[s..s + 4] (x's at 4, dy's at 11).
+fn strided(c: u32, j: u32, s: u32) -> u32 {
+    let hw = hw_of();
+    let n = j / hw;
+    let r = j % hw;
+    let h = r / params[3];
+    let w = r % params[3];
+    return n * params[s] + c * params[s + 1u] + h * params[s + 2u] + w * params[s + 3u];
+}
+fn x_at(c: u32, j: u32) -> u32 { return strided(c, j, 4u); }
+fn dy_at(c: u32, j: u32) -> u32 { return strided(c, j, 11u); }
+
+// Channel and position-in-channel of the flat NCHW output index i.
+fn channel_of(i: u32) -> u32 { return (i / hw_of()) % c_of(); }
+fn j_of(i: u32) -> u32 {
+    let hw = hw_of();
+    return (i / (hw * c_of())) * hw + i % hw;
+}
+
+var<workgroup> partial: array<f32, 256>;
+
+// The sum over the workgroup of each invocation's `v`, in invocation 0's hands (all
+// invocations must call it).
+fn workgroup_sum(lid: u32, v: f32) -> f32 {
+    partial[lid] = v;
+    workgroupBarrier();
+    var span = WG / 2u;
+    loop {
+        if (span == 0u) { break; }
+        if (lid < span) { partial[lid] = partial[lid] + partial[lid + span]; }
+        workgroupBarrier();
+        span = span / 2u;
+    }
+    let total = partial[0];
+    workgroupBarrier();
+    return total;
+}

@@ -1,0 +1,53 @@
+// bn_grad_reduce.wgsl — the backward pass of bn_apply.wgsl, part 1, one workgroup per
+// channel: with g = dy times ReLU's mask (when fused), sum g (beta's gradient) and
+// sum g * xhat (gamma's gradient). See bn_common.wgsl.
+//
+// Bindings (group 0, all storage read_write):
+//   0 x [N, C, H, W] f32 (strided)    4 stats [2 C] f32: mean, var
+//   1 dy [N, C, H, W] f32 (strided)   5 sums out [4 C] f32: mean, var, sum g, sum g xhat
+//   2 gamma [C] f32                   6 params u32 [16]
+//   3 beta [C] f32
+
+@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dy: array<f32>;
+@group(0) @binding(2) var<storage, read_write> gamma: array<f32>;
+@group(0) @binding(3) var<storage, read_write> beta: array<f32>;
+@group(0) @binding(4) var<storage, read_write> stats: array<f32>;
+@group(0) @binding(5) var<storage, read_write> sums: array<f32>;
+@group(0) @binding(6) var<storage, read_write> params: array<u32>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_id) lid3: vec3<u32>,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let lid = lid3.x;
+    let c = wg.y * nwg.x + wg.x;
+    let channels = c_of();
+    if (c >= channels) {
+        return;
+    }
+    let m = n_of() * hw_of();
+    let mean = stats[c];
+    let inv_std = 1.0 / sqrt(stats[channels + c] + eps_of());
+    var sg = 0.0;
+    var sgx = 0.0;
+    for (var j = lid; j < m; j = j + WG) {
+        let xhat = (x[x_at(c, j)] - mean) * inv_std;
+        var g = dy[dy_at(c, j)];
+        if (relu_of() && !(gamma[c] * xhat + beta[c] > 0.0)) {
+            g = 0.0;
+        }
+        sg = sg + g;
+        sgx = sgx + g * xhat;
+    }
+    let total_g = workgroup_sum(lid, sg);
+    let total_gx = workgroup_sum(lid, sgx);
+    if (lid == 0u) {
+        sums[c] = mean;
+        sums[channels + c] = stats[channels + c];
+        sums[2u * channels + c] = total_g;
+        sums[3u * channels + c] = total_gx;
+    }
+}

@@ -1,0 +1,52 @@
+// bn_moments.wgsl — a training step's batch-norm statistics and its running statistics'
+// update, one workgroup per channel (see bn_common.wgsl for the layout).
+//
+// Two passes over the channel (the mean, then the squared deviations from it), as burn
+// computes them; then running = (1 - momentum) * running + momentum * batch, for the mean
+// and the (biased) variance, as burn's BatchNorm updates them.
+//
+// Bindings (group 0, all storage read_write):
+//   0 x [N, C, H, W] f32 (strided)   3 stats out [2 C] f32: mean, var
+//   1 running mean [C] f32           4 running out [2 C] f32: mean, var
+//   2 running var [C] f32            5 params u32 [16]
+
+@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> running_mean: array<f32>;
+@group(0) @binding(2) var<storage, read_write> running_var: array<f32>;
+@group(0) @binding(3) var<storage, read_write> stats: array<f32>;
+@group(0) @binding(4) var<storage, read_write> running: array<f32>;
+@group(0) @binding(5) var<storage, read_write> params: array<u32>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_id) lid3: vec3<u32>,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let lid = lid3.x;
+    let c = wg.y * nwg.x + wg.x;
+    let channels = c_of();
+    // The same bound for the whole workgroup: barriers stay in uniform control flow.
+    if (c >= channels) {
+        return;
+    }
+    let m = n_of() * hw_of();
+    var s = 0.0;
+    for (var j = lid; j < m; j = j + WG) {
+        s = s + x[x_at(c, j)];
+    }
+    let mean = workgroup_sum(lid, s) / f32(m);
+    var q = 0.0;
+    for (var j = lid; j < m; j = j + WG) {
+        let d = x[x_at(c, j)] - mean;
+        q = q + d * d;
+    }
+    let variance = workgroup_sum(lid, q) / f32(m);
+    if (lid == 0u) {
+        let momentum = bitcast<f32>(params[10]);
+        stats[c] = mean;
+        stats[channels + c] = variance;
+        running[c] = (1.0 - momentum) * running_mean[c] + momentum * mean;
+        running[channels + c] = (1.0 - momentum) * running_var[c] + momentum * variance;
+    }
+}
