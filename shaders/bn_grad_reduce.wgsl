@@ -25,10 +25,11 @@ fn main(
     let lid = lid3.x;
     let c = wg.y * nwg.x + wg.x;
     let channels = c_of();
-    if (c >= channels) {
-        return;
-    }
-    let m = n_of() * hw_of();
+    // No early return: every invocation reaches the barriers (WebGPU's uniformity rule;
+    // params are not uniform to it). A surplus workgroup of a folded grid sums nothing
+    // and writes nothing.
+    let live = c < channels;
+    let m = select(0u, n_of() * hw_of(), live);
     let mean = stats[c];
     let inv_std = 1.0 / sqrt(stats[channels + c] + eps_of());
     var sg = 0.0;
@@ -44,7 +45,7 @@ fn main(
     }
     let total_g = workgroup_sum(lid, sg);
     let total_gx = workgroup_sum(lid, sgx);
-    if (lid == 0u) {
+    if (lid == 0u && live) {
         sums[c] = mean;
         sums[channels + c] = stats[channels + c];
         sums[2u * channels + c] = total_g;

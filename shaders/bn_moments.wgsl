@@ -26,11 +26,11 @@ fn main(
     let lid = lid3.x;
     let c = wg.y * nwg.x + wg.x;
     let channels = c_of();
-    // The same bound for the whole workgroup: barriers stay in uniform control flow.
-    if (c >= channels) {
-        return;
-    }
-    let m = n_of() * hw_of();
+    // No early return: every invocation reaches the barriers (WebGPU's uniformity rule;
+    // params are not uniform to it). A surplus workgroup of a folded grid sums nothing
+    // and writes nothing.
+    let live = c < channels;
+    let m = select(0u, n_of() * hw_of(), live);
     var s = 0.0;
     for (var j = lid; j < m; j = j + WG) {
         s = s + x[x_at(c, j)];
@@ -42,7 +42,7 @@ fn main(
         q = q + d * d;
     }
     let variance = workgroup_sum(lid, q) / f32(m);
-    if (lid == 0u) {
+    if (lid == 0u && live) {
         let momentum = bitcast<f32>(params[10]);
         stats[c] = mean;
         stats[channels + c] = variance;
