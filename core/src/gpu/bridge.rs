@@ -177,3 +177,56 @@ pub(crate) fn adapter_identity(device: &burn::tensor::Device) -> Option<String> 
 pub(crate) fn compiler(device: &burn::tensor::Device) -> Option<&'static str> {
     wgpu_float(&Tensor::<1>::empty([1], device)).map(|probe| probe.client.name())
 }
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::TensorData;
+
+    use super::*;
+    use crate::gpu::direct::{launch, start};
+    use crate::gpu::kernels::{BIAS_RELU, WORKGROUP};
+    use crate::gpu::launches;
+
+    /// A kernel launched through wgpu directly sees what burn's kernels wrote just
+    /// before it (still unsubmitted in cubecl's stream), and burn's kernels after it see
+    /// what it wrote: the same numbers as the formula. It counts as one launch.
+    #[test]
+    fn a_direct_launch_runs_in_order_with_burns_kernels() {
+        let (device, _) = start().expect("a wgpu adapter");
+        let (rows, cols) = (300usize, 7usize);
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|i| (i % 13) as f32 / 6.0 - 1.0)
+            .collect();
+        let bias: Vec<f32> = (0..cols).map(|j| j as f32 / 10.0 - 0.3).collect();
+        // Enqueued by burn, not yet submitted when the kernel below is launched.
+        let a =
+            Tensor::<2>::from_data(TensorData::new(x.clone(), [rows, cols]), &device) * 2.0 - 0.5;
+        let b = Tensor::<1>::from_data(TensorData::new(bias.clone(), [cols]), &device);
+        let a = float_f32(&a).expect("on wgpu");
+        let b = float_f32(&b).expect("on wgpu");
+        let h = empty_1d(&a, rows * cols, DType::F32);
+        let p = upload_u32(&a.client, &[rows as u32, cols as u32]);
+        // (Only this test dispatches directly in this process: the other tests' launches
+        // go through cubecl, and run alongside.)
+        let before = launches::direct_so_far();
+        launch(
+            &a.client,
+            BIAS_RELU,
+            grid(((rows * cols) as u32).div_ceil(WORKGROUP)),
+            &[&a.handle, &b.handle, &h.handle, &p],
+        );
+        assert_eq!(launches::direct_so_far() - before, 1);
+        // Read through a burn kernel enqueued after it.
+        let out: Vec<f32> = (to_matrix(h, rows, cols) + 1.0)
+            .into_data()
+            .try_to_vec()
+            .expect("f32");
+        for (i, got) in out.iter().enumerate() {
+            let want = (x[i] * 2.0 - 0.5 + bias[i % cols]).max(0.0) + 1.0;
+            assert!(
+                (got - want).abs() <= 1e-6,
+                "element {i}: {got} against {want}"
+            );
+        }
+    }
+}

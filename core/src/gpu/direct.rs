@@ -14,7 +14,7 @@
 //!
 //! wgpu's queue runs submissions in order, so the results are the same as through
 //! cubecl's own launch; the price is a round trip to cubecl's server thread per buffer
-//! and a submission per kernel (the test below checks the order both ways). The device and
+//! and a submission per kernel (a test in `bridge.rs` checks the order both ways). The device and
 //! queue are the ones [`start`] registered: wgpu has no way back from a buffer to its
 //! device, so a process that makes its wgpu device some other way cannot run taks's
 //! kernels on a native compiler (the launch says so).
@@ -25,10 +25,10 @@ use std::sync::{Mutex, OnceLock};
 use burn::backend::wgpu::{WgpuSetup, wgpu};
 use burn::tensor::Device;
 use cubecl::CubeCount;
+use cubecl::client::Client;
 use cubecl::server::Handle;
 use cubecl::wgpu::{AutoCompiler, WgpuServer};
 
-use super::bridge::Client;
 use super::kernels::Shader;
 use super::launches;
 
@@ -179,56 +179,5 @@ impl Registered {
                     })
             })
             .clone()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use burn::tensor::{DType, Tensor, TensorData};
-
-    use super::*;
-    use crate::gpu::bridge;
-    use crate::gpu::kernels::{BIAS_RELU, WORKGROUP};
-
-    /// A kernel launched through wgpu directly sees what burn's kernels wrote just
-    /// before it (still unsubmitted in cubecl's stream), and burn's kernels after it see
-    /// what it wrote: the same numbers as the formula. It counts as one launch.
-    #[test]
-    fn a_direct_launch_runs_in_order_with_burns_kernels() {
-        let (device, _) = start().expect("a wgpu adapter");
-        let (rows, cols) = (300usize, 7usize);
-        let x: Vec<f32> = (0..rows * cols)
-            .map(|i| (i % 13) as f32 / 6.0 - 1.0)
-            .collect();
-        let bias: Vec<f32> = (0..cols).map(|j| j as f32 / 10.0 - 0.3).collect();
-        // Enqueued by burn, not yet submitted when the kernel below is launched.
-        let a =
-            Tensor::<2>::from_data(TensorData::new(x.clone(), [rows, cols]), &device) * 2.0 - 0.5;
-        let b = Tensor::<1>::from_data(TensorData::new(bias.clone(), [cols]), &device);
-        let a = bridge::float_f32(&a).expect("on wgpu");
-        let b = bridge::float_f32(&b).expect("on wgpu");
-        let h = bridge::empty_1d(&a, rows * cols, DType::F32);
-        let p = bridge::upload_u32(&a.client, &[rows as u32, cols as u32]);
-        let ((), launched) = launches::count(|| {
-            launch(
-                &a.client,
-                BIAS_RELU,
-                bridge::grid(((rows * cols) as u32).div_ceil(WORKGROUP)),
-                &[&a.handle, &b.handle, &h.handle, &p],
-            )
-        });
-        assert_eq!(launched, 1);
-        // Read through a burn kernel enqueued after it.
-        let out: Vec<f32> = (bridge::to_matrix(h, rows, cols) + 1.0)
-            .into_data()
-            .try_to_vec()
-            .expect("f32");
-        for (i, got) in out.iter().enumerate() {
-            let want = (x[i] * 2.0 - 0.5 + bias[i % cols]).max(0.0) + 1.0;
-            assert!(
-                (got - want).abs() <= 1e-6,
-                "element {i}: {got} against {want}"
-            );
-        }
     }
 }

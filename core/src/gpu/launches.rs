@@ -27,6 +27,12 @@ pub(crate) fn count_direct() {
     DIRECT.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Kernels dispatched through wgpu directly so far in this process.
+#[cfg(test)]
+pub(crate) fn direct_so_far() -> usize {
+    DIRECT.load(Ordering::Relaxed)
+}
+
 impl LaunchObserver for Count {
     fn launched(&self, _kernel: &'static str) {
         self.0.fetch_add(1, Ordering::Relaxed);

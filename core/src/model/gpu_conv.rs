@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use burn::tensor::{Device, Tensor};
 
-use super::gpu_conv_store;
+use super::gpu_conv_store::{self, Kept};
 use crate::gpu::bridge;
 
 /// The way, from `TAKS_GPU_CONV` (`auto` when unset).
@@ -132,7 +132,7 @@ pub(crate) fn forward_fastest(
                         all.insert(shape.clone(), m);
                     }
                     if let Some(adapter) = &adapter {
-                        gpu_conv_store::append(adapter, &shape, m);
+                        gpu_conv_store::append(adapter, shape.kept(m));
                     }
                     m.im2col < m.direct
                 }
@@ -171,9 +171,46 @@ fn load_kept(adapter: &str) {
     }
     let kept = gpu_conv_store::load(adapter);
     if let Ok(mut all) = MEASURED.lock() {
-        for (shape, m) in kept {
+        for (shape, m) in kept.into_iter().filter_map(ConvShape::from_kept) {
             all.entry(shape).or_insert(m);
         }
+    }
+}
+
+/// The epilogues a [`ConvShape`] names, as their `'static` strings.
+const EPILOGUES: [&str; 3] = ["", "bias", "bias, relu"];
+
+impl ConvShape {
+    /// This shape's timing `m`, as it is kept between processes.
+    fn kept(&self, m: Measured) -> Kept {
+        Kept {
+            input: self.input,
+            weight: self.weight,
+            stride: self.stride,
+            padding: self.padding,
+            epilogue: self.epilogue.to_string(),
+            direct_s: m.direct,
+            im2col_s: m.im2col,
+        }
+    }
+
+    /// A kept timing back as a shape and its times; `None` for an epilogue this version
+    /// does not name (a line from another version).
+    fn from_kept(k: Kept) -> Option<(ConvShape, Measured)> {
+        let epilogue = EPILOGUES.into_iter().find(|e| *e == k.epilogue)?;
+        let shape = ConvShape {
+            input: k.input,
+            weight: k.weight,
+            stride: k.stride,
+            padding: k.padding,
+            epilogue,
+        };
+        let measured = Measured {
+            direct: k.direct_s,
+            im2col: k.im2col_s,
+            earlier: true,
+        };
+        Some((shape, measured))
     }
 }
 

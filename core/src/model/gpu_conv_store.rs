@@ -1,4 +1,4 @@
-//! The convolution timings of [`super::gpu_conv`] kept between processes.
+//! The convolution timings of `gpu_conv.rs` kept between processes.
 //!
 //! Under `TAKS_GPU_CONV=auto` each process times burn's kernel against im2col for every
 //! convolution shape it meets. That is a few forward passes per shape, but on an H100 it
@@ -18,8 +18,6 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use super::gpu_conv::{ConvShape, Measured};
-
 /// The file's name in the cache folder.
 pub const FILE_NAME: &str = "taks-conv.jsonl";
 
@@ -36,26 +34,30 @@ pub fn keep_in(folder: Option<PathBuf>) {
     }
 }
 
-/// One kept measurement.
+/// One kept measurement: a convolution's shape (as `gpu_conv.rs` keys it) and the
+/// seconds of each way.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Kept {
+    pub input: [usize; 4],
+    pub weight: [usize; 4],
+    pub stride: [usize; 2],
+    pub padding: [usize; 2],
+    pub epilogue: String,
+    pub direct_s: f64,
+    pub im2col_s: f64,
+}
+
+/// A line of the file.
 #[derive(Serialize, Deserialize)]
 struct Line {
     adapter: String,
     taks: String,
-    input: [usize; 4],
-    weight: [usize; 4],
-    stride: [usize; 2],
-    padding: [usize; 2],
-    epilogue: String,
-    direct_s: f64,
-    im2col_s: f64,
+    #[serde(flatten)]
+    kept: Kept,
 }
 
-/// The epilogues [`ConvShape`] names, as their `'static` strings; a line with another
-/// one comes from some other version and is skipped.
-const EPILOGUES: [&str; 3] = ["", "bias", "bias, relu"];
-
 /// Every timing kept for `adapter` by this version of taks.
-pub(crate) fn load(adapter: &str) -> Vec<(ConvShape, Measured)> {
+pub(crate) fn load(adapter: &str) -> Vec<Kept> {
     let Some(path) = PATH.lock().ok().and_then(|p| p.clone()) else {
         return Vec::new();
     };
@@ -65,42 +67,21 @@ pub(crate) fn load(adapter: &str) -> Vec<(ConvShape, Measured)> {
     text.lines()
         .filter_map(|line| serde_json::from_str::<Line>(line).ok())
         .filter(|l| l.adapter == adapter && l.taks == env!("CARGO_PKG_VERSION"))
-        .filter(|l| l.direct_s.is_finite() && l.im2col_s.is_finite())
-        .filter_map(|l| {
-            let epilogue = EPILOGUES.into_iter().find(|e| *e == l.epilogue)?;
-            let shape = ConvShape {
-                input: l.input,
-                weight: l.weight,
-                stride: l.stride,
-                padding: l.padding,
-                epilogue,
-            };
-            let measured = Measured {
-                direct: l.direct_s,
-                im2col: l.im2col_s,
-                earlier: true,
-            };
-            Some((shape, measured))
-        })
+        .map(|l| l.kept)
+        .filter(|k| k.direct_s.is_finite() && k.im2col_s.is_finite())
         .collect()
 }
 
 /// Add one timing for `adapter`. Best effort: a cache folder that cannot be written
 /// costs the next process a measurement, never this run.
-pub(crate) fn append(adapter: &str, shape: &ConvShape, measured: Measured) {
+pub(crate) fn append(adapter: &str, kept: Kept) {
     let Some(path) = PATH.lock().ok().and_then(|p| p.clone()) else {
         return;
     };
     let line = Line {
         adapter: adapter.to_string(),
         taks: env!("CARGO_PKG_VERSION").to_string(),
-        input: shape.input,
-        weight: shape.weight,
-        stride: shape.stride,
-        padding: shape.padding,
-        epilogue: shape.epilogue.to_string(),
-        direct_s: measured.direct,
-        im2col_s: measured.im2col,
+        kept,
     };
     let Ok(mut text) = serde_json::to_string(&line) else {
         return;
