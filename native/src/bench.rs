@@ -261,17 +261,30 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let counted: Vec<_> = tables
         .iter()
         .flat_map(|(d, results, _)| results.iter().map(move |r| (d, r)))
-        .filter_map(|(d, r)| r.launches.map(|l| (d, r.method, l)))
+        .filter_map(|(d, r)| r.launches.as_ref().map(|l| (d, r.method, l)))
         .collect();
     if !counted.is_empty() {
         println!("\n| device | method | kernel launches per training step | per scoring chunk |");
         println!("|---|---|---|---|");
-        for (device_name, method, l) in counted {
+        for (device_name, method, l) in &counted {
             println!(
                 "| {device_name} | {} | {} | {} |",
                 method.name(),
                 l.training_step,
                 l.scoring_chunk
+            );
+        }
+        // What a step is made of: the kernels launched most, per method.
+        for (device_name, method, l) in &counted {
+            println!(
+                "\nmost launched kernels of a {} training step on {device_name}: {}",
+                method.name(),
+                l.training_step_kernels
+                    .iter()
+                    .take(12)
+                    .map(|(name, n)| format!("{name} x{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
     }

@@ -11,13 +11,26 @@
 //! (on burn's SPIR-V or MSL compiler: [`super::direct`]) never reach cubecl and are
 //! counted here instead.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use cubecl::logging::{LaunchObservation, LaunchObserver};
 
 #[derive(Default)]
 struct Count(AtomicUsize);
+
+/// Launches by kernel name.
+#[derive(Default)]
+struct ByKernel(Mutex<BTreeMap<&'static str, usize>>);
+
+impl LaunchObserver for ByKernel {
+    fn launched(&self, kernel: &'static str) {
+        if let Ok(mut all) = self.0.lock() {
+            *all.entry(kernel).or_default() += 1;
+        }
+    }
+}
 
 /// Kernels dispatched through wgpu directly, since the process started.
 static DIRECT: AtomicUsize = AtomicUsize::new(0);
@@ -49,4 +62,29 @@ pub fn count<T>(work: impl FnOnce() -> T) -> (T, usize) {
     drop(watching);
     let direct = DIRECT.load(Ordering::Relaxed) - direct;
     (out, count.0.load(Ordering::Relaxed) + direct)
+}
+
+/// The kernels `work` launched, by name (cubecl's short form: the type's last path
+/// segment, generics dropped), most launched first; taks's own kernels dispatched through
+/// wgpu directly as one entry. For `taks bench`: which kernels a step is made of, so the
+/// next launch to cut is the most frequent one.
+pub fn count_by_kernel<T>(work: impl FnOnce() -> T) -> (T, Vec<(String, usize)>) {
+    let seen = Arc::new(ByKernel::default());
+    let direct = DIRECT.load(Ordering::Relaxed);
+    let watching = LaunchObservation::new(seen.clone());
+    let out = work();
+    drop(watching);
+    let direct = DIRECT.load(Ordering::Relaxed) - direct;
+    let mut named: BTreeMap<String, usize> = BTreeMap::new();
+    for (kernel, n) in seen.0.lock().map(|m| m.clone()).unwrap_or_default() {
+        let short =
+            cubecl::config::type_name_format(kernel, cubecl::config::TypeNameFormatLevel::Short);
+        *named.entry(short).or_default() += n;
+    }
+    if direct > 0 {
+        *named.entry("taks kernels through wgpu".into()).or_default() += direct;
+    }
+    let mut named: Vec<(String, usize)> = named.into_iter().collect();
+    named.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    (out, named)
 }

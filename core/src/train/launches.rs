@@ -3,15 +3,17 @@
 
 use super::Trainer;
 use crate::Result;
-use crate::gpu::launches::count;
+use crate::gpu::launches::{count, count_by_kernel};
 use crate::methods::{self, BatchAt};
 use crate::optim::schedule;
 
 /// Kernel launches of the two repeated parts of an epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchCounts {
     /// One training batch: gather, forward, the rule's loss, backward, Adam.
     pub training_step: usize,
+    /// The training batch's launches by kernel name, most launched first.
+    pub training_step_kernels: Vec<(String, usize)>,
     /// One chunk of the scoring pass (eval-mode forward of `eval_batch_size` samples).
     pub scoring_chunk: usize,
 }
@@ -41,8 +43,9 @@ impl Trainer {
             batch: 0,
             forget_rate: methods::forget_rate(self.config.forget_rate, e + 1),
         };
-        let (_, training_step) =
-            count(|| self.train_batch(rule.as_ref(), networks, idx, at, lr, beta_1));
+        let (_, training_step_kernels) =
+            count_by_kernel(|| self.train_batch(rule.as_ref(), networks, idx, at, lr, beta_1));
+        let training_step = training_step_kernels.iter().map(|(_, n)| n).sum();
         self.adam = adam;
         self.rule = Some(rule);
 
@@ -54,6 +57,7 @@ impl Trainer {
         let (_, scoring_chunk) = count(|| scorer.forward(x));
         Ok(LaunchCounts {
             training_step,
+            training_step_kernels,
             scoring_chunk,
         })
     }
