@@ -41,24 +41,36 @@ pub struct Given {
     pub epochs: bool,
 }
 
-/// Set `config` up to fine-tune the ResNet in the weights file `path` (`--init`): the
-/// file's depth, its path recorded (so a resumed run prepares images the same way) and,
-/// unless `given` says otherwise, the paper's Clothing1M step schedule (its appendix:
-/// 15 epochs, a third each at 8e-4, 5e-4 and 5e-5). Returns the file's tensors. One
-/// line names the file when it is not a ResNet this config can take.
+/// Set `config` up to fine-tune the ResNet in the weights file `path` (`--init`), read
+/// here: see [`fine_tune`]. Returns the file's tensors.
 pub fn start_from(
     config: &mut TrainConfig,
     path: &std::path::Path,
     given: Given,
 ) -> Result<taks_core::formats::state_dict::StateDict> {
+    let state = taks_core::model::pretrained::read(path)?;
+    fine_tune(config, path, &state, given)?;
+    Ok(state)
+}
+
+/// Set `config` up to fine-tune the ResNet whose tensors `state` the file `path` holds:
+/// the file's depth, its path recorded (so a resumed run prepares images the same way)
+/// and, unless `given` says otherwise, the paper's Clothing1M step schedule (its
+/// appendix: 15 epochs, a third each at 8e-4, 5e-4 and 5e-5). One line names the file
+/// when it is not a ResNet this config can take.
+pub fn fine_tune(
+    config: &mut TrainConfig,
+    path: &std::path::Path,
+    state: &taks_core::formats::state_dict::StateDict,
+    given: Given,
+) -> Result<()> {
     use taks_core::model::{Architecture, pretrained};
-    let state = pretrained::read(path)?;
-    config.architecture = match pretrained::depth_of(&state) {
+    config.architecture = match pretrained::depth_of(state) {
         Some(Ok(architecture)) => architecture,
         _ => Architecture::ResNet18,
     };
     config.init = Some(crate::out_dir::absolute(path));
-    pretrained::check_depth(&state, config.architecture, path)?;
+    pretrained::check_depth(state, config.architecture, path)?;
     if !given.schedule {
         if !given.epochs {
             config.epochs = 15;
@@ -67,5 +79,5 @@ pub fn start_from(
         config.lr_steps = Some(config.clothing1m_steps());
     }
     config.validate()?;
-    Ok(state)
+    Ok(())
 }

@@ -27,7 +27,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use taks_core::choices::Choices;
 use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
-use taks_core::model::Architecture;
+use taks_core::model::{Architecture, pretrained};
 use taks_core::noise::NoiseKind;
 use web_time::Instant;
 
@@ -177,7 +177,11 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
     // input are chosen once, from its training images.
     let mut cells = Vec::new();
     let mut folder_choice: Option<(Architecture, [usize; 3])> = None;
-    let mut init = None;
+    // The weights are read once and shared by every run.
+    let init = match &args.init {
+        Some(path) => Some((path.clone(), Arc::new(pretrained::read(path)?))),
+        None => None,
+    };
     for &dataset in &datasets {
         for &(noise, rate) in &noises {
             for &method in &methods {
@@ -190,13 +194,12 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
                         ..Choices::new(dataset, noise, rate, method)
                     }
                     .build()?;
-                    if let Some(path) = &args.init {
+                    if let Some((path, state)) = &init {
                         let given = config::Given {
                             schedule: false,
                             epochs: epochs_given,
                         };
-                        let state = config::start_from(&mut config, path, given)?;
-                        init.get_or_insert_with(|| (path.clone(), Arc::new(state)));
+                        config::fine_tune(&mut config, path, state, given)?;
                     }
                     if let Some((architecture, input)) =
                         folder_choice.filter(|_| dataset == DatasetKind::Folder)
