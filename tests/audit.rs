@@ -782,9 +782,7 @@ fn embed_writes_the_centre_crops_features_and_audit_init_uses_them() {
     assert_eq!(named, expected);
     // The summary and the report say what the samples were and that the backbone was
     // not fine-tuned, and why.
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(audit.join("summary.json")).unwrap())
-            .unwrap();
+    let summary = summary(&audit);
     let backbone = &summary["backbone"];
     assert_eq!(
         (
@@ -822,6 +820,48 @@ fn photo_splits(data: &Path, tests: u8) {
     }
 }
 
+/// A JSON file a run wrote.
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// One column of a run's metrics.csv, a row per epoch.
+fn metrics_column(run: &Path, column: &str) -> Vec<String> {
+    let metrics = std::fs::read_to_string(run.join("metrics.csv")).unwrap();
+    let header: Vec<&str> = metrics.lines().next().unwrap().split(',').collect();
+    let at = header.iter().position(|c| *c == column).unwrap();
+    metrics
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(at).unwrap().to_string())
+        .collect()
+}
+
+/// The float values of tensor `name` in the state_dict file `path`.
+fn file_tensor(path: &Path, name: &str) -> Vec<f32> {
+    use taks_core::formats::state_dict::{self, Weight};
+    match state_dict::read(path).unwrap().tensors.remove(name) {
+        Some(Weight::Float { values, .. }) => values,
+        _ => panic!("{}: no float tensor {name}", path.display()),
+    }
+}
+
+/// The f32 values of tensor `name` in a run's checkpoint.
+fn checkpoint_tensor(run: &Path, name: &str) -> Vec<f32> {
+    use taks_core::formats::checkpoint::{Checkpoint, Values};
+    let mut checkpoint = Checkpoint::read(&run.join("checkpoint.safetensors")).unwrap();
+    match checkpoint.tensors.remove(name).map(|t| t.values) {
+        Some(Values::F32(values)) => values,
+        _ => panic!("{}: no f32 tensor {name}", run.display()),
+    }
+}
+
+/// The largest absolute difference of two equally long lists.
+fn max_gap(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs()))
+}
+
 /// `taks train --data DIR --init FILE` starts the ResNet from the file: after one epoch
 /// at a learning rate of 1e-12 the run's checkpoint holds the file's convolutions (a run
 /// from random weights would hold others), and config.json names the weights. Without
@@ -830,7 +870,6 @@ fn photo_splits(data: &Path, tests: u8) {
 /// scores what the run's last epoch scored there.
 #[test]
 fn train_init_starts_from_the_pretrained_backbone() {
-    use taks_core::formats::checkpoint::{Checkpoint, Values};
     use taks_core::formats::state_dict::{self, Weight};
     let dir = scratch("train-init");
     let data = dir.join("photos");
@@ -855,13 +894,9 @@ fn train_init_starts_from_the_pretrained_backbone() {
         stepped.to_str().unwrap(),
         "--quiet",
     ]);
-    let metrics = std::fs::read_to_string(stepped.join("metrics.csv")).unwrap();
-    let header: Vec<&str> = metrics.lines().next().unwrap().split(',').collect();
-    let column = header.iter().position(|c| *c == "learning_rate").unwrap();
-    let rates: Vec<f64> = metrics
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').nth(column).unwrap().parse().unwrap())
+    let rates: Vec<f64> = metrics_column(&stepped, "learning_rate")
+        .iter()
+        .map(|v| v.parse().unwrap())
         .collect();
     assert_eq!(rates, [8e-4, 5e-4, 5e-5]);
     let out = dir.join("run");
@@ -883,8 +918,7 @@ fn train_init_starts_from_the_pretrained_backbone() {
         out.to_str().unwrap(),
         "--quiet",
     ]);
-    let config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("config.json")).unwrap()).unwrap();
+    let config = json(&out.join("config.json"));
     let config = &config["config"];
     assert_eq!(config["architecture"], "resnet18");
     assert!(
@@ -894,27 +928,13 @@ fn train_init_starts_from_the_pretrained_backbone() {
             .ends_with("resnet18.safetensors")
     );
     assert_eq!(config["folder_input"], serde_json::json!([3, 224, 224]));
-    let file = state_dict::read(&weights).unwrap();
-    let Weight::Float {
-        values: expected, ..
-    } = &file.tensors["layer3.1.conv2.weight"]
-    else {
-        panic!("a float tensor")
-    };
-    let checkpoint = Checkpoint::read(&out.join("checkpoint.safetensors")).unwrap();
-    let Values::F32(got) =
-        &checkpoint.tensors["networks.nets.0.ResNet.layer3.1.conv2.weight"].values
-    else {
-        panic!("f32")
-    };
-    let gap = got
-        .iter()
-        .zip(expected)
-        .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+    let gap = max_gap(
+        &checkpoint_tensor(&out, "networks.nets.0.ResNet.layer3.1.conv2.weight"),
+        &file_tensor(&weights, "layer3.1.conv2.weight"),
+    );
     assert!(gap < 1e-6, "the backbone moved by {gap}");
 
-    let card: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("model.json")).unwrap()).unwrap();
+    let card = json(&out.join("model.json"));
     assert_eq!(card["version"], 2);
     assert_eq!(card["centre_crop"]["resize"], 256);
     assert_eq!(
@@ -993,17 +1013,11 @@ fn train_init_starts_from_the_pretrained_backbone() {
         .iter()
         .filter(|(id, label, _)| Path::new(id).parent().unwrap().ends_with(label))
         .count();
-    let metrics = std::fs::read_to_string(out.join("metrics.csv")).unwrap();
-    let header: Vec<&str> = metrics.lines().next().unwrap().split(',').collect();
-    let column = header.iter().position(|c| *c == "test_accuracy").unwrap();
-    let last = metrics
-        .lines()
-        .last()
-        .unwrap()
-        .split(',')
-        .nth(column)
-        .unwrap();
-    assert_eq!(format!("{:.6}", right as f64 / 10.0), last);
+    let accuracy = metrics_column(&out, "test_accuracy");
+    assert_eq!(
+        &format!("{:.6}", right as f64 / 10.0),
+        accuracy.last().unwrap()
+    );
 }
 
 /// `taks experiment --init FILE` fine-tunes every run of its grid from the file: each
@@ -1012,8 +1026,6 @@ fn train_init_starts_from_the_pretrained_backbone() {
 /// weights, where a random start lies an order of magnitude further.
 #[test]
 fn experiment_init_fine_tunes_every_run() {
-    use taks_core::formats::checkpoint::{Checkpoint, Values};
-    use taks_core::formats::state_dict::{self, Weight};
     let dir = scratch("experiment-init");
     let data = dir.join("photos");
     photo_splits(&data, 2);
@@ -1040,19 +1052,11 @@ fn experiment_init_fine_tunes_every_run() {
         out.to_str().unwrap(),
         "--quiet",
     ]);
-    let file = state_dict::read(&weights).unwrap();
-    let Weight::Float {
-        values: expected, ..
-    } = &file.tensors["conv1.weight"]
-    else {
-        panic!("a float tensor")
-    };
+    let expected = file_tensor(&weights, "conv1.weight");
     let spread = expected.iter().fold(0f32, |m, v| m.max(v.abs()));
     for (method, nets) in [("taks", 1), ("co-teaching", 2)] {
         let run = out.join(format!("runs/folder/clean/{method}/seed0"));
-        let config: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(run.join("config.json")).unwrap())
-                .unwrap();
+        let config = json(&run.join("config.json"));
         let config = &config["config"];
         assert!(
             config["init"]
@@ -1061,17 +1065,9 @@ fn experiment_init_fine_tunes_every_run() {
                 .ends_with("resnet18.safetensors")
         );
         assert_eq!(config["lr_steps"][0][1], 8e-4);
-        let checkpoint = Checkpoint::read(&run.join("checkpoint.safetensors")).unwrap();
         for net in 0..nets {
-            let Values::F32(got) =
-                &checkpoint.tensors[&format!("networks.nets.{net}.ResNet.conv1.weight")].values
-            else {
-                panic!("f32")
-            };
-            let gap = got
-                .iter()
-                .zip(expected)
-                .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+            let got = checkpoint_tensor(&run, &format!("networks.nets.{net}.ResNet.conv1.weight"));
+            let gap = max_gap(&got, &expected);
             // One Adam step moves a weight by at most about the learning rate.
             assert!(
                 gap < 0.01 && gap < spread / 10.0,

@@ -158,24 +158,30 @@ pub(crate) fn launch(client: &Client, kernel: Shader, count: CubeCount, buffers:
     );
 }
 
+/// The compute client of the wgpu device `device`; `None` off wgpu. Allocates one small
+/// buffer (no launch).
+fn client_of(device: &burn::tensor::Device) -> Option<Client> {
+    wgpu_float(&Tensor::<1>::empty([1], device)).map(|probe| probe.client)
+}
+
 /// Who the wgpu adapter behind `device` is, as far as kernel speed goes: its name,
 /// cubecl's fingerprint of it (vendor and device ids) and the compiler that serves it;
-/// `None` off wgpu. Allocates one small buffer (no launch).
+/// `None` off wgpu.
 pub(crate) fn adapter_identity(device: &burn::tensor::Device) -> Option<String> {
-    let probe = wgpu_float(&Tensor::<1>::empty([1], device))?;
-    let identity = &probe.client.properties().identity;
+    let client = client_of(device)?;
+    let identity = &client.properties().identity;
     Some(format!(
         "{} | {} | {}",
         identity.name,
         identity.fingerprint,
-        probe.client.name()
+        client.name()
     ))
 }
 
 /// The name cubecl gives the runtime on `device` (`wgpu<wgsl>`, `wgpu<spirv>`,
-/// `wgpu<msl>`); `None` off wgpu. Allocates one small buffer (no launch).
+/// `wgpu<msl>`); `None` off wgpu.
 pub(crate) fn compiler(device: &burn::tensor::Device) -> Option<&'static str> {
-    wgpu_float(&Tensor::<1>::empty([1], device)).map(|probe| probe.client.name())
+    client_of(device).map(|client| client.name())
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use burn::backend::wgpu::{WgpuSetup, wgpu};
+use burn::backend::wgpu::wgpu;
 use burn::tensor::Device;
 use cubecl::CubeCount;
 use cubecl::client::Client;
@@ -56,19 +56,14 @@ pub fn start() -> Result<(Device, wgpu::AdapterInfo), String> {
         .init_with_setup()
         .map_err(|e| format!("{e:?}"))?;
     let info = setup.adapter.get_info();
-    register(&setup);
-    *started = Some((device.clone(), info.clone()));
-    Ok((device, info))
-}
-
-/// Keep `setup`'s device and queue for the kernels (the first setup registered wins:
-/// taks runs on one wgpu device per process).
-pub fn register(setup: &WgpuSetup) {
+    // Set once: `STARTED` makes the device only once per process.
     let _ = REGISTERED.set(Registered {
-        device: setup.device.clone(),
-        queue: setup.queue.clone(),
+        device: setup.device,
+        queue: setup.queue,
         pipelines: Mutex::new(HashMap::new()),
     });
+    *started = Some((device.clone(), info.clone()));
+    Ok((device, info))
 }
 
 /// `TAKS_GPU_DIRECT`: `1` sends taks's kernels through [`launch`] on burn's WGSL

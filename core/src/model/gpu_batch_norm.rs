@@ -13,8 +13,8 @@
 
 use burn::tensor::{DType, Tensor};
 
-use crate::gpu::bridge::{self, Client};
-use crate::gpu::kernels::{BN_APPLY, BN_GRAD_REDUCE, BN_GRAD_X, BN_MOMENTS, WORKGROUP};
+use crate::gpu::bridge;
+use crate::gpu::kernels::{BN_APPLY, BN_GRAD_REDUCE, BN_GRAD_X, BN_MOMENTS, Shader, WORKGROUP};
 
 /// The settings every pass reads (`shaders/bn_common.wgsl`'s `params`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -59,11 +59,6 @@ fn per_element(total: usize) -> cubecl::CubeCount {
     bridge::grid((total as u32).div_ceil(WORKGROUP))
 }
 
-/// Upload `words` on `client`.
-fn params(client: &Client, words: &[u32]) -> cubecl::server::Handle {
-    bridge::upload_u32(client, words)
-}
-
 /// The batch's statistics `[2 C]` (mean, then biased variance, per channel) and the
 /// running statistics after this batch `[2 C]` (mean, then variance), from the running
 /// mean and variance before it.
@@ -79,7 +74,7 @@ pub(crate) fn moments(
     let mean = bridge::float_f32(running_mean)?;
     let var = bridge::float_f32(running_var)?;
     let strides = x.meta.strides();
-    let p = params(&x.client, &words(dims, strides, strides, settings)?);
+    let p = bridge::upload_u32(&x.client, &words(dims, strides, strides, settings)?);
     let stats = bridge::empty_1d(&x, 2 * channels, DType::F32);
     let running = bridge::empty_1d(&x, 2 * channels, DType::F32);
     bridge::launch(
@@ -114,7 +109,7 @@ pub(crate) fn apply(
     let beta = bridge::float_f32(beta)?;
     let stats = bridge::float_f32(stats)?;
     let strides = x.meta.strides();
-    let p = params(&x.client, &words(dims, strides, strides, settings)?);
+    let p = bridge::upload_u32(&x.client, &words(dims, strides, strides, settings)?);
     let y = bridge::empty_1d(&x, total, DType::F32);
     bridge::launch(
         &x.client,
@@ -144,31 +139,15 @@ pub(crate) fn grad_sums(
     stats: &Tensor<1>,
     settings: Settings,
 ) -> Option<Tensor<1>> {
-    let dims = x.dims();
-    let channels = dims[1];
-    let x = bridge::float_f32_strided(x)?;
-    let dy = bridge::float_f32_strided(dy)?;
-    let gamma = bridge::float_f32(gamma)?;
-    let beta = bridge::float_f32(beta)?;
-    let stats = bridge::float_f32(stats)?;
-    let words = words(dims, x.meta.strides(), dy.meta.strides(), settings)?;
-    let p = params(&x.client, &words);
-    let sums = bridge::empty_1d(&x, 4 * channels, DType::F32);
-    bridge::launch(
-        &x.client,
+    let channels = x.dims()[1];
+    backward_pass(
         BN_GRAD_REDUCE,
+        [x, dy],
+        [gamma, beta, stats],
+        settings,
+        4 * channels,
         per_channel(channels),
-        &[
-            &x.handle,
-            &dy.handle,
-            &gamma.handle,
-            &beta.handle,
-            &stats.handle,
-            &sums.handle,
-            &p,
-        ],
-    );
-    Some(bridge::to_float(sums))
+    )
 }
 
 /// The backward pass, part 2: the input's gradient `[N, C, H, W]` (contiguous), from
@@ -183,27 +162,51 @@ pub(crate) fn grad_x(
 ) -> Option<Tensor<4>> {
     let dims = x.dims();
     let total = dims.iter().product::<usize>();
+    let dx = backward_pass(
+        BN_GRAD_X,
+        [x, dy],
+        [gamma, beta, sums],
+        settings,
+        total,
+        per_element(total),
+    )?;
+    Some(dx.reshape(dims))
+}
+
+/// One backward pass: `kernel` over `x` and `dy` (both `[N, C, H, W]`, any layout) and
+/// gamma, beta and the per-channel figures (the forward's statistics for part 1, its
+/// sums for part 2), bound in that order before `len` floats of output and the
+/// parameters.
+fn backward_pass(
+    kernel: Shader,
+    [x, dy]: [&Tensor<4>; 2],
+    [gamma, beta, per_channel]: [&Tensor<1>; 3],
+    settings: Settings,
+    len: usize,
+    grid: cubecl::CubeCount,
+) -> Option<Tensor<1>> {
+    let dims = x.dims();
     let x = bridge::float_f32_strided(x)?;
     let dy = bridge::float_f32_strided(dy)?;
     let gamma = bridge::float_f32(gamma)?;
     let beta = bridge::float_f32(beta)?;
-    let sums = bridge::float_f32(sums)?;
+    let per_channel = bridge::float_f32(per_channel)?;
     let words = words(dims, x.meta.strides(), dy.meta.strides(), settings)?;
-    let p = params(&x.client, &words);
-    let dx = bridge::empty_1d(&x, total, DType::F32);
+    let p = bridge::upload_u32(&x.client, &words);
+    let out = bridge::empty_1d(&x, len, DType::F32);
     bridge::launch(
         &x.client,
-        BN_GRAD_X,
-        per_element(total),
+        kernel,
+        grid,
         &[
             &x.handle,
             &dy.handle,
             &gamma.handle,
             &beta.handle,
-            &sums.handle,
-            &dx.handle,
+            &per_channel.handle,
+            &out.handle,
             &p,
         ],
     );
-    Some(bridge::to_float(dx).reshape(dims))
+    Some(bridge::to_float(out))
 }

@@ -80,10 +80,10 @@ impl FusedBatchNorm for Cube {
     ) -> FloatTensor<Self> {
         let x = Tensor::<4>::from_primitive::<Cube>(x);
         let (gamma, beta, stats) = (vector(gamma), vector(beta), vector(stats));
-        kernels::apply(&x, &gamma, &beta, &stats, settings(epsilon, relu))
-            .expect("the forward batch norm's sizes fit the kernel (checked by the caller)")
-            .try_into_primitive::<Cube>()
-            .expect("a Cube tensor stays on Cube")
+        primitive(
+            kernels::apply(&x, &gamma, &beta, &stats, settings(epsilon, relu))
+                .expect("the forward batch norm's sizes fit the kernel (checked by the caller)"),
+        )
     }
 
     fn batch_norm_relu_sums(
@@ -98,10 +98,10 @@ impl FusedBatchNorm for Cube {
         let x = Tensor::<4>::from_primitive::<Cube>(x);
         let dy = Tensor::<4>::from_primitive::<Cube>(dy);
         let (gamma, beta, stats) = (vector(gamma), vector(beta), vector(stats));
-        kernels::grad_sums(&x, &dy, &gamma, &beta, &stats, settings(epsilon, relu))
-            .expect("the backward's sizes are the forward's")
-            .try_into_primitive::<Cube>()
-            .expect("a Cube tensor stays on Cube")
+        primitive(
+            kernels::grad_sums(&x, &dy, &gamma, &beta, &stats, settings(epsilon, relu))
+                .expect("the backward's sizes are the forward's"),
+        )
     }
 
     fn batch_norm_relu_dx(
@@ -116,15 +116,20 @@ impl FusedBatchNorm for Cube {
         let x = Tensor::<4>::from_primitive::<Cube>(x);
         let dy = Tensor::<4>::from_primitive::<Cube>(dy);
         let (gamma, beta, sums) = (vector(gamma), vector(beta), vector(sums));
-        kernels::grad_x(&x, &dy, &gamma, &beta, &sums, settings(epsilon, relu))
-            .expect("the backward's sizes are the forward's")
-            .try_into_primitive::<Cube>()
-            .expect("a Cube tensor stays on Cube")
+        primitive(
+            kernels::grad_x(&x, &dy, &gamma, &beta, &sums, settings(epsilon, relu))
+                .expect("the backward's sizes are the forward's"),
+        )
     }
 }
 
 fn vector(t: FloatTensor<Cube>) -> Tensor<1> {
     Tensor::<1>::from_primitive::<Cube>(t)
+}
+
+fn primitive<const D: usize>(t: Tensor<D>) -> FloatTensor<Cube> {
+    t.try_into_primitive::<Cube>()
+        .expect("a Cube tensor stays on Cube")
 }
 
 /// The extension's dispatch needs every backend a tensor may live on; [`forward`] never
