@@ -1,6 +1,8 @@
 // bn_grad_x.wgsl — the backward pass of bn_apply.wgsl, part 2: the input's gradient,
 // dx = gamma * inv_std / M * (M * g - sum g - xhat * sum g xhat), one invocation per
-// element of the contiguous NCHW result. See bn_common.wgsl.
+// element of the result, which lies as NCHW, or channels last ([N, H, W, C] in memory)
+// when params[15] is 1: the layout a convolution's output has, so that the
+// convolution's backward reads its output's gradient without a copy. See bn_common.wgsl.
 //
 // Bindings (group 0, all storage read_write):
 //   0 x [N, C, H, W] f32 (strided)    4 sums [4 C] f32 (bn_grad_reduce.wgsl)
@@ -27,8 +29,12 @@ fn main(
     if (i >= n_of() * channels * hw_of()) {
         return;
     }
-    let c = channel_of(i);
-    let j = j_of(i);
+    var c = channel_of(i);
+    var j = j_of(i);
+    if (params[15] == 1u) {
+        c = i % channels;
+        j = i / channels;
+    }
     let m = f32(n_of() * hw_of());
     let inv_std = 1.0 / sqrt(sums[channels + c] + eps_of());
     let xhat = (x[x_at(c, j)] - sums[c]) * inv_std;

@@ -2,7 +2,7 @@
 //!
 //! Why a crate of their own: the kernels that carry the paper's arithmetic on a GPU (the
 //! noise risk and objective, the exact k-smallest selection, Adam's step) and those of
-//! the graph-free MLP step and im2col are plain WGSL files, the same on every platform
+//! the graph-free MLP step, im2col and col2im are plain WGSL files, the same on every platform
 //! and in the browser. Kept apart from the Rust that launches them (`taks-core`'s
 //! `gpu` module), they are one place to read, they package as files, and this crate's
 //! tests parse and validate every one with naga (wgpu's own WGSL front end) without a GPU.
@@ -96,6 +96,10 @@ shader!(
     /// A convolution's patches as the rows of a matrix.
     IM2COL, "taks_im2col", "", "im2col.wgsl"
 );
+shader!(
+    /// A convolution's input gradient from its patches' gradient (im2col's inverse).
+    COL2IM, "taks_col2im", "", "col2im.wgsl"
+);
 
 shader!(
     /// A training step's batch norm, pass 1: per channel, the batch's mean and variance
@@ -117,7 +121,7 @@ shader!(
 );
 
 /// Every shader.
-pub const ALL: [Shader; 15] = [
+pub const ALL: [Shader; 16] = [
     NOISE_RISK,
     SELECT_HISTOGRAM,
     SELECT_DIGIT,
@@ -129,6 +133,7 @@ pub const ALL: [Shader; 15] = [
     MLP_SOFTMAX_GRAD,
     MLP_RELU_GRAD,
     IM2COL,
+    COL2IM,
     BN_MOMENTS,
     BN_APPLY,
     BN_GRAD_REDUCE,

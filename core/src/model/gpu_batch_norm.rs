@@ -47,8 +47,14 @@ fn words(
     for v in &dy_strides[..4] {
         words.push(u32::try_from(*v).ok()?);
     }
-    words.push(0);
+    words.push(channels_last(dims, x_strides) as u32);
     Some(words)
+}
+
+/// Whether `dims`' strides lay it out channels last, as the convolution's im2col leaves
+/// its output (then [`grad_x`] writes the input's gradient the same way).
+fn channels_last([_, c, h, w]: [usize; 4], strides: &[usize]) -> bool {
+    strides[..4] == [h * w * c, 1, w * c, c]
 }
 
 /// One workgroup per channel, or one invocation per element.
@@ -150,8 +156,9 @@ pub(crate) fn grad_sums(
     )
 }
 
-/// The backward pass, part 2: the input's gradient `[N, C, H, W]` (contiguous), from
-/// [`grad_sums`]'s `sums`.
+/// The backward pass, part 2: the input's gradient `[N, C, H, W]` from [`grad_sums`]'s
+/// `sums`, laid out channels last where `x` is (the convolution's backward then reads it
+/// without a copy), else contiguous.
 pub(crate) fn grad_x(
     x: &Tensor<4>,
     dy: &Tensor<4>,
@@ -162,6 +169,7 @@ pub(crate) fn grad_x(
 ) -> Option<Tensor<4>> {
     let dims = x.dims();
     let total = dims.iter().product::<usize>();
+    let last = bridge::float_f32_strided(x).is_some_and(|p| channels_last(dims, p.meta.strides()));
     let dx = backward_pass(
         BN_GRAD_X,
         [x, dy],
@@ -170,7 +178,11 @@ pub(crate) fn grad_x(
         total,
         per_element(total),
     )?;
-    Some(dx.reshape(dims))
+    let [n, c, h, w] = dims;
+    Some(match last {
+        true => dx.reshape([n, h, w, c]).permute([0, 3, 1, 2]),
+        false => dx.reshape(dims),
+    })
 }
 
 /// One backward pass: `kernel` over `x` and `dy` (both `[N, C, H, W]`, any layout) and

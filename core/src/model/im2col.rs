@@ -8,8 +8,9 @@
 //! slower than its training step. Written as patches times weights, the arithmetic is
 //! burn's autotuned matmul. The patches matrix is K = C kh kw times larger than the input,
 //! so a chunk is convolved a few images at a time, each part's patches (and its output)
-//! at most [`PATCH_BYTES`] or half the largest buffer the device allows, whichever is
-//! smaller.
+//! at most [`PATCH_BYTES`] or the largest buffer the device allows, whichever is
+//! smaller. Each part costs launches of its own (the CNN's 32x32 layers take three parts
+//! of a 128-image batch on lavapipe, whose buffers stop at 128 MiB; one on a GPU).
 //!
 //! The output is the convolution's `[N, O, Ho, Wo]` as a view of an `[N, Ho, Wo, O]`
 //! buffer (channels last, what the matmul writes); the next im2col, pool or elementwise
@@ -22,10 +23,10 @@ use burn::tensor::{DType, Tensor};
 
 use super::gpu_layers::bias_relu;
 use crate::gpu::bridge;
-use crate::gpu::kernels::{IM2COL, WORKGROUP};
+use crate::gpu::kernels::{COL2IM, IM2COL, WORKGROUP};
 
 /// At most this many bytes of patches at once.
-const PATCH_BYTES: usize = 256 << 20;
+const PATCH_BYTES: usize = 512 << 20;
 
 /// Where a kernel's taps fall: kernel size, stride and symmetric zero padding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,7 +125,7 @@ pub(crate) fn conv2d(
     relu: bool,
 ) -> Option<Tensor<4>> {
     let largest = bridge::max_buffer_bytes(x)?;
-    conv2d_in_parts(x, columns, bias, g, relu, PATCH_BYTES.min(largest / 2) / 4)
+    conv2d_in_parts(x, columns, bias, g, relu, PATCH_BYTES.min(largest) / 4)
 }
 
 /// [`conv2d`] with at most `limit` elements of patches, and of output, per part (at
@@ -160,6 +161,139 @@ fn conv2d_in_parts(
         Tensor::cat(parts, 0)
     };
     Some(y.reshape([n, out_h, out_w, o]).permute([0, 3, 1, 2]))
+}
+
+/// The gradients of `conv(x, weight)` (no bias, `weight` `[O, C, kh, kw]`) for the
+/// output's gradient `dy` `[N, O, Ho, Wo]` (any layout; channels last is read without a
+/// copy): the input's `[N, C, H, W]`, laid out channels last, when `want_x`, and the
+/// weight's when `want_weight`. `None` where [`im2col`] declines.
+///
+/// As patches times weights, both are matrix products: the weight's gradient is
+/// `dy^T` `[O, P]` times the patches `[P, K]`; the patches' gradient is `dy` `[P, O]`
+/// times the weight as `[O, K]`, summed back onto the input by `shaders/col2im.wgsl`.
+/// About four launches, where burn's backward slices and reassembles its patches a tap
+/// block at a time. Parts as in [`conv2d`]; each part's col2im writes its own images of
+/// one input-gradient buffer.
+pub(crate) fn conv2d_backward(
+    x: &Tensor<4>,
+    weight: &Tensor<4>,
+    dy: &Tensor<4>,
+    g: Geometry,
+    want_x: bool,
+    want_weight: bool,
+) -> Option<(Option<Tensor<4>>, Option<Tensor<4>>)> {
+    let largest = bridge::max_buffer_bytes(x)?;
+    backward_in_parts(
+        x,
+        weight,
+        dy,
+        g,
+        [want_x, want_weight],
+        PATCH_BYTES.min(largest) / 4,
+    )
+}
+
+/// [`conv2d_backward`] with at most `limit` elements of patches (or of their gradient)
+/// per part (at least one image).
+fn backward_in_parts(
+    x: &Tensor<4>,
+    weight: &Tensor<4>,
+    dy: &Tensor<4>,
+    g: Geometry,
+    [want_x, want_weight]: [bool; 2],
+    limit: usize,
+) -> Option<(Option<Tensor<4>>, Option<Tensor<4>>)> {
+    let [n, c, h, w] = x.dims();
+    let [o, _, kh, kw] = weight.dims();
+    let [out_h, out_w] = g.output(h, w);
+    assert_eq!(dy.dims(), [n, o, out_h, out_w], "the output's gradient");
+    let k = c * kh * kw;
+    let images = (limit / (out_h * out_w * k.max(o)).max(1)).clamp(1, n.max(1));
+    let weight_rows = weight.clone().reshape([o, k]);
+    let dx = match want_x {
+        true => {
+            let total = (n * h * w * c) as u64;
+            let like = bridge::float_f32_strided(x)?;
+            (total < u32::MAX as u64).then(|| bridge::empty_1d(&like, n * h * w * c, DType::F32))
+        }
+        false => None,
+    };
+    if want_x && dx.is_none() {
+        return None;
+    }
+    let mut dw: Option<Tensor<2>> = None;
+    for start in (0..n).step_by(images) {
+        let len = images.min(n - start);
+        let dy_rows = dy
+            .clone()
+            .narrow(0, start, len)
+            .permute([0, 2, 3, 1])
+            .reshape([len * out_h * out_w, o]);
+        if want_weight {
+            let patches = im2col(&x.clone().narrow(0, start, len), g)?;
+            let part = dy_rows.clone().transpose().matmul(patches);
+            dw = Some(match dw {
+                Some(sum) => sum + part,
+                None => part,
+            });
+        }
+        if let Some(dx) = &dx {
+            col2im(
+                &dy_rows.matmul(weight_rows.clone()),
+                dx,
+                [c, h, w],
+                g,
+                start,
+                len,
+            )?;
+        }
+    }
+    let dx = dx.map(|dx| {
+        bridge::to_float(dx)
+            .reshape([n, h, w, c])
+            .permute([0, 3, 1, 2])
+    });
+    Some((dx, dw.map(|dw| dw.reshape([o, c, kh, kw]))))
+}
+
+/// Sum the patches' gradient `dcols` `[len Ho Wo, C kh kw]` of images `start..start + len`
+/// back onto those images of `dx` (`[N, H, W, C]`, `[c, h, w]` its image's shape).
+fn col2im(
+    dcols: &Tensor<2>,
+    dx: &burn::backend::wgpu::CubeTensor,
+    [c, h, w]: [usize; 3],
+    g: Geometry,
+    start: usize,
+    len: usize,
+) -> Option<()> {
+    let [out_h, out_w] = g.output(h, w);
+    let dcols = bridge::float_f32(dcols)?;
+    let total = len * h * w * c;
+    let words = [
+        len,
+        c,
+        h,
+        w,
+        g.kernel[0],
+        g.kernel[1],
+        g.stride[0],
+        g.stride[1],
+        g.padding[0],
+        g.padding[1],
+        out_h,
+        out_w,
+        start,
+    ]
+    .map(u32::try_from);
+    let words: Vec<u32> = words.into_iter().collect::<Result<_, _>>().ok()?;
+    let p = bridge::upload_u32(&dcols.client, &words);
+    bridge::launch(
+        &dcols.client,
+        COL2IM,
+        bridge::grid((total as u32).div_ceil(WORKGROUP)),
+        &[&dcols.handle, &dx.handle, &p],
+    );
+    Some(())
 }
 
 /// Whether `y` `[N, O, H, W]` lies channels last, as [`conv2d`] leaves its output (for
@@ -230,6 +364,78 @@ mod tests {
                     "{kernel}x{kernel}/{stride} pad {pad}, limit {limit}: off by {worst}"
                 );
             }
+        }
+    }
+
+    /// The backward pass (two matmuls around im2col and col2im) against burn's own
+    /// `conv2d_x_backward` and `conv2d_weight_backward` on lavapipe, for the paper's kernel
+    /// shapes, with the output's gradient channels last (as the batch norm's backward
+    /// leaves it) and contiguous, whole and a part per image (col2im writing each image of
+    /// one buffer), and each gradient alone.
+    #[test]
+    fn backward_is_burns_whole_and_in_parts() {
+        use burn::backend::ops::ModuleOps;
+        use burn::backend::{Cube, TensorMetadata};
+
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+        let prim = |t: &Tensor<4>| t.clone().try_into_primitive::<Cube>().unwrap();
+        let back = |t| Tensor::<4>::from_primitive::<Cube>(t);
+        for (kernel, stride, pad) in [(3, 1, 1), (3, 2, 1), (1, 2, 0), (7, 2, 3)] {
+            let (n, c, side, o) = (3, 5, 11, 6);
+            let x =
+                Tensor::<4>::random([n, side, side, c], Distribution::Normal(0.0, 1.0), &device)
+                    .permute([0, 3, 1, 2]);
+            let w = Tensor::<4>::random(
+                [o, c, kernel, kernel],
+                Distribution::Normal(0.0, 0.3),
+                &device,
+            );
+            let g = Geometry {
+                kernel: [kernel, kernel],
+                stride: [stride, stride],
+                padding: [pad, pad],
+            };
+            let [out_h, out_w] = g.output(side, side);
+            let dy_last = Tensor::<4>::random(
+                [n, out_h, out_w, o],
+                Distribution::Normal(0.0, 1.0),
+                &device,
+            )
+            .permute([0, 3, 1, 2]);
+            let options = ConvOptions::new([stride, stride], [pad, pad], [1, 1], 1);
+            let expected_dx = host(back(<Cube as ModuleOps<Cube>>::conv2d_x_backward(
+                prim(&x),
+                prim(&w),
+                prim(&dy_last),
+                options.clone(),
+            )));
+            let expected_dw = host(back(<Cube as ModuleOps<Cube>>::conv2d_weight_backward(
+                prim(&x),
+                prim(&w),
+                prim(&dy_last),
+                options,
+            )));
+            assert_eq!(prim(&dy_last).shape().dims::<4>(), [n, o, out_h, out_w]);
+            let worst = |got: &[f32], expected: &[f32]| {
+                assert_eq!(got.len(), expected.len());
+                got.iter()
+                    .zip(expected)
+                    .fold(0.0f32, |m, (a, e)| m.max((a - e).abs()))
+            };
+            let dy_plain = dy_last.clone().permute([0, 2, 3, 1]).permute([0, 3, 1, 2]) * 1.0;
+            for (dy, limit) in [(&dy_last, usize::MAX), (&dy_last, 1), (&dy_plain, 1)] {
+                let (dx, dw) = backward_in_parts(&x, &w, dy, g, [true, true], limit).unwrap();
+                let (dx, dw) = (host(dx.unwrap()), host(dw.unwrap()));
+                let (ex, ew) = (worst(&dx, &expected_dx), worst(&dw, &expected_dw));
+                assert!(
+                    ex < 1e-4 && ew < 1e-4,
+                    "{kernel}x{kernel}/{stride} pad {pad}, limit {limit}: dx off by {ex}, dw by {ew}"
+                );
+            }
+            let (dx, dw) = backward_in_parts(&x, &w, &dy_last, g, [true, false], 1).unwrap();
+            assert!(dx.is_some() && dw.is_none());
+            let (dx, dw) = backward_in_parts(&x, &w, &dy_last, g, [false, true], 1).unwrap();
+            assert!(dx.is_none() && dw.is_some());
         }
     }
 

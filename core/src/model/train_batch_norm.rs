@@ -350,7 +350,8 @@ mod tests {
 
     /// On lavapipe: the fused batch norm (with and without its ReLU) gives burn's
     /// `BatchNorm` outputs, running statistics and gradients (input, gamma, beta), for an
-    /// input laid out channels last as im2col leaves it.
+    /// input laid out channels last as im2col leaves it (and the input's gradient laid out
+    /// the same way).
     #[test]
     fn the_fused_batch_norm_is_burns() {
         let device = crate::gpu::direct::start()
@@ -399,6 +400,10 @@ mod tests {
             }
 
             let grads_ours = (ours * w.clone()).sum().backward();
+            assert!(
+                crate::model::im2col::is_channels_last(&x.grad(&grads_ours).unwrap()),
+                "x's gradient lies as x does, so a convolution's backward reads it as it is"
+            );
             let ours = [
                 host(x.grad(&grads_ours).expect("x's gradient")),
                 host(bn.gamma.grad(&grads_ours).expect("gamma's")),

@@ -1,12 +1,15 @@
 //! The convolution of a training step on a wgpu device: its forward pass by burn's kernel
 //! or as im2col and a matmul ([`super::im2col`]), whichever [`super::gpu_conv`] measured
-//! faster for the shape; its backward pass burn's own.
+//! faster for the shape; its backward pass as two matmuls around im2col and col2im
+//! ([`super::im2col::conv2d_backward`]).
 //!
 //! Why: on burn's WGSL compiler a 3x3 convolution's forward pass has only direct kernels
-//! to choose from, while its two backward passes already autotune among im2col-based
-//! ones. This is an autodiff operation of our own (a burn backend extension): forward by
-//! im2col, backward by `conv2d_x_backward` and `conv2d_weight_backward`, exactly the
-//! calls burn's autodiff makes for its own convolution, so the gradients are burn's.
+//! to choose from, and its backward passes build and reassemble their patches a tap block
+//! at a time (a slice and a slice-assignment each), which made slices the most launched
+//! kernels of a ResNet-18 step. This is an autodiff operation of our own (a burn backend
+//! extension) whose backward computes the gradients burn's `conv2d_x_backward` and
+//! `conv2d_weight_backward` compute, in about four launches per layer; where our kernels
+//! decline (a size past their 32-bit indices) those two run instead.
 //! The operation has no bias: where a layer has one (the CNN's), it is added after as an
 //! ordinary tensor operation with its own gradient.
 //!
@@ -44,6 +47,22 @@ pub trait Im2colConv: Backend {
         ph: usize,
         pw: usize,
         always: bool,
+    ) -> FloatTensor<Self>;
+
+    /// The input's gradient of [`Self::im2col_conv2d`] for the output's gradient `dy`.
+    fn im2col_conv2d_x_backward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        dy: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self>;
+
+    /// The weight's gradient of [`Self::im2col_conv2d`] for the output's gradient `dy`.
+    fn im2col_conv2d_weight_backward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        dy: FloatTensor<Self>,
+        options: ConvOptions<2>,
     ) -> FloatTensor<Self>;
 }
 
@@ -89,6 +108,66 @@ impl Im2colConv for Cube {
         y.try_into_primitive::<Cube>()
             .expect("a Cube tensor stays on Cube")
     }
+
+    fn im2col_conv2d_x_backward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        dy: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        match cube_backward(&x, &weight, &dy, &options, [true, false]) {
+            Some((Some(dx), _)) => dx,
+            _ => <Cube as ModuleOps<Cube>>::conv2d_x_backward(x, weight, dy, options),
+        }
+    }
+
+    fn im2col_conv2d_weight_backward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        dy: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        match cube_backward(&x, &weight, &dy, &options, [false, true]) {
+            Some((_, Some(dw))) => dw,
+            _ => <Cube as ModuleOps<Cube>>::conv2d_weight_backward(x, weight, dy, options),
+        }
+    }
+}
+
+/// The gradients by [`conv::conv2d_backward`] (im2col, two matmuls, col2im); `None` where
+/// it declines, and burn's backward runs instead.
+fn cube_backward(
+    x: &FloatTensor<Cube>,
+    weight: &FloatTensor<Cube>,
+    dy: &FloatTensor<Cube>,
+    options: &ConvOptions<2>,
+    [want_x, want_weight]: [bool; 2],
+) -> Option<(Option<FloatTensor<Cube>>, Option<FloatTensor<Cube>>)> {
+    let tensor = |t: &FloatTensor<Cube>| Tensor::<4>::from_primitive::<Cube>(t.clone());
+    let weight = tensor(weight);
+    let [_, _, kh, kw] = weight.dims();
+    let [(top, bottom), (left, right)] = options.padding;
+    if top != bottom || left != right || options.dilation != [1, 1] || options.groups != 1 {
+        return None;
+    }
+    let geometry = Geometry {
+        kernel: [kh, kw],
+        stride: options.stride,
+        padding: [top, left],
+    };
+    let (dx, dw) = conv::conv2d_backward(
+        &tensor(x),
+        &weight,
+        &tensor(dy),
+        geometry,
+        want_x,
+        want_weight,
+    )?;
+    let primitive = |t: Tensor<4>| {
+        t.try_into_primitive::<Cube>()
+            .expect("a Cube tensor stays on Cube")
+    };
+    Some((dx.map(primitive), dw.map(primitive)))
 }
 
 /// The extension's dispatch needs every backend a tensor may live on; [`forward`] never
@@ -108,6 +187,24 @@ impl Im2colConv for Flex {
         let options = ConvOptions::new([sh, sw], [ph, pw], [1, 1], 1);
         <Flex as ModuleOps<Flex>>::conv2d(x, weight, None, options)
     }
+
+    fn im2col_conv2d_x_backward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        dy: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        <Flex as ModuleOps<Flex>>::conv2d_x_backward(x, weight, dy, options)
+    }
+
+    fn im2col_conv2d_weight_backward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        dy: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        <Flex as ModuleOps<Flex>>::conv2d_weight_backward(x, weight, dy, options)
+    }
 }
 
 impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, C> {
@@ -123,7 +220,7 @@ impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, 
         #[derive(Debug)]
         struct ConvBackward;
 
-        impl<B: Backend> Backward<B, 2> for ConvBackward {
+        impl<B: Backend + Im2colConv> Backward<B, 2> for ConvBackward {
             type State = (NodeId, NodeId, ConvOptions<2>);
 
             fn backward(
@@ -139,7 +236,7 @@ impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, 
                 let weight =
                     checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(weight_state);
                 if let Some(node) = node_x {
-                    let dx = B::conv2d_x_backward(
+                    let dx = B::im2col_conv2d_x_backward(
                         x.clone(),
                         weight.clone(),
                         grad.clone(),
@@ -148,7 +245,7 @@ impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, 
                     grads.register::<B>(node.id, dx);
                 }
                 if let Some(node) = node_weight {
-                    let dw = B::conv2d_weight_backward(x, weight, grad, options);
+                    let dw = B::im2col_conv2d_weight_backward(x, weight, grad, options);
                     grads.register::<B>(node.id, dw);
                 }
             }
@@ -184,6 +281,24 @@ impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, 
                 always,
             )),
         }
+    }
+
+    fn im2col_conv2d_x_backward(
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        unreachable!("the backward passes run on the inner backend")
+    }
+
+    fn im2col_conv2d_weight_backward(
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: FloatTensor<Self>,
+        _: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        unreachable!("the backward passes run on the inner backend")
     }
 }
 
