@@ -14,9 +14,12 @@
 //   0 x      [n] weights          4 x_out [n]
 //   1 g      [n] gradient         5 m_out [n]
 //   2 m      [n] first moment     6 v_out [n]
-//   3 v      [n] second moment    7 params u32 [8]: n, then the bits of beta_1,
-//                                   keep_1, beta_2, keep_2, c_2, epsilon, step_size
+//   3 v      [n] second moment    7 params u32 [9]: n, then the bits of beta_1,
+//                                   keep_1, beta_2, keep_2, c_2, epsilon, step_size,
+//                                   then the outputs' offset o (in elements)
 // Outputs are fresh buffers: nothing is written where another tensor may still read.
+// Element i is written at o + i, so that a step can fill one parameter's part of the
+// packed buffers adam_packed.wgsl steps afterwards.
 
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> g: array<f32>;
@@ -52,7 +55,8 @@ fn main(
     let first = m[i] * beta_1 + grad * keep_1;
     let second = v[i] * beta_2 + (grad * grad) * keep_2;
     let denom = sqrt(second / correction_2) + epsilon;
-    x_out[i] = x[i] - (first / denom) * step_size;
-    m_out[i] = first;
-    v_out[i] = second;
+    let o = params[8] + i;
+    x_out[o] = x[i] - (first / denom) * step_size;
+    m_out[o] = first;
+    v_out[o] = second;
 }

@@ -16,7 +16,7 @@
 //! (Decouple with no disagreement) without reading it back; the step counter still
 //! advances, so only bias correction sees the skip.
 
-use burn::module::{Module, ModuleMapper, Param};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
 
@@ -42,6 +42,9 @@ pub struct Adam {
     /// Per float parameter of the module, in visiting order; `None` until it is first
     /// stepped (and for buffers such as batch-norm statistics, which never are).
     moments: Vec<Option<Moments>>,
+    /// The last step's packed buffers on a wgpu device ([`adam_gpu::step_packed`]),
+    /// which the weights and moments are views of until something replaces them.
+    packed: Option<adam_gpu::Packed>,
 }
 
 impl Default for Adam {
@@ -50,6 +53,7 @@ impl Default for Adam {
             beta_2: 0.999,
             epsilon: 1e-8,
             moments: Vec::new(),
+            packed: None,
         }
     }
 }
@@ -65,6 +69,14 @@ impl Adam {
         grads: GradientsParams,
         gate: Option<Tensor<1>>,
     ) -> M {
+        let (module, grads) = match gate {
+            Some(_) => (module, grads),
+            None => match self.step_packed(lr as f32, beta_1, module, grads) {
+                Ok(stepped) => return stepped,
+                Err(unstepped) => unstepped,
+            },
+        };
+        self.packed = None;
         let mut stepper = Stepper {
             adam: self,
             grads,
@@ -103,7 +115,71 @@ impl Adam {
             }
         }
         self.moments = moments;
+        self.packed = None;
         Ok(())
+    }
+
+    /// [`Adam::step`] ungated on a wgpu device: every parameter in one launch (a few where
+    /// the adapter binds fewer buffers) by [`adam_gpu::step_packed`], each new weight and
+    /// moment a view of the packed buffers. `Err` gives the module back untouched where
+    /// that does not run (off wgpu, or too few bindings), for the per-parameter step.
+    fn step_packed<M: Module>(
+        &mut self,
+        lr: f32,
+        beta_1: f32,
+        module: M,
+        grads: GradientsParams,
+    ) -> std::result::Result<M, (M, GradientsParams)> {
+        let mut found = Gather {
+            grads: &grads,
+            position: 0,
+            stepped: Vec::new(),
+            off_wgpu: false,
+        };
+        module.visit(&mut found);
+        let Gather {
+            stepped, off_wgpu, ..
+        } = found;
+        if off_wgpu || stepped.is_empty() {
+            return Err((module, grads));
+        }
+        if self.moments.len() < found.position {
+            self.moments.resize(found.position, None);
+        }
+        let parts: Vec<adam_gpu::Part> = stepped
+            .iter()
+            .map(|(position, x, g)| {
+                let state = self.moments[*position].as_ref();
+                let time = state.map_or(0, |s| s.time) + 1;
+                adam_gpu::Part {
+                    x: x.clone(),
+                    g: g.clone(),
+                    moments: state.map(|s| (s.first.clone(), s.second.clone())),
+                    correction_2: 1.0 - self.beta_2.powi(time as i32),
+                    step_size: lr / (1.0 - beta_1.powi(time as i32)),
+                }
+            })
+            .collect();
+        let Some(packed) = adam_gpu::step_packed(
+            &parts,
+            self.packed.as_ref(),
+            beta_1,
+            self.beta_2,
+            self.epsilon,
+        ) else {
+            return Err((module, grads));
+        };
+        drop(parts);
+        let mut place = Place {
+            packed: &packed,
+            stepped: stepped.iter().map(|(p, x, _)| (*p, x.dims()[0])).collect(),
+            next: 0,
+            position: 0,
+            moments: &mut self.moments,
+        };
+        let module = module.map(&mut place);
+        self.packed = Some(packed);
+        Ok(module)
     }
 
     /// Adam's update of one parameter, in its own shape with the operations of burn's
@@ -233,6 +309,71 @@ impl Adam {
             None => (m * gate.clone(), v * gate.clone()),
         };
         (x - update * gate, flat(m, v))
+    }
+}
+
+/// Finds a module's float parameters that have a gradient, in visiting order: position,
+/// weights and gradient, both flat and without autodiff.
+struct Gather<'a> {
+    grads: &'a GradientsParams,
+    position: usize,
+    stepped: Vec<(usize, Tensor<1>, Tensor<1>)>,
+    off_wgpu: bool,
+}
+
+impl ModuleVisitor for Gather<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let position = self.position;
+        self.position += 1;
+        let id: ParamId = param.id;
+        let Some(grad) = self.grads.get::<D>(id) else {
+            return;
+        };
+        let x = param.val().inner();
+        if !crate::gpu::supports(&x) {
+            self.off_wgpu = true;
+            return;
+        }
+        let numel = x.dims().iter().product::<usize>();
+        self.stepped
+            .push((position, x.reshape([numel]), grad.reshape([numel])));
+    }
+}
+
+/// Puts a packed step's weights and moments in place: each stepped parameter becomes its
+/// view of the packed weights, in its own shape.
+struct Place<'a> {
+    packed: &'a adam_gpu::Packed,
+    /// Position and length of each stepped parameter, in order.
+    stepped: Vec<(usize, usize)>,
+    next: usize,
+    position: usize,
+    moments: &'a mut Vec<Option<Moments>>,
+}
+
+impl ModuleMapper for Place<'_> {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let position = self.position;
+        self.position += 1;
+        let (id, tensor, mapper) = param.consume();
+        let Some(&(at, numel)) = self.stepped.get(self.next).filter(|(p, _)| *p == position) else {
+            return Param::from_mapped_value(id, tensor, mapper);
+        };
+        let j = self.next;
+        self.next += 1;
+        let p = self.packed;
+        let time = self.moments[at].as_ref().map_or(0, |s| s.time) + 1;
+        self.moments[at] = Some(Moments {
+            first: p.part(&p.m, j, numel),
+            second: p.part(&p.v, j, numel),
+            time,
+        });
+        let require_grad = tensor.is_require_grad();
+        let mut x = Tensor::from_inner(p.part(&p.x, j, numel).reshape(tensor.dims()));
+        if require_grad {
+            x = x.require_grad();
+        }
+        Param::from_mapped_value(id, x, mapper)
     }
 }
 

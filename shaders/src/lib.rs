@@ -81,6 +81,11 @@ shader!(
     ADAM, "taks_adam", "", "adam.wgsl"
 );
 shader!(
+    /// Adam's step of many parameters in one launch, for one gradient buffer (expand it
+    /// for more with [`adam_packed`]).
+    ADAM_PACKED, "taks_adam_packed_1", "", "adam_packed.wgsl"
+);
+shader!(
     /// A layer's bias and ReLU after its matmul.
     BIAS_RELU, "taks_bias_relu", "", "bias_relu.wgsl"
 );
@@ -121,7 +126,7 @@ shader!(
 );
 
 /// Every shader.
-pub const ALL: [Shader; 16] = [
+pub const ALL: [Shader; 17] = [
     NOISE_RISK,
     SELECT_HISTOGRAM,
     SELECT_DIGIT,
@@ -129,6 +134,7 @@ pub const ALL: [Shader; 16] = [
     SELECT_SCAN,
     SELECT_SCATTER,
     ADAM,
+    ADAM_PACKED,
     BIAS_RELU,
     MLP_SOFTMAX_GRAD,
     MLP_RELU_GRAD,
@@ -139,6 +145,40 @@ pub const ALL: [Shader; 16] = [
     BN_GRAD_REDUCE,
     BN_GRAD_X,
 ];
+
+/// The WGSL text of `adam_packed.wgsl` for `gradients` gradient buffers (at least one):
+/// every line between a `// gradients: begin` and its `// gradients: end` repeated once
+/// per gradient, its `g0` and `case 0u` numbered 0, 1, .., and its `@binding(7)` 7, 8, ...
+pub fn adam_packed(gradients: usize) -> String {
+    assert!(gradients >= 1, "at least one gradient");
+    let mut out = String::with_capacity(ADAM_PACKED.body.len() + 64 * gradients);
+    let mut block: Option<Vec<&str>> = None;
+    for line in ADAM_PACKED.body.lines() {
+        let marker = line.trim();
+        match (&mut block, marker) {
+            (None, "// gradients: begin") => block = Some(Vec::new()),
+            (Some(lines), "// gradients: end") => {
+                for j in 0..gradients {
+                    for l in lines.iter() {
+                        let l = l
+                            .replace("@binding(7)", &format!("@binding({})", 7 + j))
+                            .replace("g0", &format!("g{j}"))
+                            .replace("case 0u", &format!("case {j}u"));
+                        out.push_str(&l);
+                        out.push('\n');
+                    }
+                }
+                block = None;
+            }
+            (Some(lines), _) => lines.push(line),
+            (None, _) => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
 
 #[cfg(test)]
 mod tests {
@@ -165,6 +205,40 @@ mod tests {
                 [WORKGROUP, 1, 1],
                 "{}: workgroup size",
                 shader.name
+            );
+        }
+    }
+
+    /// The packed Adam expanded for several gradients validates, binds each gradient once
+    /// and reads each in its own case; for one gradient it is the file itself.
+    #[test]
+    fn packed_adam_expands_per_gradient() {
+        let strip = |s: &str| -> String {
+            s.lines()
+                .filter(|l| !l.contains("// gradients:"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(strip(&adam_packed(1)), strip(ADAM_PACKED.body));
+        for gradients in [2, 5, 64] {
+            let text = adam_packed(gradients);
+            let module = naga::front::wgsl::parse_str(&text)
+                .unwrap_or_else(|e| panic!("{gradients}: {}", e.emit_to_string(&text)));
+            naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::empty(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{gradients}: {}", e.emit_to_string(&text)));
+            let last = gradients - 1;
+            assert!(text.contains(&format!(
+                "@binding({}) var<storage, read_write> g{last}:",
+                6 + gradients
+            )));
+            assert!(text.contains(&format!("case {last}u: {{ return g{last}[i]; }}")));
+            assert_eq!(
+                text.matches("var<storage, read_write> g").count(),
+                gradients
             );
         }
     }

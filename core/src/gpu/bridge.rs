@@ -115,6 +115,43 @@ pub(crate) fn upload_u32(client: &Client, words: &[u32]) -> Handle {
     client.create_from_slice(&bytes)
 }
 
+/// Elements `offset .. offset + len` of the 1-D contiguous `t` as a tensor of their own
+/// that shares `t`'s buffer (nothing is copied), its handle reaching on to
+/// `offset + reach`, `reach >= len`. Both ends must lie on the device's offset alignment,
+/// as burn's own slices of a buffer do (its `slice` copies where they do not); `None`
+/// where they do not, or off wgpu.
+pub(crate) fn part_1d(t: &Tensor<1>, offset: usize, len: usize, reach: usize) -> Option<Tensor<1>> {
+    let prim = float_f32(t)?;
+    let [total] = t.dims();
+    assert!(
+        len <= reach && offset + reach <= total,
+        "a part inside the buffer"
+    );
+    let alignment = prim.client.properties().memory.alignment;
+    let (start, end) = ((4 * offset) as u64, (4 * (total - offset - reach)) as u64);
+    if !start.is_multiple_of(alignment) || !end.is_multiple_of(alignment) {
+        return None;
+    }
+    let handle = prim.handle.clone().offset_start(start).offset_end(end);
+    Some(to_float(CubeTensor::new_contiguous(
+        prim.client.clone(),
+        prim.device.clone(),
+        Shape::new([len]),
+        handle,
+        DType::F32,
+    )))
+}
+
+/// The alignment, in 32-bit elements, of a view's start in a buffer of the device `t`
+/// lives on ([`part_1d`]); `None` off wgpu.
+pub(crate) fn alignment_1d<const D: usize>(t: &Tensor<D>) -> Option<usize> {
+    wgpu_float(t).map(|p| {
+        (p.client.properties().memory.alignment as usize)
+            .div_ceil(4)
+            .max(1)
+    })
+}
+
 /// Back to an ordinary float tensor.
 pub(crate) fn to_float(t: CubeTensor) -> Tensor<1> {
     Tensor::<1>::from_primitive::<CubeBackend>(t)

@@ -8,6 +8,24 @@ pub(crate) use taks_shaders::{
     SELECT_HISTOGRAM, SELECT_SCAN, SELECT_SCATTER, Shader, WORKGROUP,
 };
 
+/// `shaders/adam_packed.wgsl` for `gradients` gradient buffers. The text is generated
+/// once per count and kept for the process (a shader's name and text are `'static`, and
+/// a few counts at most occur in a run).
+pub(crate) fn adam_packed(gradients: usize) -> Shader {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static MADE: OnceLock<Mutex<HashMap<usize, Shader>>> = OnceLock::new();
+    let mut made = MADE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    *made.entry(gradients).or_insert_with(|| Shader {
+        name: Box::leak(format!("taks_adam_packed_{gradients}").into_boxed_str()),
+        prelude: "",
+        body: Box::leak(taks_shaders::adam_packed(gradients).into_boxed_str()),
+    })
+}
+
 /// A shader as burn's wgpu backend launches it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Wgsl(pub Shader);

@@ -1,14 +1,20 @@
 //! Adam's step on a wgpu device, the GPU twin of `adam_cpu`: the host side of
-//! `shaders/adam.wgsl`, one parameter's step as one kernel.
+//! `shaders/adam.wgsl` (one parameter's step as one kernel) and
+//! `shaders/adam_packed.wgsl` (every parameter's step in one kernel).
 //!
 //! On a GPU a small network's step is bound by launches, and the generic update in
 //! [`crate::optim`] is about a dozen kernels per parameter (for the MLP's four, some 50
-//! of a step's launches). This is one per parameter.
+//! of a step's launches). One kernel per parameter is still 62 of a ResNet-18 step's
+//! launches, so [`step_packed`] steps them all in one: the weights and moments it
+//! writes lie packed in one buffer each (every parameter a view of its part), and the
+//! next step reads them there, binding only the gradients one by one. The first step
+//! of a run (or the first after the weights were replaced) fills the packed buffers a
+//! parameter at a time.
 
 use burn::tensor::{DType, Tensor};
 
 use crate::gpu::bridge;
-use crate::gpu::kernels::{ADAM, WORKGROUP};
+use crate::gpu::kernels::{ADAM, WORKGROUP, adam_packed};
 
 /// The step's scalars, computed on the host as the generic update computes them.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -56,6 +62,7 @@ pub fn step(
             s.correction_2.to_bits(),
             s.epsilon.to_bits(),
             s.step_size.to_bits(),
+            0,
         ];
         let p = bridge::upload_u32(&x.client, &words);
         bridge::launch(
@@ -80,3 +87,207 @@ pub fn step(
         bridge::to_float(v_out),
     ))
 }
+
+/// Weights, first and second moments after a packed step, parameter j's values at
+/// `offsets[j]` of each. Offsets and the room each part takes are multiples of the
+/// device's buffer-offset alignment, so that every parameter's part is a view a kernel
+/// can bind (burn's own slice would copy it).
+#[derive(Clone)]
+pub struct Packed {
+    pub x: Tensor<1>,
+    pub m: Tensor<1>,
+    pub v: Tensor<1>,
+    pub offsets: Vec<usize>,
+    align: usize,
+}
+
+impl Packed {
+    /// Parameter j's part of `t` (one of the three), a view of `numel` values.
+    pub fn part(&self, t: &Tensor<1>, j: usize, numel: usize) -> Tensor<1> {
+        let reach = numel.div_ceil(self.align) * self.align;
+        bridge::part_1d(t, self.offsets[j], numel, reach)
+            .expect("the packed layout keeps every part aligned")
+    }
+}
+
+/// One parameter of a packed step: weights, gradient and moments (`None` before its
+/// first step), all flat, with its own bias corrections.
+pub struct Part {
+    pub x: Tensor<1>,
+    pub g: Tensor<1>,
+    pub moments: Option<(Tensor<1>, Tensor<1>)>,
+    /// `1 - beta_2^t` and `lr / (1 - beta_1^t)` at this parameter's step t.
+    pub correction_2: f32,
+    pub step_size: f32,
+}
+
+/// The offset of each part (each a multiple of `align`) and the packed length.
+fn layout(numels: &[usize], align: usize) -> (Vec<usize>, usize) {
+    let mut offsets = Vec::with_capacity(numels.len());
+    let mut end = 0;
+    for &n in numels {
+        offsets.push(end);
+        end += n.div_ceil(align) * align;
+    }
+    (offsets, end)
+}
+
+/// Whether `t` (contiguous) is `of`'s values from `offset` on: one buffer, the offset
+/// that far in.
+fn is_part(t: &Tensor<1>, of: &Tensor<1>, offset: usize) -> bool {
+    let (Some(t), Some(of)) = (bridge::float_f32_strided(t), bridge::float_f32_strided(of)) else {
+        return false;
+    };
+    let start = |h: &cubecl::server::Handle| h.offset_start.unwrap_or(0);
+    t.handle.memory.descriptor().id == of.handle.memory.descriptor().id
+        && start(&t.handle) == start(&of.handle) + 4 * offset as u64
+        && t.meta.strides()[0] == 1
+}
+
+/// Adam's step of every part as few launches as the adapter's bindings allow, into fresh
+/// packed buffers; `None` off wgpu, when the sizes pass 32-bit indices, or when the
+/// adapter cannot bind more than one gradient beside the packed buffers (WebGPU's
+/// default of 8 storage buffers), where the caller steps each parameter alone.
+///
+/// When `previous` is the last packed step and every part's weights and moments are
+/// still its views, a launch binds the packed buffers whole and up to (bindings - 7)
+/// gradients; otherwise each part is stepped by `adam.wgsl` into its place.
+pub fn step_packed(
+    parts: &[Part],
+    previous: Option<&Packed>,
+    beta_1: f32,
+    beta_2: f32,
+    epsilon: f32,
+) -> Option<Packed> {
+    let first = bridge::float_f32(&parts.first()?.x)?;
+    let client = first.client.clone();
+    let gradients_per_launch = (client.properties().hardware.max_bindings as usize)
+        .saturating_sub(7)
+        .min(MAX_GRADIENTS);
+    if gradients_per_launch < 2 {
+        return None;
+    }
+    let numels: Vec<usize> = parts.iter().map(|p| p.x.dims()[0]).collect();
+    let align = bridge::alignment_1d(&parts[0].x)?;
+    let (offsets, total) = layout(&numels, align);
+    if total >= u32::MAX as usize - WORKGROUP as usize {
+        return None;
+    }
+    let x_out = bridge::empty_1d(&first, total, DType::F32);
+    let m_out = bridge::empty_1d(&first, total, DType::F32);
+    let v_out = bridge::empty_1d(&first, total, DType::F32);
+    let shared = [
+        beta_1.to_bits(),
+        (1.0 - beta_1).to_bits(),
+        beta_2.to_bits(),
+        (1.0 - beta_2).to_bits(),
+        epsilon.to_bits(),
+    ];
+    let packed_in = previous.filter(|p| {
+        p.offsets == offsets
+            && parts.iter().zip(&offsets).all(|(part, &o)| {
+                is_part(&part.x, &p.x, o)
+                    && part
+                        .moments
+                        .as_ref()
+                        .is_some_and(|(m, v)| is_part(m, &p.m, o) && is_part(v, &p.v, o))
+            })
+    });
+    match packed_in {
+        Some(previous) => {
+            let x = bridge::float_f32_strided(&previous.x)?;
+            let m = bridge::float_f32_strided(&previous.m)?;
+            let v = bridge::float_f32_strided(&previous.v)?;
+            for (chunk, chunk_offsets) in parts
+                .chunks(gradients_per_launch)
+                .zip(offsets.chunks(gradients_per_launch))
+            {
+                let mut table = vec![chunk.len() as u32];
+                table.extend(shared);
+                let mut groups = 0u32;
+                let mut gradients = Vec::with_capacity(chunk.len());
+                for (part, &o) in chunk.iter().zip(chunk_offsets) {
+                    let n = part.x.dims()[0] as u32;
+                    table.extend([
+                        o as u32,
+                        n,
+                        groups,
+                        part.correction_2.to_bits(),
+                        part.step_size.to_bits(),
+                    ]);
+                    groups += n.div_ceil(WORKGROUP);
+                    gradients.push(bridge::float_f32(&part.g)?);
+                }
+                let table = bridge::upload_u32(&client, &table);
+                let mut buffers = vec![
+                    &x.handle,
+                    &m.handle,
+                    &v.handle,
+                    &x_out.handle,
+                    &m_out.handle,
+                    &v_out.handle,
+                    &table,
+                ];
+                buffers.extend(gradients.iter().map(|g| &g.handle));
+                bridge::launch(
+                    &client,
+                    adam_packed(chunk.len()),
+                    bridge::grid(groups),
+                    &buffers,
+                );
+            }
+        }
+        None => {
+            for (part, &o) in parts.iter().zip(&offsets) {
+                let n = part.x.dims()[0];
+                let (m, v) = match &part.moments {
+                    Some((m, v)) => (m.clone(), v.clone()),
+                    // Two buffers: WebGPU rejects one buffer bound to two writable bindings.
+                    None => (
+                        Tensor::<1>::zeros([n], &part.x.device()),
+                        Tensor::<1>::zeros([n], &part.x.device()),
+                    ),
+                };
+                let x = bridge::float_f32(&part.x)?;
+                let g = bridge::float_f32(&part.g)?;
+                let m = bridge::float_f32(&m)?;
+                let v = bridge::float_f32(&v)?;
+                let mut words = vec![n as u32];
+                words.extend(&shared[..4]);
+                words.extend([
+                    part.correction_2.to_bits(),
+                    epsilon.to_bits(),
+                    part.step_size.to_bits(),
+                    o as u32,
+                ]);
+                let p = bridge::upload_u32(&client, &words);
+                bridge::launch(
+                    &client,
+                    ADAM,
+                    bridge::grid((n as u32).div_ceil(WORKGROUP)),
+                    &[
+                        &x.handle,
+                        &g.handle,
+                        &m.handle,
+                        &v.handle,
+                        &x_out.handle,
+                        &m_out.handle,
+                        &v_out.handle,
+                        &p,
+                    ],
+                );
+            }
+        }
+    }
+    Some(Packed {
+        x: bridge::to_float(x_out),
+        m: bridge::to_float(m_out),
+        v: bridge::to_float(v_out),
+        offsets,
+        align,
+    })
+}
+
+/// At most this many gradients per packed launch (a bound on the generated shader's
+/// size; a ResNet-18 has 62 parameters, a pair of them 124).
+const MAX_GRADIENTS: usize = 128;
