@@ -115,9 +115,9 @@ impl Im2colConv for Cube {
         dy: FloatTensor<Self>,
         options: ConvOptions<2>,
     ) -> FloatTensor<Self> {
-        match cube_backward(&x, &weight, &dy, &options, [true, false]) {
-            Some((Some(dx), _)) => dx,
-            _ => <Cube as ModuleOps<Cube>>::conv2d_x_backward(x, weight, dy, options),
+        match cube_backward(&x, &weight, &dy, &options, Of::Input) {
+            Some(dx) => dx,
+            None => <Cube as ModuleOps<Cube>>::conv2d_x_backward(x, weight, dy, options),
         }
     }
 
@@ -127,22 +127,29 @@ impl Im2colConv for Cube {
         dy: FloatTensor<Self>,
         options: ConvOptions<2>,
     ) -> FloatTensor<Self> {
-        match cube_backward(&x, &weight, &dy, &options, [false, true]) {
-            Some((_, Some(dw))) => dw,
-            _ => <Cube as ModuleOps<Cube>>::conv2d_weight_backward(x, weight, dy, options),
+        match cube_backward(&x, &weight, &dy, &options, Of::Weight) {
+            Some(dw) => dw,
+            None => <Cube as ModuleOps<Cube>>::conv2d_weight_backward(x, weight, dy, options),
         }
     }
 }
 
-/// The gradients by [`conv::conv2d_backward`] (im2col, two matmuls, col2im); `None` where
-/// it declines, and burn's backward runs instead.
+/// Which gradient a backward pass computes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Of {
+    Input,
+    Weight,
+}
+
+/// The input's or the weight's gradient by [`conv::conv2d_backward`] (im2col, a matmul,
+/// col2im for the input's); `None` where it declines, and burn's backward runs instead.
 fn cube_backward(
     x: &FloatTensor<Cube>,
     weight: &FloatTensor<Cube>,
     dy: &FloatTensor<Cube>,
     options: &ConvOptions<2>,
-    [want_x, want_weight]: [bool; 2],
-) -> Option<(Option<FloatTensor<Cube>>, Option<FloatTensor<Cube>>)> {
+    of: Of,
+) -> Option<FloatTensor<Cube>> {
     let tensor = |t: &FloatTensor<Cube>| Tensor::<4>::from_primitive::<Cube>(t.clone());
     let weight = tensor(weight);
     let [_, _, kh, kw] = weight.dims();
@@ -160,14 +167,18 @@ fn cube_backward(
         &weight,
         &tensor(dy),
         geometry,
-        want_x,
-        want_weight,
+        of == Of::Input,
+        of == Of::Weight,
     )?;
-    let primitive = |t: Tensor<4>| {
-        t.try_into_primitive::<Cube>()
-            .expect("a Cube tensor stays on Cube")
+    let gradient = match of {
+        Of::Input => dx?,
+        Of::Weight => dw?,
     };
-    Some((dx.map(primitive), dw.map(primitive)))
+    Some(
+        gradient
+            .try_into_primitive::<Cube>()
+            .expect("a Cube tensor stays on Cube"),
+    )
 }
 
 /// The extension's dispatch needs every backend a tensor may live on; [`forward`] never
