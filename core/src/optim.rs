@@ -325,15 +325,18 @@ impl ModuleVisitor for Gather<'_> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         let position = self.position;
         self.position += 1;
-        let id: ParamId = param.id;
-        let Some(grad) = self.grads.get::<D>(id) else {
+        if self.off_wgpu {
             return;
-        };
+        }
         let x = param.val().inner();
         if !crate::gpu::supports(&x) {
             self.off_wgpu = true;
             return;
         }
+        let id: ParamId = param.id;
+        let Some(grad) = self.grads.get::<D>(id) else {
+            return;
+        };
         let numel = x.dims().iter().product::<usize>();
         self.stepped
             .push((position, x.reshape([numel]), grad.reshape([numel])));

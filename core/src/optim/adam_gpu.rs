@@ -11,6 +11,7 @@
 //! of a run (or the first after the weights were replaced) fills the packed buffers a
 //! parameter at a time.
 
+use burn::backend::wgpu::CubeTensor;
 use burn::tensor::{DType, Tensor};
 
 use crate::gpu::bridge;
@@ -45,47 +46,61 @@ pub fn step(
         "weights, gradient and moments must have the same length"
     );
     assert!(n < u32::MAX as usize);
-    let x = bridge::float_f32(x)?;
-    let g = bridge::float_f32(g)?;
-    let m = bridge::float_f32(m)?;
-    let v = bridge::float_f32(v)?;
-    let x_out = bridge::empty_1d(&x, n, DType::F32);
-    let m_out = bridge::empty_1d(&x, n, DType::F32);
-    let v_out = bridge::empty_1d(&x, n, DType::F32);
-    if n > 0 {
-        let words = [
-            n as u32,
-            s.beta_1.to_bits(),
-            (1.0 - s.beta_1).to_bits(),
-            s.beta_2.to_bits(),
-            (1.0 - s.beta_2).to_bits(),
-            s.correction_2.to_bits(),
-            s.epsilon.to_bits(),
-            s.step_size.to_bits(),
-            0,
-        ];
-        let p = bridge::upload_u32(&x.client, &words);
-        bridge::launch(
-            &x.client,
-            ADAM,
-            bridge::grid((n as u32).div_ceil(WORKGROUP)),
-            &[
-                &x.handle,
-                &g.handle,
-                &m.handle,
-                &v.handle,
-                &x_out.handle,
-                &m_out.handle,
-                &v_out.handle,
-                &p,
-            ],
-        );
-    }
+    let like = bridge::float_f32(x)?;
+    let x_out = bridge::empty_1d(&like, n, DType::F32);
+    let m_out = bridge::empty_1d(&like, n, DType::F32);
+    let v_out = bridge::empty_1d(&like, n, DType::F32);
+    step_into([x, g, m, v], [&x_out, &m_out, &v_out], 0, s)?;
     Some((
         bridge::to_float(x_out),
         bridge::to_float(m_out),
         bridge::to_float(v_out),
     ))
+}
+
+/// One parameter's step (`adam.wgsl`) from weights, gradient and moments (flat, one
+/// length), written into `outputs` (weights, moments) from element `offset` on.
+fn step_into(
+    [x, g, m, v]: [&Tensor<1>; 4],
+    outputs: [&CubeTensor; 3],
+    offset: usize,
+    s: AdamScalars,
+) -> Option<()> {
+    let [n] = x.dims();
+    let [x, g, m, v] = [x, g, m, v].map(bridge::float_f32);
+    let (x, g, m, v) = (x?, g?, m?, v?);
+    if n == 0 {
+        return Some(());
+    }
+    let words = [
+        n as u32,
+        s.beta_1.to_bits(),
+        (1.0 - s.beta_1).to_bits(),
+        s.beta_2.to_bits(),
+        (1.0 - s.beta_2).to_bits(),
+        s.correction_2.to_bits(),
+        s.epsilon.to_bits(),
+        s.step_size.to_bits(),
+        offset as u32,
+    ];
+    let p = bridge::upload_u32(&x.client, &words);
+    let [x_out, m_out, v_out] = outputs;
+    bridge::launch(
+        &x.client,
+        ADAM,
+        bridge::grid((n as u32).div_ceil(WORKGROUP)),
+        &[
+            &x.handle,
+            &g.handle,
+            &m.handle,
+            &v.handle,
+            &x_out.handle,
+            &m_out.handle,
+            &v_out.handle,
+            &p,
+        ],
+    );
+    Some(())
 }
 
 /// Weights, first and second moments after a packed step, parameter j's values at
@@ -248,34 +263,19 @@ pub fn step_packed(
                         Tensor::<1>::zeros([n], &part.x.device()),
                     ),
                 };
-                let x = bridge::float_f32(&part.x)?;
-                let g = bridge::float_f32(&part.g)?;
-                let m = bridge::float_f32(&m)?;
-                let v = bridge::float_f32(&v)?;
-                let mut words = vec![n as u32];
-                words.extend(&shared[..4]);
-                words.extend([
-                    part.correction_2.to_bits(),
-                    epsilon.to_bits(),
-                    part.step_size.to_bits(),
-                    o as u32,
-                ]);
-                let p = bridge::upload_u32(&client, &words);
-                bridge::launch(
-                    &client,
-                    ADAM,
-                    bridge::grid((n as u32).div_ceil(WORKGROUP)),
-                    &[
-                        &x.handle,
-                        &g.handle,
-                        &m.handle,
-                        &v.handle,
-                        &x_out.handle,
-                        &m_out.handle,
-                        &v_out.handle,
-                        &p,
-                    ],
-                );
+                let scalars = AdamScalars {
+                    beta_1,
+                    beta_2,
+                    epsilon,
+                    correction_2: part.correction_2,
+                    step_size: part.step_size,
+                };
+                step_into(
+                    [&part.x, &part.g, &m, &v],
+                    [&x_out, &m_out, &v_out],
+                    o,
+                    scalars,
+                )?;
             }
         }
     }
