@@ -186,7 +186,8 @@ impl Adam {
     /// Adam in the same order (a default `taks train` ends on the same 91.00% test
     /// accuracy as with burn's optimiser). The moments are stored flat, so one list
     /// holds parameters of every rank; reshaping them back is free. On flex a step is one
-    /// fused pass ([`adam_cpu`]; bit-identical weights), on wgpu an ungated one is one kernel.
+    /// fused pass ([`adam_cpu`]; bit-identical weights), on wgpu an ungated one is one kernel
+    /// (where [`Adam::step_packed`] does not step them all at once).
     fn update<const D: usize>(
         &self,
         lr: f32,
