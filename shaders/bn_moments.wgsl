@@ -7,15 +7,20 @@
 //
 // Bindings (group 0, all storage read_write):
 //   0 x [N, C, H, W] f32 (strided)   3 stats out [2 C] f32: mean, var
-//   1 running mean [C] f32           4 running out [2 C] f32: mean, var
-//   2 running var [C] f32            5 params u32 [16]
+//   1 running mean [C] f32           4 running mean out [C] f32
+//   2 running var [C] f32            5 running var out [C] f32
+//                                    6 params u32 [16]
+// The running statistics come out in two buffers, each the layer's state as it is: a
+// part of one [2 C] buffer would be copied out where C floats are not a multiple of the
+// device's buffer-offset alignment.
 
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> running_mean: array<f32>;
 @group(0) @binding(2) var<storage, read_write> running_var: array<f32>;
 @group(0) @binding(3) var<storage, read_write> stats: array<f32>;
-@group(0) @binding(4) var<storage, read_write> running: array<f32>;
-@group(0) @binding(5) var<storage, read_write> params: array<u32>;
+@group(0) @binding(4) var<storage, read_write> running_mean_out: array<f32>;
+@group(0) @binding(5) var<storage, read_write> running_var_out: array<f32>;
+@group(0) @binding(6) var<storage, read_write> params: array<u32>;
 
 @compute @workgroup_size(256)
 fn main(
@@ -46,7 +51,7 @@ fn main(
         let momentum = bitcast<f32>(params[10]);
         stats[c] = mean;
         stats[channels + c] = variance;
-        running[c] = (1.0 - momentum) * running_mean[c] + momentum * mean;
-        running[channels + c] = (1.0 - momentum) * running_var[c] + momentum * variance;
+        running_mean_out[c] = (1.0 - momentum) * running_mean[c] + momentum * mean;
+        running_var_out[c] = (1.0 - momentum) * running_var[c] + momentum * variance;
     }
 }

@@ -66,14 +66,13 @@ fn per_element(total: usize) -> cubecl::CubeCount {
 }
 
 /// The batch's statistics `[2 C]` (mean, then biased variance, per channel) and the
-/// running statistics after this batch `[2 C]` (mean, then variance), from the running
-/// mean and variance before it.
+/// running mean and variance after this batch (`[C]` each), from those before it.
 pub(crate) fn moments(
     x: &Tensor<4>,
     running_mean: &Tensor<1>,
     running_var: &Tensor<1>,
     settings: Settings,
-) -> Option<(Tensor<1>, Tensor<1>)> {
+) -> Option<(Tensor<1>, [Tensor<1>; 2])> {
     let dims = x.dims();
     let channels = dims[1];
     let x = bridge::float_f32_strided(x)?;
@@ -82,7 +81,8 @@ pub(crate) fn moments(
     let strides = x.meta.strides();
     let p = bridge::upload_u32(&x.client, &words(dims, strides, strides, settings)?);
     let stats = bridge::empty_1d(&x, 2 * channels, DType::F32);
-    let running = bridge::empty_1d(&x, 2 * channels, DType::F32);
+    let mean_out = bridge::empty_1d(&x, channels, DType::F32);
+    let var_out = bridge::empty_1d(&x, channels, DType::F32);
     bridge::launch(
         &x.client,
         BN_MOMENTS,
@@ -92,11 +92,15 @@ pub(crate) fn moments(
             &mean.handle,
             &var.handle,
             &stats.handle,
-            &running.handle,
+            &mean_out.handle,
+            &var_out.handle,
             &p,
         ],
     );
-    Some((bridge::to_float(stats), bridge::to_float(running)))
+    Some((
+        bridge::to_float(stats),
+        [bridge::to_float(mean_out), bridge::to_float(var_out)],
+    ))
 }
 
 /// The batch norm of `x` with the batch's `stats` (from [`moments`]), then ReLU if

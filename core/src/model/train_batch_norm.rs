@@ -309,16 +309,13 @@ pub(crate) fn forward(bn: &BatchNorm, x: Tensor<4>, then_relu: bool) -> Tensor<4
             momentum: bn.momentum,
         },
     );
-    let Some((stats, running)) = stats else {
+    let Some((stats, [running_mean, running_var])) = stats else {
         return plain(x);
     };
-    let channels = stats.dims()[0] / 2;
     // Back on the layer's (autodiff) device, outside the graph, as burn keeps them.
     let lift = |t: Tensor<1>| Tensor::<1>::from_inner(t).to_device(&device).detach();
-    bn.running_mean
-        .update(lift(running.clone().narrow(0, 0, channels)));
-    bn.running_var
-        .update(lift(running.narrow(0, channels, channels)));
+    bn.running_mean.update(lift(running_mean));
+    bn.running_var.update(lift(running_var));
     let y = Dispatch::batch_norm_relu(
         x.into_dispatch(),
         bn.gamma.val().into_dispatch(),
