@@ -155,18 +155,11 @@ impl Adam {
                     x: x.clone(),
                     g: g.clone(),
                     moments: state.map(|s| (s.first.clone(), s.second.clone())),
-                    correction_2: 1.0 - self.beta_2.powi(time as i32),
-                    step_size: lr / (1.0 - beta_1.powi(time as i32)),
+                    scalars: adam_gpu::AdamScalars::at(time, lr, beta_1, self.beta_2, self.epsilon),
                 }
             })
             .collect();
-        let Some(packed) = adam_gpu::step_packed(
-            &parts,
-            self.packed.as_ref(),
-            beta_1,
-            self.beta_2,
-            self.epsilon,
-        ) else {
+        let Some(packed) = adam_gpu::step_packed(&parts, self.packed.as_ref()) else {
             return Err((module, grads));
         };
         drop(parts);
@@ -227,22 +220,9 @@ impl Adam {
         let dims = x.dims();
         let numel = dims.iter().product::<usize>();
         let time = state.as_ref().map_or(0, |s| s.time) + 1;
-        let scalars = adam_gpu::AdamScalars {
-            beta_1,
-            beta_2: self.beta_2,
-            epsilon: self.epsilon,
-            correction_2: 1.0 - self.beta_2.powi(time as i32),
-            step_size: lr / (1.0 - beta_1.powi(time as i32)),
-        };
-        let (m, v) = match state {
-            Some(s) => (s.first, s.second),
-            // Two buffers: WebGPU rejects one buffer bound to two writable bindings.
-            None => (
-                Tensor::<1>::zeros([numel], &x.device()),
-                Tensor::<1>::zeros([numel], &x.device()),
-            ),
-        };
+        let scalars = adam_gpu::AdamScalars::at(time, lr, beta_1, self.beta_2, self.epsilon);
         let (x, grad) = (x.reshape([numel]), grad.reshape([numel]));
+        let (m, v) = adam_gpu::moments_or_zeros(state.map(|s| (s.first, s.second)), &x);
         let (x, first, second) = adam_gpu::step(&x, &grad, &m, &v, scalars)
             .expect("gpu::supports said the kernels run on this device");
         (

@@ -152,6 +152,16 @@ pub(crate) fn alignment_1d<const D: usize>(t: &Tensor<D>) -> Option<usize> {
     })
 }
 
+/// Sizes and indices as a kernel's u32 parameter buffer on `client`'s device; `None` when
+/// one passes 32 bits (the caller then declines, and burn's own operation runs).
+pub(crate) fn upload_sizes(client: &Client, sizes: &[usize]) -> Option<Handle> {
+    let words: Vec<u32> = sizes
+        .iter()
+        .map(|&v| u32::try_from(v).ok())
+        .collect::<Option<_>>()?;
+    Some(upload_u32(client, &words))
+}
+
 /// Back to an ordinary float tensor.
 pub(crate) fn to_float(t: CubeTensor) -> Tensor<1> {
     Tensor::<1>::from_primitive::<CubeBackend>(t)

@@ -75,7 +75,7 @@ pub(crate) fn im2col(x: &Tensor<4>, g: Geometry) -> Option<Tensor<2>> {
     let s = prim.meta.strides();
     let (rows, cols) = (n * out_h * out_w, c * g.kernel[0] * g.kernel[1]);
     let total = rows.checked_mul(cols).filter(|&t| t < u32::MAX as usize)?;
-    let words = [
+    let sizes = [
         n,
         c,
         h,
@@ -92,11 +92,9 @@ pub(crate) fn im2col(x: &Tensor<4>, g: Geometry) -> Option<Tensor<2>> {
         g.padding[1],
         out_h,
         out_w,
-    ]
-    .map(u32::try_from);
-    let words: Vec<u32> = words.into_iter().collect::<Result<_, _>>().ok()?;
+    ];
+    let p = bridge::upload_sizes(&prim.client, &sizes)?;
     let out = bridge::empty_1d(&prim, total, DType::F32);
-    let p = bridge::upload_u32(&prim.client, &words);
     bridge::launch(
         &prim.client,
         IM2COL,
@@ -269,7 +267,7 @@ fn col2im(
     let [out_h, out_w] = g.output(h, w);
     let dcols = bridge::float_f32(dcols)?;
     let total = len * h * w * c;
-    let words = [
+    let sizes = [
         len,
         c,
         h,
@@ -283,10 +281,8 @@ fn col2im(
         out_h,
         out_w,
         start,
-    ]
-    .map(u32::try_from);
-    let words: Vec<u32> = words.into_iter().collect::<Result<_, _>>().ok()?;
-    let p = bridge::upload_u32(&dcols.client, &words);
+    ];
+    let p = bridge::upload_sizes(&dcols.client, &sizes)?;
     bridge::launch(
         &dcols.client,
         COL2IM,

@@ -95,12 +95,12 @@ impl FusedBatchNorm for Cube {
         epsilon: f64,
         relu: bool,
     ) -> FloatTensor<Self> {
-        let x = Tensor::<4>::from_primitive::<Cube>(x);
-        let dy = Tensor::<4>::from_primitive::<Cube>(dy);
-        let (gamma, beta, stats) = (vector(gamma), vector(beta), vector(stats));
-        primitive(
-            kernels::grad_sums(&x, &dy, &gamma, &beta, &stats, settings(epsilon, relu))
-                .expect("the backward's sizes are the forward's"),
+        backward_pass(
+            kernels::grad_sums,
+            [x, dy],
+            [gamma, beta, stats],
+            epsilon,
+            relu,
         )
     }
 
@@ -113,14 +113,40 @@ impl FusedBatchNorm for Cube {
         epsilon: f64,
         relu: bool,
     ) -> FloatTensor<Self> {
-        let x = Tensor::<4>::from_primitive::<Cube>(x);
-        let dy = Tensor::<4>::from_primitive::<Cube>(dy);
-        let (gamma, beta, sums) = (vector(gamma), vector(beta), vector(sums));
-        primitive(
-            kernels::grad_x(&x, &dy, &gamma, &beta, &sums, settings(epsilon, relu))
-                .expect("the backward's sizes are the forward's"),
-        )
+        backward_pass(kernels::grad_x, [x, dy], [gamma, beta, sums], epsilon, relu)
     }
+}
+
+/// A backward pass's kernels (`grad_sums` or `grad_x`) on the primitives: `x` and `dy`
+/// `[N, C, H, W]`, then gamma, beta and the per-channel figures the pass reads.
+fn backward_pass<const D: usize>(
+    pass: fn(
+        &Tensor<4>,
+        &Tensor<4>,
+        &Tensor<1>,
+        &Tensor<1>,
+        &Tensor<1>,
+        Settings,
+    ) -> Option<Tensor<D>>,
+    [x, dy]: [FloatTensor<Cube>; 2],
+    [gamma, beta, per_channel]: [FloatTensor<Cube>; 3],
+    epsilon: f64,
+    relu: bool,
+) -> FloatTensor<Cube> {
+    let x = Tensor::<4>::from_primitive::<Cube>(x);
+    let dy = Tensor::<4>::from_primitive::<Cube>(dy);
+    let (gamma, beta, per_channel) = (vector(gamma), vector(beta), vector(per_channel));
+    primitive(
+        pass(
+            &x,
+            &dy,
+            &gamma,
+            &beta,
+            &per_channel,
+            settings(epsilon, relu),
+        )
+        .expect("the backward's sizes are the forward's"),
+    )
 }
 
 fn vector(t: FloatTensor<Cube>) -> Tensor<1> {

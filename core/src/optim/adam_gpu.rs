@@ -29,6 +29,35 @@ pub struct AdamScalars {
     pub step_size: f32,
 }
 
+impl AdamScalars {
+    /// The scalars of a parameter's step number `time` (1 for its first).
+    pub fn at(time: usize, lr: f32, beta_1: f32, beta_2: f32, epsilon: f32) -> Self {
+        AdamScalars {
+            beta_1,
+            beta_2,
+            epsilon,
+            correction_2: 1.0 - beta_2.powi(time as i32),
+            step_size: lr / (1.0 - beta_1.powi(time as i32)),
+        }
+    }
+}
+
+/// A parameter's moments, or zeros like `x` before its first step (`0 * beta + y` is
+/// `y`, the generic update's first moments). Two buffers: WebGPU rejects one buffer bound
+/// to two writable bindings.
+pub fn moments_or_zeros(
+    moments: Option<(Tensor<1>, Tensor<1>)>,
+    x: &Tensor<1>,
+) -> (Tensor<1>, Tensor<1>) {
+    moments.unwrap_or_else(|| {
+        let [n] = x.dims();
+        (
+            Tensor::<1>::zeros([n], &x.device()),
+            Tensor::<1>::zeros([n], &x.device()),
+        )
+    })
+}
+
 /// New weights, first and second moment of `x` (all flat `[n]`, f32) after one step with
 /// gradient `g` and moments `m`, `v`; `None` when they are not on a wgpu device. The four
 /// inputs must be four buffers: WebGPU refuses a buffer bound to two writable bindings
@@ -131,9 +160,9 @@ pub struct Part {
     pub x: Tensor<1>,
     pub g: Tensor<1>,
     pub moments: Option<(Tensor<1>, Tensor<1>)>,
-    /// `1 - beta_2^t` and `lr / (1 - beta_1^t)` at this parameter's step t.
-    pub correction_2: f32,
-    pub step_size: f32,
+    /// Its step's scalars ([`AdamScalars::at`] its own step number); beta_1, beta_2 and
+    /// epsilon are every part's.
+    pub scalars: AdamScalars,
 }
 
 /// The offset of each part (each a multiple of `align`) and the packed length.
@@ -167,14 +196,21 @@ fn is_part(t: &Tensor<1>, of: &Tensor<1>, offset: usize) -> bool {
 /// When `previous` is the last packed step and every part's weights and moments are
 /// still its views, a launch binds the packed buffers whole and up to (bindings - 7)
 /// gradients; otherwise each part is stepped by `adam.wgsl` into its place.
-pub fn step_packed(
-    parts: &[Part],
-    previous: Option<&Packed>,
-    beta_1: f32,
-    beta_2: f32,
-    epsilon: f32,
-) -> Option<Packed> {
+pub fn step_packed(parts: &[Part], previous: Option<&Packed>) -> Option<Packed> {
     let first = bridge::float_f32(&parts.first()?.x)?;
+    let AdamScalars {
+        beta_1,
+        beta_2,
+        epsilon,
+        ..
+    } = parts[0].scalars;
+    assert!(
+        parts.iter().all(|p| {
+            let s = p.scalars;
+            (s.beta_1, s.beta_2, s.epsilon) == (beta_1, beta_2, epsilon)
+        }),
+        "one optimiser's parameters share beta_1, beta_2 and epsilon"
+    );
     let client = first.client.clone();
     let gradients_per_launch = (client.properties().hardware.max_bindings as usize)
         .saturating_sub(7)
@@ -227,8 +263,8 @@ pub fn step_packed(
                         o as u32,
                         n,
                         groups,
-                        part.correction_2.to_bits(),
-                        part.step_size.to_bits(),
+                        part.scalars.correction_2.to_bits(),
+                        part.scalars.step_size.to_bits(),
                     ]);
                     groups += n.div_ceil(WORKGROUP);
                     gradients.push(bridge::float_f32(&part.g)?);
@@ -254,27 +290,12 @@ pub fn step_packed(
         }
         None => {
             for (part, &o) in parts.iter().zip(&offsets) {
-                let n = part.x.dims()[0];
-                let (m, v) = match &part.moments {
-                    Some((m, v)) => (m.clone(), v.clone()),
-                    // Two buffers: WebGPU rejects one buffer bound to two writable bindings.
-                    None => (
-                        Tensor::<1>::zeros([n], &part.x.device()),
-                        Tensor::<1>::zeros([n], &part.x.device()),
-                    ),
-                };
-                let scalars = AdamScalars {
-                    beta_1,
-                    beta_2,
-                    epsilon,
-                    correction_2: part.correction_2,
-                    step_size: part.step_size,
-                };
+                let (m, v) = moments_or_zeros(part.moments.clone(), &part.x);
                 step_into(
                     [&part.x, &part.g, &m, &v],
                     [&x_out, &m_out, &v_out],
                     o,
-                    scalars,
+                    part.scalars,
                 )?;
             }
         }
