@@ -144,7 +144,8 @@ impl ConvBlock {
     }
 
     fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        train_batch_norm::forward(&self.norm, train_conv::forward(&self.conv, x), true)
+        let (y, bias) = train_conv::forward_leaving_bias(&self.conv, x);
+        train_batch_norm::forward_shifted(&self.norm, y, bias, true)
     }
 }
 
@@ -282,5 +283,58 @@ impl Networks {
 
     pub fn iter(&self) -> impl Iterator<Item = &Classifier> {
         self.nets.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::module::Param;
+    use burn::tensor::Distribution;
+
+    use super::*;
+
+    fn host<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+        t.into_data().try_to_vec::<f32>().expect("f32")
+    }
+
+    fn assert_near(a: Vec<f32>, b: Vec<f32>, what: &str) {
+        let gap = a.iter().zip(&b).fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+        assert!(gap <= 1e-4, "{what} off by {gap}");
+    }
+
+    /// On lavapipe: a CNN block in a training step on wgpu leaves its convolution's bias
+    /// out and folds it into the batch norm's running mean
+    /// (`train_batch_norm::forward_shifted`); its output and running statistics are those
+    /// of the same block on flex, where burn adds the bias.
+    #[test]
+    fn a_conv_block_on_wgpu_folds_its_bias_into_the_running_mean() {
+        let gpu = crate::gpu::direct::start()
+            .expect("a wgpu adapter")
+            .0
+            .autodiff();
+        let cpu = Device::flex().autodiff();
+        let mut block = ConvBlock::new(3, 4, &cpu);
+        // Far from zero: a running mean without it is off by more than 0.1.
+        let bias = Tensor::<1>::random([4], Distribution::Uniform(1.0, 3.0), &cpu);
+        block.conv.bias = Some(Param::from_tensor(bias));
+        // Its own running statistics, from a record (a clone would share them).
+        let on_gpu = ConvBlock::new(3, 4, &gpu)
+            .load_record(block.clone().into_record())
+            .to_device(&gpu);
+        let x = Tensor::<4>::random([4, 3, 8, 8], Distribution::Normal(0.0, 1.0), &cpu);
+
+        let theirs = block.forward(x.clone());
+        let ours = on_gpu.forward(x.to_device(&gpu));
+        assert_near(host(ours), host(theirs), "the block's output");
+        assert_near(
+            host(on_gpu.norm.running_mean.value_sync()),
+            host(block.norm.running_mean.value_sync()),
+            "the running mean",
+        );
+        assert_near(
+            host(on_gpu.norm.running_var.value_sync()),
+            host(block.norm.running_var.value_sync()),
+            "the running variance",
+        );
     }
 }

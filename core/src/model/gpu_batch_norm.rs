@@ -67,8 +67,11 @@ fn per_element(total: usize) -> cubecl::CubeCount {
 
 /// The batch's statistics `[2 C]` (mean, then biased variance, per channel) and the
 /// running mean and variance after this batch (`[C]` each), from those before it.
+/// `shift` `[C]`, where there is one, is a per-channel constant the layer's input has and
+/// `x` lacks (a convolution's bias): only the running mean adds it.
 pub(crate) fn moments(
     x: &Tensor<4>,
+    shift: Option<&Tensor<1>>,
     running_mean: &Tensor<1>,
     running_var: &Tensor<1>,
     settings: Settings,
@@ -78,6 +81,11 @@ pub(crate) fn moments(
     let x = bridge::float_f32_strided(x)?;
     let mean = bridge::float_f32(running_mean)?;
     let var = bridge::float_f32(running_var)?;
+    let shift = match shift {
+        Some(b) => bridge::float_f32(b)?.handle,
+        // f32 zeros are u32 zeros.
+        None => bridge::upload_u32(&x.client, &vec![0; channels]),
+    };
     let strides = x.meta.strides();
     let p = bridge::upload_u32(&x.client, &words(dims, strides, strides, settings)?);
     let stats = bridge::empty_1d(&x, 2 * channels, DType::F32);
@@ -95,6 +103,7 @@ pub(crate) fn moments(
             &mean_out.handle,
             &var_out.handle,
             &p,
+            &shift,
         ],
     );
     Some((

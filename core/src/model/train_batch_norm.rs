@@ -316,7 +316,29 @@ impl<B: Backend + FusedBatchNorm, C: CheckpointStrategy> FusedBatchNorm for Auto
 /// on a wgpu device in training mode (the running statistics updated as burn's
 /// `BatchNorm` updates them), the layer's own forward pass elsewhere.
 pub(crate) fn forward(bn: &BatchNorm, x: Tensor<4>, then_relu: bool) -> Tensor<4> {
+    forward_shifted(bn, x, None, then_relu)
+}
+
+/// [`forward`] of `x + shift` (per channel, `shift` `[C]`: a convolution's bias that
+/// [`super::train_conv::forward_leaving_bias`] left out).
+///
+/// In a training step on a wgpu device the shift is never added: a training batch norm
+/// subtracts the batch's mean, so its output is the same without it, and the shift's
+/// gradient is exactly zero (the input's gradient sums to zero over each channel), so it
+/// gets none. Only the running mean, which eval mode subtracts instead, includes it. That
+/// saves the bias's addition and its gradient's reduction, two launches per convolution.
+/// Elsewhere `x + shift` goes through the layer as it is.
+pub(crate) fn forward_shifted(
+    bn: &BatchNorm,
+    x: Tensor<4>,
+    shift: Option<Tensor<1>>,
+    then_relu: bool,
+) -> Tensor<4> {
     let plain = |x: Tensor<4>| {
+        let x = match &shift {
+            Some(b) => x + b.clone().reshape([1, b.dims()[0], 1, 1]),
+            None => x,
+        };
         let y = bn.forward(x);
         if then_relu { relu(y) } else { y }
     };
@@ -327,6 +349,7 @@ pub(crate) fn forward(bn: &BatchNorm, x: Tensor<4>, then_relu: bool) -> Tensor<4
     let device = x.device();
     let stats = kernels::moments(
         &x,
+        shift.as_ref(),
         &bn.running_mean.value_sync(),
         &bn.running_var.value_sync(),
         Settings {
@@ -371,17 +394,18 @@ mod tests {
         (gap, scale)
     }
 
-    /// On lavapipe: the fused batch norm (with and without its ReLU) gives burn's
-    /// `BatchNorm` outputs, running statistics and gradients (input, gamma, beta), for an
-    /// input laid out channels last as im2col leaves it (and the input's gradient laid out
-    /// the same way).
+    /// On lavapipe: the fused batch norm (with and without its ReLU, with and without a
+    /// convolution's bias left out of its input) gives burn's `BatchNorm` outputs, running
+    /// statistics and gradients (input, gamma, beta), for an input laid out channels last
+    /// as im2col leaves it (and the input's gradient laid out the same way). The bias left
+    /// out gets no gradient, where burn's is zero but for rounding.
     #[test]
     fn the_fused_batch_norm_is_burns() {
         let device = crate::gpu::direct::start()
             .expect("a wgpu adapter")
             .0
             .autodiff();
-        for then_relu in [false, true] {
+        for (then_relu, shifted) in [(false, false), (true, false), (false, true), (true, true)] {
             let mut bn = BatchNormConfig::new(5).init(&device);
             let gamma = Tensor::<1>::random([5], Distribution::Uniform(0.5, 1.5), &device);
             let beta = Tensor::<1>::random([5], Distribution::Uniform(-0.5, 0.5), &device);
@@ -396,14 +420,20 @@ mod tests {
                 .permute([0, 3, 1, 2])
                 .require_grad();
             let w = Tensor::<4>::random([3, 5, 6, 7], Distribution::Default, &device);
+            // Large enough that a running mean without it is off by more than 0.1.
+            let bias =
+                Tensor::<1>::random([5], Distribution::Uniform(1.0, 3.0), &device).require_grad();
 
-            let ours = forward(&bn, x.clone(), then_relu);
-            let theirs = reference.forward(x.clone());
+            let ours = forward_shifted(&bn, x.clone(), shifted.then(|| bias.clone()), then_relu);
+            let theirs = match shifted {
+                true => reference.forward(x.clone() + bias.clone().reshape([1, 5, 1, 1])),
+                false => reference.forward(x.clone()),
+            };
             let theirs = if then_relu { relu(theirs) } else { theirs };
             let (g, s) = gap(&host(ours.clone()), &host(theirs.clone()));
             assert!(
                 g <= 1e-5 * s.max(1.0),
-                "relu {then_relu}: output off by {g}"
+                "relu {then_relu}, shifted {shifted}: output off by {g}"
             );
             for (a, b) in [
                 (
@@ -418,7 +448,7 @@ mod tests {
                 let (g, s) = gap(&host(a), &host(b));
                 assert!(
                     g <= 1e-5 * s.max(1.0),
-                    "relu {then_relu}: running off by {g}"
+                    "relu {then_relu}, shifted {shifted}: running off by {g}"
                 );
             }
 
@@ -432,17 +462,29 @@ mod tests {
                 host(bn.gamma.grad(&grads_ours).expect("gamma's")),
                 host(bn.beta.grad(&grads_ours).expect("beta's")),
             ];
+            assert!(
+                bias.grad(&grads_ours).is_none(),
+                "the bias left out has no gradient"
+            );
             let grads_theirs = (theirs * w).sum().backward();
             let theirs = [
                 host(x.grad(&grads_theirs).expect("x's gradient")),
                 host(reference.gamma.grad(&grads_theirs).expect("gamma's")),
                 host(reference.beta.grad(&grads_theirs).expect("beta's")),
             ];
+            if shifted {
+                let zero = host(bias.grad(&grads_theirs).expect("burn's bias gradient"));
+                let largest = |v: &[f32]| v.iter().fold(0f32, |m, g| m.max(g.abs()));
+                assert!(
+                    largest(&zero) <= 1e-4 * largest(&theirs[0]),
+                    "burn's bias gradient {zero:?} is not zero"
+                );
+            }
             for (name, (a, b)) in ["x", "gamma", "beta"].iter().zip(ours.iter().zip(&theirs)) {
                 let (g, s) = gap(a, b);
                 assert!(
                     g <= 1e-4 * s.max(1e-3),
-                    "relu {then_relu}: {name}'s gradient off by {g} at scale {s}"
+                    "relu {then_relu}, shifted {shifted}: {name}'s gradient off by {g} at scale {s}"
                 );
             }
         }

@@ -321,6 +321,26 @@ pub(crate) fn forward(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
 
 /// [`forward`] as `how` says.
 fn forward_with(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> Tensor<4> {
+    match unbiased(conv, x, how) {
+        (y, Some(bias)) => {
+            let channels = bias.dims()[0];
+            y + bias.reshape([1, channels, 1, 1])
+        }
+        (y, None) => y,
+    }
+}
+
+/// [`forward`], but where it runs through [`Im2colConv`] the bias comes back beside the
+/// output instead of added to it, for the batch norm after the convolution to fold in
+/// ([`super::train_batch_norm::forward_shifted`]). Elsewhere (burn's own convolution, whose
+/// bits the CPU results keep) the output has its bias and none comes back.
+pub(crate) fn forward_leaving_bias(conv: &Conv2d, x: Tensor<4>) -> (Tensor<4>, Option<Tensor<1>>) {
+    unbiased(conv, x, GpuConv::current())
+}
+
+/// The convolution through [`Im2colConv`] with its bias apart, when `how` and the device
+/// offer it; burn's with its bias otherwise.
+fn unbiased(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> (Tensor<4>, Option<Tensor<1>>) {
     let geometry = Geometry::of(conv);
     let Some(Geometry {
         stride: [sh, sw],
@@ -328,7 +348,7 @@ fn forward_with(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> Tensor<4> {
         ..
     }) = geometry.filter(|_| how.offers_im2col() && crate::gpu::supports(&x))
     else {
-        return conv.forward(x);
+        return (conv.forward(x), None);
     };
     let y = Dispatch::im2col_conv2d(
         x.into_dispatch(),
@@ -339,14 +359,10 @@ fn forward_with(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> Tensor<4> {
         pw,
         how == GpuConv::Im2col,
     );
-    let y = Tensor::<4>::from_dispatch(y);
-    match &conv.bias {
-        Some(bias) => {
-            let channels = bias.dims()[0];
-            y + bias.val().reshape([1, channels, 1, 1])
-        }
-        None => y,
-    }
+    (
+        Tensor::<4>::from_dispatch(y),
+        conv.bias.as_ref().map(|b| b.val()),
+    )
 }
 
 #[cfg(test)]
