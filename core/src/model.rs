@@ -298,7 +298,10 @@ mod tests {
     }
 
     fn assert_near(a: Vec<f32>, b: Vec<f32>, what: &str) {
-        let gap = a.iter().zip(&b).fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+        let gap = a
+            .iter()
+            .zip(&b)
+            .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
         assert!(gap <= 1e-4, "{what} off by {gap}");
     }
 
