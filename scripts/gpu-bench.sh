@@ -11,9 +11,13 @@
 #   3. a second process's first CNN epoch (autotune results and convolution timings
 #      kept between processes, so it should be near a warm epoch);
 #   4. the MLP on 60,000 28x28 grey images (Fashion-MNIST's shape);
-#   5. when TAKS_SPIRV names a `--features native-shaders` build (burn's SPIR-V
-#      compiler), the MLP and the CNN again through it, without PyTorch;
-#   6. when EMBED=1, `taks embed` of 2,000 224x224 PNGs with a ResNet-18 on the GPU
+#   5. the CNN and ResNet-18 again with taks's tiled matmul in their im2col
+#      convolutions (`TAKS_GPU_MATMUL=tiled`, core/src/model/gpu_matmul.rs), without
+#      PyTorch: whether it beats cubecl's WGSL matmul on this card;
+#   6. when TAKS_SPIRV names a `--features native-shaders` build (burn's SPIR-V
+#      compiler), the MLP and the CNN again through it, without PyTorch (70 s more: a
+#      second call on a 15-minute lease);
+#   7. when EMBED=1, `taks embed` of 2,000 224x224 PNGs with a ResNet-18 on the GPU
 #      against PyTorch's eval loop on CUDA, after checking its features against
 #      torchvision's (scripts/torchvision-parity.py --device gpu).
 # Generated images (`--generated`) stand in for datasets: an epoch's time depends on the
@@ -28,8 +32,8 @@
 # H100 run of 2026-11-28: the CNN's first process, with its convolution timings, autotune
 # and both PyTorch loops, ran past 170 s; ResNet-18's took 130 s, the MLP's 36 s). A step
 # that fails or runs out of time is reported and the next one still runs; the exit code
-# says whether all of them finished. Without EMBED the script ends within 9.5 minutes,
-# one device call. Never part of the tests: CI has no GPU.
+# says whether all of them finished. Without TAKS_SPIRV and EMBED the script ends within
+# 10 minutes, one device call. Never part of the tests: CI has no GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,14 +54,15 @@ mkdir -p "$OUT"
 
 failed=0
 started_all=$SECONDS
-# step NAME LIMIT BINARY BENCH ARGS...: one `taks bench` on the GPU for at most LIMIT
-# seconds, into OUT/NAME.md.
+# [STEP_ENV=VAR=VALUE] step NAME LIMIT BINARY BENCH ARGS...: one `taks bench` on the GPU
+# for at most LIMIT seconds, into OUT/NAME.md.
 step() {
     local name=$1 limit=$2 binary=$3
     shift 3
-    echo "== $name: $binary bench --devices gpu $*" | tee "$OUT/$name.md"
+    echo "== $name: ${STEP_ENV:-}${STEP_ENV:+ }$binary bench --devices gpu $*" | tee "$OUT/$name.md"
     local started=$SECONDS
-    timeout "$limit" "$binary" bench --devices gpu "$@" 2>&1 | tee -a "$OUT/$name.md"
+    # shellcheck disable=SC2086 # STEP_ENV: VAR=VALUE words for this step, or nothing.
+    timeout "$limit" env ${STEP_ENV:-} "$binary" bench --devices gpu "$@" 2>&1 | tee -a "$OUT/$name.md"
     local rc=${PIPESTATUS[0]}
     echo "($name: exit $rc after $((SECONDS - started)) s, limit $limit s; $((SECONDS - started_all)) s in all)" |
         tee -a "$OUT/$name.md"
@@ -69,11 +74,15 @@ RESNET=(--dataset cifar10 --generated 2000x3x224x224 --model resnet18 --eval-bat
     --methods taks --warmup 1 --epochs 1)
 MLP=(--dataset fashion-mnist --generated 60000x1x28x28 --model mlp --methods taks
     --warmup 1 --epochs 2)
-step cnn-32x32 240 "$TAKS" "${CNN[@]}" --torch "$PYTHON"
-step resnet18-224x224 150 "$TAKS" "${RESNET[@]}" --torch "$PYTHON"
+step cnn-32x32 230 "$TAKS" "${CNN[@]}" --torch "$PYTHON"
+step resnet18-224x224 140 "$TAKS" "${RESNET[@]}" --torch "$PYTHON"
 step cnn-32x32-second-process 45 "$TAKS" --dataset cifar10 --generated 50000x3x32x32 \
     --methods taks --warmup 0 --epochs 1
 step mlp-28x28 45 "$TAKS" "${MLP[@]}" --torch "$PYTHON"
+# taks's tiled matmul (TAKS_GPU_MATMUL=tiled, not the default) against the steps above,
+# every convolution through im2col (no timings to make: their limit fits a first process).
+STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step cnn-32x32-tiled 60 "$TAKS" "${CNN[@]}"
+STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step resnet18-224x224-tiled 60 "$TAKS" "${RESNET[@]}"
 if [ -n "$TAKS_SPIRV" ]; then
     step mlp-28x28-spirv 30 "$TAKS_SPIRV" "${MLP[@]}"
     step cnn-32x32-spirv 40 "$TAKS_SPIRV" "${CNN[@]}"

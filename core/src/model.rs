@@ -19,6 +19,7 @@ mod gpu_batch_norm;
 mod gpu_conv;
 pub mod gpu_conv_store;
 mod gpu_layers;
+mod gpu_matmul;
 mod im2col;
 pub mod image_input;
 mod mlp_cpu;
@@ -30,6 +31,7 @@ pub(crate) mod torch_names;
 mod train_batch_norm;
 mod train_conv;
 pub use gpu_conv::{GpuConv, Measured, measured_shapes};
+pub use gpu_matmul::GpuMatmul;
 pub use resnet::ResNet;
 pub use scorer::Scorer;
 

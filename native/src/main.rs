@@ -60,6 +60,7 @@ fn main() -> ExitCode {
     taks_core::model::gpu_conv_store::keep_in(cache);
     if let Err(message) = taks_core::model::GpuConv::from_env()
         .map(|_| ())
+        .and(taks_core::model::GpuMatmul::from_env().map(|_| ()))
         .and(taks_core::gpu::direct::forced_from_env().map(|_| ()))
     {
         eprintln!("error: {message}");

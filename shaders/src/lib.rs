@@ -105,6 +105,11 @@ shader!(
     /// A convolution's input gradient from its patches' gradient (im2col's inverse).
     COL2IM, "taks_col2im", "", "col2im.wgsl"
 );
+shader!(
+    /// A tiled matrix product of two strided f32 matrices, with a bias and ReLU after it
+    /// when asked.
+    MATMUL, "taks_matmul", "", "matmul.wgsl"
+);
 
 shader!(
     /// A training step's batch norm, pass 1: per channel, the batch's mean and variance
@@ -126,7 +131,7 @@ shader!(
 );
 
 /// Every shader.
-pub const ALL: [Shader; 17] = [
+pub const ALL: [Shader; 18] = [
     NOISE_RISK,
     SELECT_HISTOGRAM,
     SELECT_DIGIT,
@@ -140,6 +145,7 @@ pub const ALL: [Shader; 17] = [
     MLP_RELU_GRAD,
     IM2COL,
     COL2IM,
+    MATMUL,
     BN_MOMENTS,
     BN_APPLY,
     BN_GRAD_REDUCE,

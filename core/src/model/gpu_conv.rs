@@ -16,6 +16,7 @@ use std::sync::Mutex;
 use burn::tensor::{Device, Tensor};
 
 use super::gpu_conv_store::{self, Kept};
+use super::gpu_matmul::GpuMatmul;
 use crate::gpu::bridge;
 
 /// The way, from `TAKS_GPU_CONV` (`auto` when unset).
@@ -116,10 +117,14 @@ pub(crate) fn forward_fastest(
     } else {
         // Not met yet in this process: an earlier process may have timed it here (not
         // in the browser, which keeps nothing and cannot time).
+        // Timings made with taks's tiled matmul are kept apart from burn's.
         let adapter = if cfg!(target_arch = "wasm32") {
             None
         } else {
-            bridge::adapter_identity(device)
+            bridge::adapter_identity(device).map(|a| match GpuMatmul::current() {
+                GpuMatmul::Tiled => format!("{a}, TAKS_GPU_MATMUL=tiled"),
+                GpuMatmul::Burn => a,
+            })
         };
         if let Some(adapter) = &adapter {
             load_kept(adapter);

@@ -22,6 +22,7 @@ use burn::nn::conv::Conv2d;
 use burn::tensor::{DType, Tensor};
 
 use super::gpu_layers::bias_relu;
+use super::gpu_matmul::{self, GpuMatmul};
 use crate::gpu::bridge;
 use crate::gpu::kernels::{COL2IM, IM2COL, WORKGROUP};
 
@@ -145,6 +146,10 @@ fn conv2d_in_parts(
     for start in (0..n).step_by(images) {
         let len = images.min(n - start);
         let patches = im2col(&x.clone().narrow(0, start, len), g)?;
+        if GpuMatmul::current() == GpuMatmul::Tiled {
+            parts.push(gpu_matmul::matmul(&patches, columns, bias, relu)?);
+            continue;
+        }
         let y = patches.matmul(columns.clone());
         parts.push(match (bias, relu) {
             (Some(b), true) => bias_relu(&y, b)?,
@@ -229,7 +234,7 @@ fn backward_in_parts(
             .reshape([len * out_h * out_w, o]);
         if want_weight {
             let patches = im2col(&x.clone().narrow(0, start, len), g)?;
-            let part = dy_rows.clone().transpose().matmul(patches);
+            let part = product(&dy_rows.clone().transpose(), &patches)?;
             dw = Some(match dw {
                 Some(sum) => sum + part,
                 None => part,
@@ -237,7 +242,7 @@ fn backward_in_parts(
         }
         if let Some(dx) = &dx {
             col2im(
-                &dy_rows.matmul(weight_rows.clone()),
+                &product(&dy_rows, &weight_rows)?,
                 dx,
                 [c, h, w],
                 g,
@@ -252,6 +257,14 @@ fn backward_in_parts(
             .permute([0, 3, 1, 2])
     });
     Some((dx, dw.map(|dw| dw.reshape([o, c, kh, kw]))))
+}
+
+/// `a` times `b` through the matmul `TAKS_GPU_MATMUL` chose ([`GpuMatmul`]).
+fn product(a: &Tensor<2>, b: &Tensor<2>) -> Option<Tensor<2>> {
+    match GpuMatmul::current() {
+        GpuMatmul::Tiled => gpu_matmul::matmul(a, b, None, false),
+        GpuMatmul::Burn => Some(a.clone().matmul(b.clone())),
+    }
 }
 
 /// Sum the patches' gradient `dcols` `[len Ho Wo, C kh kw]` of images `start..start + len`
