@@ -8,7 +8,8 @@
 // Tiling: a workgroup of 256 invocations computes a 64 x 64 tile of C, 4 x 4 values per
 // invocation held in registers, stepping through K 16 at a time: each step loads a
 // 64 x 16 block of A and a 16 x 64 block of B into workgroup memory (4 values of each per
-// invocation), then every invocation reads 4 of A and 4 of B per k for its 16 products.
+// invocation, consecutive invocations reading consecutive addresses whichever way each
+// operand lies), then every invocation reads 4 of A and 4 of B per k for its 16 products.
 // Tiles past the edges read zeros and write nothing. The tiles are numbered along N first,
 // on a grid folded into two dimensions (65,535 workgroups per dimension at most).
 //
@@ -55,21 +56,32 @@ fn main(
     }
     // K through workgroup memory: uniform for the loop around the barriers.
     let k_size = workgroupUniformLoad(&depth);
+    let a_k_fast = params[4] == 1u;
+    let b_k_fast = params[5] == 1u;
     var acc = array<f32, 16>();
     for (var k0 = 0u; k0 < k_size; k0 = k0 + TK) {
         for (var i = 0u; i < 4u; i = i + 1u) {
             let e = lid + i * 256u;
-            // A's block: consecutive invocations along k.
-            let ak = e % TK;
-            let am = e / TK;
+            // A's block: consecutive invocations along whichever of k and m is
+            // contiguous in memory (k for patches, m for a transposed gradient).
+            var ak = e % TK;
+            var am = e / TK;
+            if (!a_k_fast) {
+                am = e % TM;
+                ak = e / TM;
+            }
             var va = 0.0;
             if (live && m0 + am < rows && k0 + ak < k_size) {
                 va = a[(m0 + am) * params[3] + (k0 + ak) * params[4]];
             }
             a_tile[ak * TM + am] = va;
-            // B's block: consecutive invocations along n.
-            let bn = e % TN;
-            let bk = e / TN;
+            // B's block: the same, along n or k (k for the weights read transposed).
+            var bn = e % TN;
+            var bk = e / TN;
+            if (b_k_fast) {
+                bk = e % TK;
+                bn = e / TK;
+            }
             var vb = 0.0;
             if (live && n0 + bn < cols && k0 + bk < k_size) {
                 vb = b[(k0 + bk) * params[5] + (n0 + bn) * params[6]];

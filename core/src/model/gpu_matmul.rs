@@ -124,7 +124,8 @@ mod tests {
     }
 
     /// On lavapipe: the tiled product is burn's, for sizes on and off the tile's edges,
-    /// each operand contiguous and transposed (a view), with and without a bias and ReLU.
+    /// each operand contiguous and transposed (a view), so both ways of loading a tile
+    /// run, with and without a bias and ReLU.
     #[test]
     fn the_tiled_matmul_is_burns() {
         let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
@@ -134,11 +135,17 @@ mod tests {
             let bias = Tensor::<1>::random([n], Distribution::Normal(0.0, 1.0), &device);
             // b as the weights lie in a convolution: [N, K], read transposed.
             let b = bt.clone().transpose();
+            // Each operand contiguous and as a transposed view of a contiguous one.
             let at = a.clone().transpose().reshape([k * m]).reshape([k, m]);
-            for (name, lhs) in [("a", a.clone()), ("a^T^T", at.transpose())] {
+            let b_rows = b.clone().reshape([k * n]).reshape([k, n]);
+            let operands = [
+                ("a, b^T", a.clone(), b.clone()),
+                ("a^T^T, b", at.transpose(), b_rows),
+            ];
+            for (name, lhs, rhs) in operands {
                 for (with_bias, with_relu) in [(false, false), (true, true), (true, false)] {
                     let ours =
-                        matmul(&lhs, &b, with_bias.then_some(&bias), with_relu).expect("on wgpu");
+                        matmul(&lhs, &rhs, with_bias.then_some(&bias), with_relu).expect("on wgpu");
                     let mut theirs = a.clone().matmul(b.clone());
                     if with_bias {
                         theirs = theirs + bias.clone().unsqueeze::<2>();
