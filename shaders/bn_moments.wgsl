@@ -8,14 +8,14 @@
 // `shift` [C] is a per-channel constant the layer's real input has and x lacks: the
 // convolution's bias, left out before the batch norm (its output is the same without it,
 // since it subtracts the batch's mean, and the bias's gradient is exactly zero). Only the
-// running mean, which eval mode subtracts instead, sees it: mean + shift. Zeros where
-// there is none.
+// running mean, which eval mode subtracts instead, sees it: mean + shift. Only where
+// params[16] is 1; else binding 7 holds any buffer and is not read.
 //
 // Bindings (group 0, all storage read_write):
 //   0 x [N, C, H, W] f32 (strided)   3 stats out [2 C] f32: mean, var
 //   1 running mean [C] f32           4 running mean out [C] f32
 //   2 running var [C] f32            5 running var out [C] f32
-//                                    6 params u32 [16]
+//                                    6 params u32 [17]
 //                                    7 shift [C] f32
 // The running statistics come out in two buffers, each the layer's state as it is: a
 // part of one [2 C] buffer would be copied out where C floats are not a multiple of the
@@ -59,7 +59,11 @@ fn main(
         let momentum = bitcast<f32>(params[10]);
         stats[c] = mean;
         stats[channels + c] = variance;
-        running_mean_out[c] = (1.0 - momentum) * running_mean[c] + momentum * (mean + shift[c]);
+        var shifted = mean;
+        if (params[16] != 0u) {
+            shifted = mean + shift[c];
+        }
+        running_mean_out[c] = (1.0 - momentum) * running_mean[c] + momentum * shifted;
         running_var_out[c] = (1.0 - momentum) * running_var[c] + momentum * variance;
     }
 }

@@ -26,6 +26,8 @@ pub mod params;
 pub mod regret;
 pub mod rng;
 pub mod selection;
+#[cfg(test)]
+mod test_support;
 pub mod train;
 
 pub use error::{Error, Result};

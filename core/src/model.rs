@@ -294,16 +294,10 @@ mod tests {
     use burn::tensor::Distribution;
 
     use super::*;
-
-    fn host<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-        t.into_data().try_to_vec::<f32>().expect("f32")
-    }
+    use crate::test_support::{gap, host};
 
     fn assert_near(a: Vec<f32>, b: Vec<f32>, what: &str) {
-        let gap = a
-            .iter()
-            .zip(&b)
-            .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+        let gap = gap(&a, &b);
         assert!(gap <= 1e-4, "{what} off by {gap}");
     }
 

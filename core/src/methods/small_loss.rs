@@ -67,16 +67,13 @@ mod tests {
     use burn::tensor::{Device, TensorData};
 
     use super::*;
+    use crate::test_support::host;
 
     fn floats(values: &[f32]) -> Tensor<1> {
         Tensor::from_data(
             TensorData::new(values.to_vec(), [values.len()]),
             &Device::flex(),
         )
-    }
-
-    fn host(t: Tensor<1>) -> Vec<f32> {
-        t.into_data().try_to_vec().unwrap()
     }
 
     #[test]

@@ -82,12 +82,13 @@ pub(crate) fn moments(
     let mean = bridge::float_f32(running_mean)?;
     let var = bridge::float_f32(running_var)?;
     let shift = match shift {
-        Some(b) => bridge::float_f32(b)?.handle,
-        // f32 zeros are u32 zeros.
-        None => bridge::upload_u32(&x.client, &vec![0; channels]),
+        Some(b) => Some(bridge::float_f32(b)?),
+        None => None,
     };
     let strides = x.meta.strides();
-    let p = bridge::upload_u32(&x.client, &words(dims, strides, strides, settings)?);
+    let mut words = words(dims, strides, strides, settings)?;
+    words.push(shift.is_some() as u32);
+    let p = bridge::upload_u32(&x.client, &words);
     let stats = bridge::empty_1d(&x, 2 * channels, DType::F32);
     let mean_out = bridge::empty_1d(&x, channels, DType::F32);
     let var_out = bridge::empty_1d(&x, channels, DType::F32);
@@ -103,7 +104,8 @@ pub(crate) fn moments(
             &mean_out.handle,
             &var_out.handle,
             &p,
-            &shift,
+            // Without a shift the kernel reads none: any buffer holds its place.
+            shift.as_ref().map_or(&mean.handle, |s| &s.handle),
         ],
     );
     Some((

@@ -118,10 +118,7 @@ mod tests {
     use burn::tensor::{Distribution, activation::relu};
 
     use super::*;
-
-    fn host(t: Tensor<2>) -> Vec<f32> {
-        t.into_data().try_to_vec::<f32>().expect("f32")
-    }
+    use crate::test_support::{gap, host};
 
     /// On lavapipe: the tiled product is burn's, for sizes on and off the tile's edges,
     /// each operand contiguous and transposed (a view), so both ways of loading a tile
@@ -154,10 +151,7 @@ mod tests {
                         theirs = relu(theirs);
                     }
                     let (ours, theirs) = (host(ours), host(theirs));
-                    let gap = ours
-                        .iter()
-                        .zip(&theirs)
-                        .fold(0f32, |g, (x, y)| g.max((x - y).abs()));
+                    let gap = gap(&ours, &theirs);
                     assert!(
                         gap <= 1e-4 * (k as f32).sqrt(),
                         "{m}x{k}x{n}, {name}, bias {with_bias}, relu {with_relu}: off by {gap}"

@@ -146,17 +146,7 @@ fn conv2d_in_parts(
     for start in (0..n).step_by(images) {
         let len = images.min(n - start);
         let patches = im2col(&x.clone().narrow(0, start, len), g)?;
-        if GpuMatmul::current() == GpuMatmul::Tiled {
-            parts.push(gpu_matmul::matmul(&patches, columns, bias, relu)?);
-            continue;
-        }
-        let y = patches.matmul(columns.clone());
-        parts.push(match (bias, relu) {
-            (Some(b), true) => bias_relu(&y, b)?,
-            (Some(b), false) => y + b.clone().unsqueeze::<2>(),
-            (None, true) => burn::tensor::activation::relu(y),
-            (None, false) => y,
-        });
+        parts.push(product(&patches, columns, bias, relu)?);
     }
     let y = if parts.len() == 1 {
         parts.pop().expect("one part")
@@ -234,7 +224,7 @@ fn backward_in_parts(
             .reshape([len * out_h * out_w, o]);
         if want_weight {
             let patches = im2col(&x.clone().narrow(0, start, len), g)?;
-            let part = product(&dy_rows.clone().transpose(), &patches)?;
+            let part = product(&dy_rows.clone().transpose(), &patches, None, false)?;
             dw = Some(match dw {
                 Some(sum) => sum + part,
                 None => part,
@@ -242,7 +232,7 @@ fn backward_in_parts(
         }
         if let Some(dx) = &dx {
             col2im(
-                &product(&dy_rows, &weight_rows)?,
+                &product(&dy_rows, &weight_rows, None, false)?,
                 dx,
                 [c, h, w],
                 g,
@@ -259,12 +249,25 @@ fn backward_in_parts(
     Some((dx, dw.map(|dw| dw.reshape([o, c, kh, kw]))))
 }
 
-/// `a` times `b` through the matmul `TAKS_GPU_MATMUL` chose ([`GpuMatmul`]).
-fn product(a: &Tensor<2>, b: &Tensor<2>) -> Option<Tensor<2>> {
-    match GpuMatmul::current() {
-        GpuMatmul::Tiled => gpu_matmul::matmul(a, b, None, false),
-        GpuMatmul::Burn => Some(a.clone().matmul(b.clone())),
+/// `a` times `b`, plus `bias` (one per column) where there is one, then ReLU when `relu`,
+/// through the matmul `TAKS_GPU_MATMUL` chose ([`GpuMatmul`]): ours with the bias and
+/// ReLU in the same pass, or burn's with one fused bias and ReLU after it.
+fn product(
+    a: &Tensor<2>,
+    b: &Tensor<2>,
+    bias: Option<&Tensor<1>>,
+    relu: bool,
+) -> Option<Tensor<2>> {
+    if GpuMatmul::current() == GpuMatmul::Tiled {
+        return gpu_matmul::matmul(a, b, bias, relu);
     }
+    let y = a.clone().matmul(b.clone());
+    Some(match (bias, relu) {
+        (Some(b), true) => bias_relu(&y, b)?,
+        (Some(b), false) => y + b.clone().unsqueeze::<2>(),
+        (None, true) => burn::tensor::activation::relu(y),
+        (None, false) => y,
+    })
 }
 
 /// Sum the patches' gradient `dcols` `[len Ho Wo, C kh kw]` of images `start..start + len`
@@ -324,10 +327,7 @@ mod tests {
     use burn::tensor::{Device, Distribution, Tensor};
 
     use super::*;
-
-    fn host<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-        t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap()
-    }
+    use crate::test_support::host;
 
     /// im2col and a matmul against burn's own convolution on lavapipe, for the kernel
     /// shapes of the paper's networks (3x3/1, 3x3/2, 1x1/2, ResNet's 7x7/2 stem), on an

@@ -232,10 +232,7 @@ pub(super) mod tests {
 
     use super::*;
     use crate::methods::small_loss::cross_entropy;
-
-    fn host(t: Tensor<2>) -> Vec<f32> {
-        t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap()
-    }
+    use crate::test_support::host;
 
     /// The hand-written gradients against burn's autodiff on the same batch.
     #[test]

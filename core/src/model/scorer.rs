@@ -88,10 +88,7 @@ mod tests {
 
     use super::*;
     use crate::model::Architecture;
-
-    fn host(t: Tensor<2>) -> Vec<f32> {
-        t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap()
-    }
+    use crate::test_support::host;
 
     /// Folded, and folded with im2col, against the network's own eval-mode forward pass on
     /// lavapipe, for the CNN, ResNet-18 and ResNet-50 (basic and bottleneck blocks; every

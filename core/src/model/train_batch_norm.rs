@@ -378,20 +378,16 @@ pub(crate) fn forward_shifted(
 
 #[cfg(test)]
 mod tests {
-    use burn::module::Param;
+    use burn::module::{Param, RunningState};
     use burn::nn::BatchNormConfig;
     use burn::tensor::{Device, Distribution, TensorData};
 
     use super::*;
+    use crate::test_support::{host, largest};
 
-    fn host<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-        t.into_data().try_to_vec::<f32>().expect("f32")
-    }
-
+    /// The largest difference and `b`'s largest magnitude.
     fn gap(a: &[f32], b: &[f32]) -> (f32, f32) {
-        let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let gap = a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs()));
-        (gap, scale)
+        (crate::test_support::gap(a, b), largest(b))
     }
 
     /// On lavapipe: the fused batch norm (with and without its ReLU, with and without a
@@ -415,6 +411,15 @@ mod tests {
             let mut reference = BatchNormConfig::new(5).init(&device);
             reference.gamma = Param::from_tensor(gamma);
             reference.beta = Param::from_tensor(beta);
+            // Running statistics of earlier steps, not the fresh zeros and ones, so that a
+            // kernel reading anything else in their place (or adding a shift it was not
+            // given) shows.
+            let mean = Tensor::<1>::random([5], Distribution::Uniform(-1.0, 1.0), &device);
+            let var = Tensor::<1>::random([5], Distribution::Uniform(0.5, 2.0), &device);
+            bn.running_mean = RunningState::new(mean.clone());
+            bn.running_var = RunningState::new(var.clone());
+            reference.running_mean = RunningState::new(mean);
+            reference.running_var = RunningState::new(var);
             // [3, 6, 7, 5] permuted to [3, 5, 6, 7]: strided, channels last.
             let x = Tensor::<4>::random([3, 6, 7, 5], Distribution::Normal(0.3, 2.0), &device)
                 .permute([0, 3, 1, 2])
@@ -474,7 +479,6 @@ mod tests {
             ];
             if shifted {
                 let zero = host(bias.grad(&grads_theirs).expect("burn's bias gradient"));
-                let largest = |v: &[f32]| v.iter().fold(0f32, |m, g| m.max(g.abs()));
                 assert!(
                     largest(&zero) <= 1e-4 * largest(&theirs[0]),
                     "burn's bias gradient {zero:?} is not zero"

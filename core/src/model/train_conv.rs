@@ -372,17 +372,11 @@ mod tests {
     use burn::tensor::Distribution;
 
     use super::*;
+    use crate::test_support::{host, largest};
 
-    fn host(t: Tensor<4>) -> Vec<f32> {
-        t.into_data().convert::<f32>().try_to_vec::<f32>().unwrap()
-    }
-
+    /// The largest difference relative to `b`'s largest magnitude.
     fn gap(a: &[f32], b: &[f32]) -> f32 {
-        let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-        a.iter()
-            .zip(b)
-            .fold(0.0f32, |m, (x, y)| m.max((x - y).abs()))
-            / scale
+        crate::test_support::gap(a, b) / largest(b)
     }
 
     /// On lavapipe, the im2col convolution against burn's own, forward and backward
