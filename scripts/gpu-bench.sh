@@ -11,9 +11,10 @@
 #   3. a second process's first CNN epoch (autotune results and convolution timings
 #      kept between processes, so it should be near a warm epoch);
 #   4. the MLP on 60,000 28x28 grey images (Fashion-MNIST's shape);
-#   5. the CNN and ResNet-18 again with taks's tiled matmul in their im2col
-#      convolutions (`TAKS_GPU_MATMUL=tiled`, core/src/model/gpu_matmul.rs), without
-#      PyTorch: whether it beats cubecl's WGSL matmul on this card;
+#   5. the CNN and ResNet-18 again with their convolutions as taks's tiled matmul, the
+#      patches computed as they are loaded (`TAKS_GPU_MATMUL=tiled`,
+#      core/src/model/implicit_conv.rs), without PyTorch: whether it beats im2col and
+#      cubecl's WGSL matmul on this card;
 #   6. when TAKS_SPIRV names a `--features native-shaders` build (burn's SPIR-V
 #      compiler), the MLP and the CNN again through it, without PyTorch (70 s more: a
 #      second call on a 15-minute lease);
@@ -79,8 +80,9 @@ step resnet18-224x224 140 "$TAKS" "${RESNET[@]}" --torch "$PYTHON"
 step cnn-32x32-second-process 45 "$TAKS" --dataset cifar10 --generated 50000x3x32x32 \
     --methods taks --warmup 0 --epochs 1
 step mlp-28x28 45 "$TAKS" "${MLP[@]}" --torch "$PYTHON"
-# taks's tiled matmul (TAKS_GPU_MATMUL=tiled, not the default) against the steps above,
-# every convolution through im2col (no timings to make: their limit fits a first process).
+# taks's tiled matmul with implicit patches (TAKS_GPU_MATMUL=tiled, not the default)
+# against the steps above, every convolution through it (no timings to make: their limit
+# fits a first process).
 STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step cnn-32x32-tiled 60 "$TAKS" "${CNN[@]}"
 STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step resnet18-224x224-tiled 60 "$TAKS" "${RESNET[@]}"
 if [ -n "$TAKS_SPIRV" ]; then

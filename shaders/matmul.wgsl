@@ -1,24 +1,42 @@
 // matmul.wgsl — C [M, N] = A [M, K] x B [K, N] in f32, then + bias [N] and ReLU when asked:
-// a convolution's patches times its weights and the two matmuls of its backward pass
-// (core/src/model/gpu_matmul.rs; the reference is burn's matmul, which the tests compare).
+// a convolution's forward pass and the two matmuls of its backward pass, its patches
+// never written out (core/src/model/gpu_matmul.rs, core/src/model/implicit_conv.rs; the
+// references are burn's matmul and convolutions, which the tests compare).
 //
-// A and B are read through their strides, so a transposed view costs no copy (cubecl's
-// matmul copies a transposed right-hand side into a packed one first). C is row-major.
+// Each operand is one of these kinds (params 10 for A, 11 for B):
+//   0 a matrix read through its strides, so a transposed view costs no copy (cubecl's
+//     matmul copies a transposed right-hand side into a packed one first);
+//   1 the im2col patches of a convolution's input x [N, C, H, W] (any strides): row
+//     p = (n, oh, ow), column q = (c, i, j), entry x[n, c, oh sh + i - ph, ow sw + j - pw],
+//     0 in the padding. As A it is the forward pass's left-hand side [P, C kh kw]; as B
+//     (K = P) the weight gradient's right-hand side;
+//   2 as A, the patches of the transposed convolution that takes an output's gradient
+//     dy [N, O, Ho, Wo] (any strides) back to the input: row (n, h, w), column (o, i, j),
+//     entry dy[n, o, oh, ow] where h + ph - i = oh sh and w + pw - j = ow sw, else 0;
+//     as B, the weights w [O, C, kh, kw] (contiguous) as [O kh kw, C], so that the
+//     product of the two is the input's gradient [N H W, C], channels last.
+// Kinds 1 and 2 compute each element's address as they load it: no patches matrix, no
+// im2col or col2im launch, no parts to keep the patches under a buffer's size.
 //
 // Tiling: a workgroup of 256 invocations computes a 64 x 64 tile of C, 4 x 4 values per
 // invocation held in registers, stepping through K 16 at a time: each step loads a
 // 64 x 16 block of A and a 16 x 64 block of B into workgroup memory (4 values of each per
-// invocation, consecutive invocations reading consecutive addresses whichever way each
-// operand lies), then every invocation reads 4 of A and 4 of B per k for its 16 products.
-// Tiles past the edges read zeros and write nothing. The tiles are numbered along N first,
-// on a grid folded into two dimensions (65,535 workgroups per dimension at most).
+// invocation, consecutive invocations reading consecutive addresses along whichever
+// direction params 12 and 13 name), then every invocation reads 4 of A and 4 of B per k
+// for its 16 products. Tiles past the edges read zeros and write nothing. The tiles are
+// numbered along N first, on a grid folded into two dimensions (65,535 workgroups per
+// dimension at most).
 //
 // Bindings (group 0, all storage read_write):
-//   0 a f32 (strided)    2 bias [N] f32 (any buffer when params[7] = 0)
-//   1 b f32 (strided)    3 c out [M, N] f32
-//                        4 params u32 [10]: 0 M, 1 N, 2 K, 3 A's row stride, 4 A's column
+//   0 a f32              2 bias [N] f32 (any buffer when params[7] = 0)
+//   1 b f32              3 c out [M, N] f32
+//                        4 params u32 [29]: 0 M, 1 N, 2 K, 3 A's row stride, 4 A's column
 //                          stride, 5 B's row stride, 6 B's column stride, 7 bias (0 or
-//                          1), 8 ReLU (0 or 1), 9 tiles along N
+//                          1), 8 ReLU (0 or 1), 9 tiles along N, 10 A's kind, 11 B's kind,
+//                          12 A's loads along k (1) or m (0), 13 B's along k (1) or n (0);
+//                          the convolution (kinds 1 and 2): 14 C, 15 H, 16 W, 17-20 the
+//                          strides of x or dy, 21 kh, 22 kw, 23 sh, 24 sw, 25 ph, 26 pw,
+//                          27 Ho, 28 Wo
 
 @group(0) @binding(0) var<storage, read_write> a: array<f32>;
 @group(0) @binding(1) var<storage, read_write> b: array<f32>;
@@ -33,6 +51,101 @@ const TK: u32 = 16u;
 var<workgroup> a_tile: array<f32, 1024>; // [TK][TM]
 var<workgroup> b_tile: array<f32, 1024>; // [TK][TN]
 var<workgroup> depth: u32;
+
+// The loads of kinds 1 and 2 split an element's address into a part of its row of A
+// (its column of B, for B's kind 1), worked out once before the loop over K, and a part of
+// k. Unsigned arithmetic throughout: a position left of or above the image wraps to a
+// huge value and fails the bounds test like one past the edge (sums wrap back exactly).
+
+// A's row m, kind 1: m = (n, oh, ow) gives (n's offset in x, oh sh - ph, ow sw - pw);
+// kind 2: m = (n, h, w) gives (n's offset in dy, h + ph, w + pw).
+fn a_row(m: u32) -> vec3<u32> {
+    if (params[10] == 1u) {
+        let out_w = params[28];
+        let plane = params[27] * out_w;
+        let r = m % plane;
+        return vec3<u32>(
+            (m / plane) * params[17],
+            (r / out_w) * params[23] - params[25],
+            (r % out_w) * params[24] - params[26],
+        );
+    }
+    let width = params[16];
+    let plane = params[15] * width;
+    let r = m % plane;
+    return vec3<u32>((m / plane) * params[17], r / width + params[25], r % width + params[26]);
+}
+
+// B's column q = (c, i, j) of the patches, kind 1: (c's offset in x, i, j).
+fn b_column(q: u32) -> vec3<u32> {
+    let kw = params[22];
+    let taps = params[21] * kw;
+    let t = q % taps;
+    return vec3<u32>((q / taps) * params[18], t / kw, t % kw);
+}
+
+// x's element at input row `ih`, column `iw` of an image and channel at `base`; 0 in the
+// padding.
+fn x_at(base: u32, ih: u32, iw: u32) -> u32 {
+    if (ih < params[15] && iw < params[16]) {
+        return base + ih * params[19] + iw * params[20];
+    }
+    return NONE;
+}
+
+// Outside the tensor: a padding position, which reads as 0.
+const NONE: u32 = 0xffffffffu;
+
+fn a_at(row: vec3<u32>, m: u32, k: u32) -> f32 {
+    var at = m * params[3] + k * params[4];
+    if (params[10] != 0u) {
+        // k = (c, i, j) for kind 1, (o, i, j) for kind 2.
+        let kw = params[22];
+        let taps = params[21] * kw;
+        let t = k % taps;
+        let channel = (k / taps) * params[18];
+        if (params[10] == 1u) {
+            at = x_at(row.x + channel, row.y + t / kw, row.z + t % kw);
+        } else {
+            // The output position (oh, ow) whose tap (i, j) read input (h, w), if any.
+            let th = row.y - t / kw;
+            let tw = row.z - t % kw;
+            let oh = th / params[23];
+            let ow = tw / params[24];
+            at = NONE;
+            if (th % params[23] == 0u && tw % params[24] == 0u && oh < params[27] && ow < params[28]) {
+                at = row.x + channel + oh * params[19] + ow * params[20];
+            }
+        }
+    }
+    if (at == NONE) {
+        return 0.0;
+    }
+    return a[at];
+}
+
+fn b_at(column: vec3<u32>, k: u32, n: u32) -> f32 {
+    var at = k * params[5] + n * params[6];
+    if (params[11] == 1u) {
+        // k = (n, oh, ow), an output position.
+        let out_w = params[28];
+        let plane = params[27] * out_w;
+        let r = k % plane;
+        at = x_at(
+            (k / plane) * params[17] + column.x,
+            (r / out_w) * params[23] - params[25] + column.y,
+            (r % out_w) * params[24] - params[26] + column.z,
+        );
+    } else if (params[11] == 2u) {
+        // w [O, C, kh, kw] as [O kh kw, C]: k = (o, t), column c.
+        let taps = params[21] * params[22];
+        at = (k / taps) * params[14] * taps + n * taps + k % taps;
+    }
+    if (at == NONE) {
+        return 0.0;
+    }
+    return b[at];
+}
 
 @compute @workgroup_size(256)
 fn main(
@@ -56,37 +169,51 @@ fn main(
     }
     // K through workgroup memory: uniform for the loop around the barriers.
     let k_size = workgroupUniformLoad(&depth);
-    let a_k_fast = params[4] == 1u;
-    let b_k_fast = params[5] == 1u;
+    let a_k_fast = params[12] == 1u;
+    let b_k_fast = params[13] == 1u;
+    // Each invocation loads the same 4 places of each block at every step of K (its
+    // rows of A and columns of B stay, k moves on): consecutive invocations along
+    // whichever of k and m (k and n) is contiguous in memory.
+    var am: array<u32, 4>;
+    var ak: array<u32, 4>;
+    var bn: array<u32, 4>;
+    var bk: array<u32, 4>;
+    var rows_of_a: array<vec3<u32>, 4>;
+    var columns_of_b: array<vec3<u32>, 4>;
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        let e = lid + i * 256u;
+        am[i] = e / TK;
+        ak[i] = e % TK;
+        if (!a_k_fast) {
+            am[i] = e % TM;
+            ak[i] = e / TM;
+        }
+        bn[i] = e % TN;
+        bk[i] = e / TN;
+        if (b_k_fast) {
+            bk[i] = e % TK;
+            bn[i] = e / TK;
+        }
+        if (params[10] != 0u) {
+            rows_of_a[i] = a_row(m0 + am[i]);
+        }
+        if (params[11] == 1u) {
+            columns_of_b[i] = b_column(n0 + bn[i]);
+        }
+    }
     var acc = array<f32, 16>();
     for (var k0 = 0u; k0 < k_size; k0 = k0 + TK) {
         for (var i = 0u; i < 4u; i = i + 1u) {
-            let e = lid + i * 256u;
-            // A's block: consecutive invocations along whichever of k and m is
-            // contiguous in memory (k for patches, m for a transposed gradient).
-            var ak = e % TK;
-            var am = e / TK;
-            if (!a_k_fast) {
-                am = e % TM;
-                ak = e / TM;
-            }
             var va = 0.0;
-            if (live && m0 + am < rows && k0 + ak < k_size) {
-                va = a[(m0 + am) * params[3] + (k0 + ak) * params[4]];
+            if (live && m0 + am[i] < rows && k0 + ak[i] < k_size) {
+                va = a_at(rows_of_a[i], m0 + am[i], k0 + ak[i]);
             }
-            a_tile[ak * TM + am] = va;
-            // B's block: the same, along n or k (k for the weights read transposed).
-            var bn = e % TN;
-            var bk = e / TN;
-            if (b_k_fast) {
-                bk = e % TK;
-                bn = e / TK;
-            }
+            a_tile[ak[i] * TM + am[i]] = va;
             var vb = 0.0;
-            if (live && n0 + bn < cols && k0 + bk < k_size) {
-                vb = b[(k0 + bk) * params[5] + (n0 + bn) * params[6]];
+            if (live && n0 + bn[i] < cols && k0 + bk[i] < k_size) {
+                vb = b_at(columns_of_b[i], k0 + bk[i], n0 + bn[i]);
             }
-            b_tile[bk * TN + bn] = vb;
+            b_tile[bk[i] * TN + bn[i]] = vb;
         }
         workgroupBarrier();
         for (var k = 0u; k < TK; k = k + 1u) {

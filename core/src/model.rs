@@ -14,6 +14,7 @@ use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
+mod conv_geometry;
 mod folded_conv;
 mod gpu_batch_norm;
 mod gpu_conv;
@@ -22,6 +23,7 @@ mod gpu_layers;
 mod gpu_matmul;
 mod im2col;
 pub mod image_input;
+mod implicit_conv;
 mod mlp_cpu;
 mod mlp_gpu;
 pub mod pretrained;

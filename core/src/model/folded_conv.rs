@@ -19,8 +19,9 @@ use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 
 use super::GpuConv;
+use super::conv_geometry::Geometry;
 use super::gpu_conv::{ConvShape, forward_fastest};
-use super::im2col::{self as gpu_conv, Geometry};
+use super::im2col as gpu_conv;
 
 /// A convolution and its batch norm as one convolution with bias.
 pub struct FoldedConv {

@@ -117,12 +117,13 @@ pub(crate) fn forward_fastest(
     } else {
         // Not met yet in this process: an earlier process may have timed it here (not
         // in the browser, which keeps nothing and cannot time).
-        // Timings made with taks's tiled matmul are kept apart from burn's.
+        // Timings made with taks's tiled matmul (its patches implicit) are kept apart
+        // from burn's.
         let adapter = if cfg!(target_arch = "wasm32") {
             None
         } else {
             bridge::adapter_identity(device).map(|a| match GpuMatmul::current() {
-                GpuMatmul::Tiled => format!("{a}, TAKS_GPU_MATMUL=tiled"),
+                GpuMatmul::Tiled => format!("{a}, TAKS_GPU_MATMUL=tiled, implicit patches"),
                 GpuMatmul::Burn => a,
             })
         };

@@ -1,30 +1,33 @@
 //! A tiled matrix product of our own on a wgpu device (`shaders/matmul.wgsl`), for the
-//! convolutions' im2col path: `a` times `b`, either read through its strides, with a bias
-//! and ReLU after it when asked.
+//! convolutions: `a` times `b`, with a bias and ReLU after it when asked, each operand a
+//! matrix read through its strides or a convolution's patches computed as they are
+//! loaded ([`Operand`], used by [`super::implicit_conv`]).
 //!
 //! Why: on an H100 the im2col convolutions run at 7-13 TFLOP/s through cubecl's WGSL
 //! matmul, a fifth or less of the card's FP32 peak, and that, not the launches, is what a
 //! ResNet-18 epoch waits on (README, "GPU, the second lease"). This kernel is the
 //! alternative to measure against it: 64 x 64 tiles of the output, 4 x 4 per invocation in
-//! registers, no copy of a transposed operand, the bias and ReLU in the same pass. It is
-//! not the default: `TAKS_GPU_MATMUL=tiled` ([`GpuMatmul`]) turns it on for the im2col convolutions
-//! ([`super::im2col`]), so a GPU run can time both; the tests compare it with burn's
-//! matmul on lavapipe.
+//! registers, no copy of a transposed operand, no patches matrix, the bias and ReLU in the
+//! same pass. It is not the default: `TAKS_GPU_MATMUL=tiled` ([`GpuMatmul`]) turns it on
+//! for the convolutions ([`super::im2col`] hands them to [`super::implicit_conv`]), so a
+//! GPU run can time both; the tests compare it with burn's matmul and convolutions on
+//! lavapipe.
 
 use burn::tensor::{DType, Tensor};
 
+use super::conv_geometry::Geometry;
 use crate::gpu::bridge;
 use crate::gpu::kernels::MATMUL;
 
 /// The output's rows and columns one workgroup computes (`shaders/matmul.wgsl`).
 const TILE: usize = 64;
 
-/// Which matmul the im2col convolutions use, from `TAKS_GPU_MATMUL` (`burn` when unset).
+/// Which matmul the convolutions use, from `TAKS_GPU_MATMUL` (`burn` when unset).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuMatmul {
     /// burn's (cubecl's, autotuned).
     Burn,
-    /// [`matmul`].
+    /// [`product`], the patches implicit ([`super::implicit_conv`]).
     Tiled,
 }
 
@@ -51,6 +54,160 @@ impl GpuMatmul {
     }
 }
 
+/// One side of [`product`]: a matrix, or one the kernel computes from a convolution's
+/// tensor as it loads it (so it is never written out).
+#[derive(Clone, Copy)]
+pub(crate) enum Operand<'a> {
+    /// A matrix, read through its strides.
+    Matrix(&'a Tensor<2>),
+    /// The im2col patches of `x` `[N, C, H, W]` (any strides) under the geometry:
+    /// `[N Ho Wo, C kh kw]`, as `shaders/im2col.wgsl` writes them.
+    Patches(&'a Tensor<4>, Geometry),
+    /// The patches of the transposed convolution that takes the output's gradient `dy`
+    /// `[N, O, Ho, Wo]` (any strides) back to an input of `[H, W]` (the last field) under
+    /// the geometry: `[N H W, O kh kw]`, entry `((n, h, w), (o, i, j))` is
+    /// `dy[n, o, oh, ow]` where `h + ph - i = oh sh` and `w + pw - j = ow sw`, else 0.
+    /// Only as the left-hand side.
+    OutputTaps(&'a Tensor<4>, Geometry, [usize; 2]),
+    /// A convolution's weights `[O, C, kh, kw]` as `[O kh kw, C]`, the right-hand side
+    /// beside [`Operand::OutputTaps`]: their product is the input's gradient.
+    WeightTaps(&'a Tensor<4>),
+}
+
+/// The kernel's view of one operand: its kind's number, whether its loads run along k,
+/// its 2-D strides (kind 0) and the convolution words it needs (kinds 1 and 2).
+struct Loaded {
+    kind: usize,
+    along_k: bool,
+    strides: [usize; 2],
+    conv: Option<[usize; 15]>,
+    prim: burn::backend::wgpu::CubeTensor,
+}
+
+impl Operand<'_> {
+    /// `[rows, columns]` of the matrix this operand stands for.
+    fn dims(&self) -> [usize; 2] {
+        match *self {
+            Operand::Matrix(m) => m.dims(),
+            Operand::Patches(x, g) => {
+                let [n, c, h, w] = x.dims();
+                let [oh, ow] = g.output(h, w);
+                [n * oh * ow, c * g.kernel[0] * g.kernel[1]]
+            }
+            Operand::OutputTaps(dy, g, [h, w]) => {
+                let [n, o, _, _] = dy.dims();
+                [n * h * w, o * g.kernel[0] * g.kernel[1]]
+            }
+            Operand::WeightTaps(weight) => {
+                let [o, c, kh, kw] = weight.dims();
+                [o * kh * kw, c]
+            }
+        }
+    }
+
+    /// What the kernel is told about this operand as `side` (0 for A, 1 for B); `None`
+    /// off wgpu, where an address passes 32 bits, or for a kind that side cannot be.
+    fn load(&self, side: usize) -> Option<Loaded> {
+        let under_32 = |v: usize| (v < u32::MAX as usize).then_some(v);
+        // The furthest element a strided tensor reaches.
+        let reach = |dims: &[usize], strides: &[usize]| {
+            under_32(
+                dims.iter()
+                    .zip(strides)
+                    .map(|(d, s)| d.saturating_sub(1) * s)
+                    .sum(),
+            )
+        };
+        // The convolution words: C, H, W (the input's), the four strides of the tensor
+        // read, kh, kw, sh, sw, ph, pw, Ho, Wo.
+        let conv = |[c, h, w]: [usize; 3], s: &[usize], g: Geometry| {
+            let [oh, ow] = g.output(h, w);
+            [
+                c,
+                h,
+                w,
+                s[0],
+                s[1],
+                s[2],
+                s[3],
+                g.kernel[0],
+                g.kernel[1],
+                g.stride[0],
+                g.stride[1],
+                g.padding[0],
+                g.padding[1],
+                oh,
+                ow,
+            ]
+        };
+        let loaded = match (*self, side) {
+            (Operand::Matrix(m), _) => {
+                let prim = bridge::float_f32_strided(m)?;
+                let s = prim.meta.strides();
+                reach(&m.dims(), s)?;
+                let strides = [s[0], s[1]];
+                // Consecutive loads along the contiguous direction: k is A's columns, B's rows.
+                let along_k = strides[1 - side] == 1;
+                Loaded {
+                    kind: 0,
+                    along_k,
+                    strides,
+                    conv: None,
+                    prim,
+                }
+            }
+            (Operand::Patches(x, g), _) => {
+                let prim = bridge::float_f32_strided(x)?;
+                let s = prim.meta.strides().to_vec();
+                reach(&x.dims(), &s)?;
+                let [_, c, h, w] = x.dims();
+                Loaded {
+                    kind: 1,
+                    // Along k as A (one row's taps); as B, k runs along the output's
+                    // positions, which step through x's width.
+                    along_k: side == 0 || s[3] == 1,
+                    strides: [0, 0],
+                    conv: Some(conv([c, h, w], &s, g)),
+                    prim,
+                }
+            }
+            (Operand::OutputTaps(dy, g, [h, w]), 0) => {
+                let prim = bridge::float_f32_strided(dy)?;
+                let s = prim.meta.strides().to_vec();
+                reach(&dy.dims(), &s)?;
+                let [_, o, oh, ow] = dy.dims();
+                assert_eq!(
+                    g.output(h, w),
+                    [oh, ow],
+                    "dy is the output of an [{h}, {w}] input"
+                );
+                // C is not read for this kind (B's weights give it).
+                Loaded {
+                    kind: 2,
+                    along_k: true,
+                    strides: [0, 0],
+                    conv: Some(conv([o, h, w], &s, g)),
+                    prim,
+                }
+            }
+            (Operand::WeightTaps(weight), 1) => {
+                let prim = bridge::float_f32(weight)?;
+                under_32(weight.dims().iter().product())?;
+                let [_, c, kh, kw] = weight.dims();
+                Loaded {
+                    kind: 2,
+                    along_k: true,
+                    strides: [0, 0],
+                    conv: Some([c, 0, 0, 0, 0, 0, 0, kh, kw, 0, 0, 0, 0, 0, 0]),
+                    prim,
+                }
+            }
+            _ => return None,
+        };
+        Some(loaded)
+    }
+}
+
 /// `a` `[M, K]` times `b` `[K, N]` (any strides), plus `bias` `[N]` where there is one,
 /// then ReLU when `relu` (NaN kept): a fresh row-major `[M, N]`. `None` off wgpu or where
 /// a size or an index passes 32 bits.
@@ -60,23 +217,35 @@ pub(crate) fn matmul(
     bias: Option<&Tensor<1>>,
     relu: bool,
 ) -> Option<Tensor<2>> {
+    product(Operand::Matrix(a), Operand::Matrix(b), bias, relu)
+}
+
+/// [`matmul`] of any two operands: a row-major `[M, N]`. Where both are convolution
+/// operands they share one set of convolution words, so they must be the two sides of
+/// one convolution's input gradient ([`Operand::OutputTaps`] times
+/// [`Operand::WeightTaps`], whose words complete each other).
+pub(crate) fn product(
+    a: Operand,
+    b: Operand,
+    bias: Option<&Tensor<1>>,
+    relu: bool,
+) -> Option<Tensor<2>> {
     let [rows, depth] = a.dims();
     let [depth_b, cols] = b.dims();
     assert_eq!(depth, depth_b, "the inner sizes agree");
-    let a = bridge::float_f32_strided(a)?;
-    let b = bridge::float_f32_strided(b)?;
-    let reach = |dims: [usize; 2], strides: &[usize]| {
-        (dims[0].saturating_sub(1)) * strides[0] + (dims[1].saturating_sub(1)) * strides[1]
-    };
-    let (sa, sb) = (a.meta.strides().to_vec(), b.meta.strides().to_vec());
-    let largest = [
-        rows * cols,
-        reach([rows, depth], &sa),
-        reach([depth, cols], &sb),
-    ];
-    if largest.iter().any(|&v| v >= u32::MAX as usize) {
+    let (a, b) = (a.load(0)?, b.load(1)?);
+    if rows.checked_mul(cols)? >= u32::MAX as usize {
         return None;
     }
+    let conv = match (a.conv, b.conv) {
+        (Some(x), None) | (None, Some(x)) => x,
+        // The input's gradient: dy's words from A, C from B.
+        (Some(mut x), Some(w)) => {
+            x[0] = w[0];
+            x
+        }
+        (None, None) => [0; 15],
+    };
     let bias = match bias {
         Some(v) => {
             assert_eq!(v.dims(), [cols], "one bias per column");
@@ -86,29 +255,38 @@ pub(crate) fn matmul(
     };
     let tiles_n = cols.div_ceil(TILE);
     let tiles = rows.div_ceil(TILE) * tiles_n;
-    let params = bridge::upload_sizes(
-        &a.client,
-        &[
-            rows,
-            cols,
-            depth,
-            sa[0],
-            sa[1],
-            sb[0],
-            sb[1],
-            bias.is_some() as usize,
-            relu as usize,
-            tiles_n,
-        ],
-    )?;
-    let c = bridge::empty_1d(&a, rows * cols, DType::F32);
+    let mut words = vec![
+        rows,
+        cols,
+        depth,
+        a.strides[0],
+        a.strides[1],
+        b.strides[0],
+        b.strides[1],
+        bias.is_some() as usize,
+        relu as usize,
+        tiles_n,
+        a.kind,
+        b.kind,
+        a.along_k as usize,
+        b.along_k as usize,
+    ];
+    words.extend(conv);
+    let params = bridge::upload_sizes(&a.prim.client, &words)?;
+    let c = bridge::empty_1d(&a.prim, rows * cols, DType::F32);
     // Without a bias the kernel reads none: any buffer holds its place.
-    let bias_handle = bias.as_ref().map_or(&a.handle, |v| &v.handle);
+    let bias_handle = bias.as_ref().map_or(&a.prim.handle, |v| &v.handle);
     bridge::launch(
-        &a.client,
+        &a.prim.client,
         MATMUL,
         bridge::grid(u32::try_from(tiles).ok()?),
-        &[&a.handle, &b.handle, bias_handle, &c.handle, &params],
+        &[
+            &a.prim.handle,
+            &b.prim.handle,
+            bias_handle,
+            &c.handle,
+            &params,
+        ],
     );
     Some(bridge::to_matrix(c, rows, cols))
 }

@@ -11,60 +11,26 @@
 //! at most [`PATCH_BYTES`] or the largest buffer the device allows, whichever is
 //! smaller. Each part costs launches of its own (the CNN's 32x32 layers take three parts
 //! of a 128-image batch on lavapipe, whose buffers stop at 128 MiB; one on a GPU).
+//! Under `TAKS_GPU_MATMUL=tiled` the patches are not written at all: taks's tiled matmul
+//! reads them from the input as it goes ([`super::implicit_conv`]), and this file's
+//! kernels run only where that declines.
 //!
 //! The output is the convolution's `[N, O, Ho, Wo]` as a view of an `[N, Ho, Wo, O]`
 //! buffer (channels last, what the matmul writes); the next im2col, pool or elementwise
 //! operation reads it through its strides, so it is never transposed.
 //! `None` off wgpu.
 
-use burn::nn::PaddingConfig2d;
-use burn::nn::conv::Conv2d;
 use burn::tensor::{DType, Tensor};
 
+use super::conv_geometry::Geometry;
 use super::gpu_layers::bias_relu;
 use super::gpu_matmul::{self, GpuMatmul};
+use super::implicit_conv;
 use crate::gpu::bridge;
 use crate::gpu::kernels::{COL2IM, IM2COL, WORKGROUP};
 
 /// At most this many bytes of patches at once.
 const PATCH_BYTES: usize = 512 << 20;
-
-/// Where a kernel's taps fall: kernel size, stride and symmetric zero padding.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Geometry {
-    pub kernel: [usize; 2],
-    pub stride: [usize; 2],
-    pub padding: [usize; 2],
-}
-
-impl Geometry {
-    /// The geometry of `conv`, where im2col covers it: one group, no dilation, the same
-    /// padding on opposite sides (every convolution of the paper's networks).
-    pub(crate) fn of(conv: &Conv2d) -> Option<Self> {
-        let padding = match conv.padding {
-            PaddingConfig2d::Explicit(top, left, bottom, right)
-                if top == bottom && left == right =>
-            {
-                [top, left]
-            }
-            PaddingConfig2d::Valid => [0, 0],
-            _ => return None,
-        };
-        (conv.groups == 1 && conv.dilation == [1, 1]).then_some(Self {
-            kernel: conv.kernel_size,
-            stride: conv.stride,
-            padding,
-        })
-    }
-
-    /// Output height and width for an input of `height` x `width`.
-    pub(crate) fn output(&self, height: usize, width: usize) -> [usize; 2] {
-        let side = |len: usize, d: usize| {
-            (len + 2 * self.padding[d] - self.kernel[d]) / self.stride[d] + 1
-        };
-        [side(height, 0), side(width, 1)]
-    }
-}
 
 /// The patches of `x` `[N, C, H, W]` (any layout) as `[N Ho Wo, C kh kw]`, row
 /// (n, oh, ow), column (c, i, j). `None` off wgpu, or when the patches of even this many
@@ -123,6 +89,11 @@ pub(crate) fn conv2d(
     g: Geometry,
     relu: bool,
 ) -> Option<Tensor<4>> {
+    if GpuMatmul::current() == GpuMatmul::Tiled
+        && let Some(y) = implicit_conv::conv2d(x, columns, bias, g, relu)
+    {
+        return Some(y);
+    }
     let largest = bridge::max_buffer_bytes(x)?;
     conv2d_in_parts(x, columns, bias, g, relu, PATCH_BYTES.min(largest) / 4)
 }
@@ -175,6 +146,11 @@ pub(crate) fn conv2d_backward(
     want_x: bool,
     want_weight: bool,
 ) -> Option<(Option<Tensor<4>>, Option<Tensor<4>>)> {
+    if GpuMatmul::current() == GpuMatmul::Tiled
+        && let Some(grads) = implicit_conv::conv2d_backward(x, weight, dy, g, want_x, want_weight)
+    {
+        return Some(grads);
+    }
     let largest = bridge::max_buffer_bytes(x)?;
     backward_in_parts(
         x,

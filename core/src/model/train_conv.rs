@@ -31,8 +31,9 @@ use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 
 use super::GpuConv;
+use super::conv_geometry::Geometry;
 use super::gpu_conv::{ConvShape, forward_fastest};
-use super::im2col::{self as conv, Geometry};
+use super::im2col as conv;
 
 #[backend_extension(Autodiff, Cube, Flex)]
 pub trait Im2colConv: Backend {

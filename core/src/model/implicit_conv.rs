@@ -1,0 +1,216 @@
+//! A 2-D convolution as one launch of taks's tiled matmul per product, its patches never
+//! written out (an implicit GEMM): the forward pass with its bias and ReLU, the weight's
+//! gradient and the input's gradient (`shaders/matmul.wgsl`'s convolution operands,
+//! [`Operand`]). What [`super::im2col`]'s convolutions run when `TAKS_GPU_MATMUL=tiled`.
+//!
+//! Why: im2col writes a patches matrix `C kh kw` times the input's size and reads it back,
+//! col2im reads the patches' gradient, and where the patches pass the device's largest
+//! buffer the batch goes in parts, each with its own launches (on lavapipe, whose buffers
+//! stop at 128 MiB, the CNN's 32x32 layers take three). Computing each patch entry's
+//! address as the matmul loads it does away with all three: one launch per product,
+//! whatever the batch. The cost is the address arithmetic in the matmul's loads, which a
+//! GPU hides behind the loads themselves; on lavapipe, a CPU, it does not.
+//!
+//! The results are burn's convolution and its two gradients (the tests compare them on
+//! lavapipe). `None` off wgpu or where an address passes 32 bits (the caller then goes
+//! through im2col).
+
+use burn::tensor::Tensor;
+
+use super::conv_geometry::Geometry;
+use super::gpu_matmul::{Operand, product};
+
+/// `conv(x, weight) + bias` (where there is one), then ReLU when `relu`: `x`
+/// `[N, C, H, W]` (any layout), `columns` the weight as `[C kh kw, O]`, `bias` `[O]`;
+/// `[N, O, Ho, Wo]` laid out channels last, as [`super::im2col::conv2d`] gives it.
+pub(crate) fn conv2d(
+    x: &Tensor<4>,
+    columns: &Tensor<2>,
+    bias: Option<&Tensor<1>>,
+    g: Geometry,
+    relu: bool,
+) -> Option<Tensor<4>> {
+    let [n, _, h, w] = x.dims();
+    let [out_h, out_w] = g.output(h, w);
+    let o = columns.dims()[1];
+    let y = product(Operand::Patches(x, g), Operand::Matrix(columns), bias, relu)?;
+    Some(y.reshape([n, out_h, out_w, o]).permute([0, 3, 1, 2]))
+}
+
+/// The gradients of `conv(x, weight)` for the output's gradient `dy` `[N, O, Ho, Wo]`
+/// (any layout): the input's `[N, C, H, W]`, laid out channels last, when `want_x`, and
+/// the weight's when `want_weight`, as [`super::im2col::conv2d_backward`] gives them.
+///
+/// The weight's gradient is `dy^T` `[O, P]` times the patches `[P, C kh kw]`; the
+/// input's is the transposed convolution's patches of `dy` `[N H W, O kh kw]` times the
+/// weight as `[O kh kw, C]`. One launch each (and a copy of `dy` where it is not
+/// channels last).
+pub(crate) fn conv2d_backward(
+    x: &Tensor<4>,
+    weight: &Tensor<4>,
+    dy: &Tensor<4>,
+    g: Geometry,
+    want_x: bool,
+    want_weight: bool,
+) -> Option<(Option<Tensor<4>>, Option<Tensor<4>>)> {
+    let [n, c, h, w] = x.dims();
+    let [o, _, kh, kw] = weight.dims();
+    let [out_h, out_w] = g.output(h, w);
+    assert_eq!(dy.dims(), [n, o, out_h, out_w], "the output's gradient");
+    let dw = match want_weight {
+        true => {
+            let dy_rows = dy
+                .clone()
+                .permute([0, 2, 3, 1])
+                .reshape([n * out_h * out_w, o])
+                .transpose();
+            let dw = product(
+                Operand::Matrix(&dy_rows),
+                Operand::Patches(x, g),
+                None,
+                false,
+            )?;
+            Some(dw.reshape([o, c, kh, kw]))
+        }
+        false => None,
+    };
+    let dx = match want_x {
+        true => {
+            let dx = product(
+                Operand::OutputTaps(dy, g, [h, w]),
+                Operand::WeightTaps(weight),
+                None,
+                false,
+            )?;
+            Some(dx.reshape([n, h, w, c]).permute([0, 3, 1, 2]))
+        }
+        false => None,
+    };
+    Some((dx, dw))
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::Cube;
+    use burn::backend::ops::ModuleOps;
+    use burn::tensor::activation::relu;
+    use burn::tensor::module::conv2d as burns_conv2d;
+    use burn::tensor::ops::ConvOptions;
+    use burn::tensor::{Device, Distribution};
+
+    use super::*;
+    use crate::test_support::{gap, host};
+
+    /// `[N, C, H, W]` random values, laid out channels last when `last`.
+    fn random(dims: [usize; 4], last: bool, device: &Device) -> Tensor<4> {
+        let [n, c, h, w] = dims;
+        let normal = Distribution::Normal(0.0, 1.0);
+        match last {
+            true => Tensor::<4>::random([n, h, w, c], normal, device).permute([0, 3, 1, 2]),
+            false => Tensor::<4>::random(dims, normal, device),
+        }
+    }
+
+    /// On lavapipe: the forward pass (with bias and ReLU, and without) and both gradients
+    /// are burn's, for the paper's kernel shapes (3x3 stride 1 and 2, the 1x1 shortcut,
+    /// ResNet-18's 7x7 stem), a non-square input, sizes across the matmul's tiles, and
+    /// the input and the output's gradient both channels last and contiguous.
+    #[test]
+    fn the_implicit_convolution_and_its_gradients_are_burns() {
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+        let prim = |t: &Tensor<4>| t.clone().try_into_primitive::<Cube>().unwrap();
+        let back = |t| Tensor::<4>::from_primitive::<Cube>(t);
+        // (kernel, stride, pad, [n, c, h, w], o)
+        let cases = [
+            (3, 1, 1, [3, 5, 11, 11], 6),
+            (3, 2, 1, [3, 5, 12, 9], 6),
+            (1, 2, 0, [2, 7, 10, 10], 9),
+            (7, 2, 3, [2, 3, 13, 15], 8),
+            (3, 1, 1, [2, 20, 9, 7], 70),
+        ];
+        for (kernel, stride, pad, dims, o) in cases {
+            let [n, c, h, w] = dims;
+            let g = Geometry {
+                kernel: [kernel, kernel],
+                stride: [stride, stride],
+                padding: [pad, pad],
+            };
+            let [out_h, out_w] = g.output(h, w);
+            let options = ConvOptions::new([stride, stride], [pad, pad], [1, 1], 1);
+            let weight = Tensor::<4>::random(
+                [o, c, kernel, kernel],
+                Distribution::Normal(0.0, 0.3),
+                &device,
+            );
+            let bias = Tensor::<1>::random([o], Distribution::Normal(0.0, 1.0), &device);
+            let columns = super::super::im2col::columns(weight.clone());
+            let scale = ((c * kernel * kernel) as f32).sqrt();
+            for last in [true, false] {
+                let x = random(dims, last, &device);
+                let case = format!(
+                    "{kernel}x{kernel}/{stride} pad {pad}, {dims:?} -> {o}, channels last {last}"
+                );
+                for (with_bias, with_relu) in [(true, true), (false, false)] {
+                    let mut expected = burns_conv2d(
+                        x.clone(),
+                        weight.clone(),
+                        with_bias.then(|| bias.clone()),
+                        options.clone(),
+                    );
+                    if with_relu {
+                        expected = relu(expected);
+                    }
+                    let got = conv2d(&x, &columns, with_bias.then_some(&bias), g, with_relu)
+                        .expect("on wgpu");
+                    assert_eq!(got.dims(), [n, o, out_h, out_w]);
+                    let off = gap(&host(got), &host(expected));
+                    assert!(
+                        off < 1e-5 * scale,
+                        "{case}, bias {with_bias}: y off by {off}"
+                    );
+                }
+
+                let dy = random([n, o, out_h, out_w], !last, &device);
+                let expected_dx = host(back(<Cube as ModuleOps<Cube>>::conv2d_x_backward(
+                    prim(&x),
+                    prim(&weight),
+                    prim(&dy),
+                    options.clone(),
+                )));
+                let expected_dw = host(back(<Cube as ModuleOps<Cube>>::conv2d_weight_backward(
+                    prim(&x),
+                    prim(&weight),
+                    prim(&dy),
+                    options.clone(),
+                )));
+                let (dx, dw) = conv2d_backward(&x, &weight, &dy, g, true, true).expect("on wgpu");
+                let (dx, dw) = (dx.unwrap(), dw.unwrap());
+                assert_eq!((dx.dims(), dw.dims()), (dims, weight.dims()));
+                let (dx, dw) = (host(dx), host(dw));
+                let off_x = gap(&dx, &expected_dx);
+                let off_w = gap(&dw, &expected_dw);
+                let dw_scale = ((n * out_h * out_w) as f32).sqrt();
+                assert!(off_x < 1e-5 * scale, "{case}: dx off by {off_x}");
+                assert!(off_w < 1e-5 * dw_scale, "{case}: dw off by {off_w}");
+                let (dx, dw) = conv2d_backward(&x, &weight, &dy, g, false, true).unwrap();
+                assert!(dx.is_none() && dw.is_some());
+                let (dx, dw) = conv2d_backward(&x, &weight, &dy, g, true, false).unwrap();
+                assert!(dx.is_some() && dw.is_none());
+            }
+        }
+    }
+
+    /// Off wgpu there is nothing to launch: the caller runs the convolution itself.
+    #[test]
+    fn off_wgpu_it_declines() {
+        let device = Device::flex();
+        let x = Tensor::<4>::zeros([1, 2, 4, 4], &device);
+        let columns = Tensor::<2>::zeros([18, 3], &device);
+        let g = Geometry {
+            kernel: [3, 3],
+            stride: [1, 1],
+            padding: [1, 1],
+        };
+        assert!(conv2d(&x, &columns, None, g, false).is_none());
+    }
+}
