@@ -44,9 +44,10 @@ cargo test --release --workspace
 # cannot run burn's SPIR-V, so this is how that route is tested here. Same build.
 TAKS_GPU_DIRECT=1 cargo test --release --workspace --test 'gpu_*'
 
-# The convolutions' tests once more through taks's tiled matmul (`TAKS_GPU_MATMUL=tiled`,
-# not the default: `core/src/model/gpu_matmul.rs`). Same build, a few seconds.
-TAKS_GPU_MATMUL=tiled cargo test --release --workspace --lib -- im2col train_conv
+# The convolutions' tests once more with every convolution through taks's tiled matmul,
+# the patches implicit (`TAKS_GPU_MATMUL=tiled`, which `auto`, the default, chooses only
+# where it measures fastest: `core/src/model/implicit_conv.rs`). Same build, a minute.
+TAKS_GPU_MATMUL=tiled cargo test --release --workspace --lib -- im2col train_conv scorer gpu_conv
 
 # The browser demo, end to end in headless chromium (installs chromium and the npm
 # test packages when missing, builds the wasm package).

@@ -32,7 +32,7 @@ mod scorer;
 pub(crate) mod torch_names;
 mod train_batch_norm;
 mod train_conv;
-pub use gpu_conv::{GpuConv, Measured, measured_shapes};
+pub use gpu_conv::{GpuConv, Measured, Way, measured_shapes};
 pub use gpu_matmul::GpuMatmul;
 pub use resnet::ResNet;
 pub use scorer::Scorer;

@@ -293,29 +293,26 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let measured = taks_core::model::measured_shapes();
     if !measured.is_empty() {
         println!(
-            "\n| convolution shape (input -> channels, kernel/stride) | burn's kernel ms | im2col + matmul ms | runs |"
+            "\n| convolution shape (input -> channels, kernel/stride) | burn's kernel ms | im2col + matmul ms | implicit ms | runs |"
         );
-        println!("|---|---|---|---|");
+        println!("|---|---|---|---|---|");
+        let ms = |s: f64| match s.is_finite() {
+            true => format!("{:.3}", s * 1e3),
+            false => "-".to_string(),
+        };
         for (shape, m) in measured {
-            let runs = if m.im2col < m.direct {
-                "im2col"
-            } else {
-                "burn's"
-            };
             let earlier = if m.earlier {
                 " (an earlier run's timing)"
             } else {
                 ""
             };
-            if m.im2col.is_finite() {
-                println!(
-                    "| {shape} | {:.3} | {:.3} | {runs}{earlier} |",
-                    m.direct * 1e3,
-                    m.im2col * 1e3
-                );
-            } else {
-                println!("| {shape} | - | cannot run here | burn's |");
-            }
+            println!(
+                "| {shape} | {} | {} | {} | {}{earlier} |",
+                ms(m.direct),
+                ms(m.im2col),
+                ms(m.implicit),
+                m.fastest().name()
+            );
         }
     }
     Ok(())

@@ -20,8 +20,9 @@ use burn::tensor::ops::ConvOptions;
 
 use super::GpuConv;
 use super::conv_geometry::Geometry;
-use super::gpu_conv::{ConvShape, forward_fastest};
+use super::gpu_conv::{ConvShape, Way, forward_fastest};
 use super::im2col as gpu_conv;
+use super::implicit_conv;
 
 /// A convolution and its batch norm as one convolution with bias.
 pub struct FoldedConv {
@@ -91,8 +92,12 @@ impl FoldedConv {
             padding: g.padding,
             epilogue: if with_relu { "bias, relu" } else { "bias" },
         };
-        forward_fastest(self.how, shape, &x.device(), direct, || {
-            gpu_conv::conv2d(&x, &self.columns, Some(&self.bias), g, with_relu)
+        forward_fastest(self.how, shape, &x.device(), |way| match way {
+            Way::Burn => Some(direct()),
+            Way::Im2col => gpu_conv::conv2d(&x, &self.columns, Some(&self.bias), g, with_relu),
+            Way::Implicit => {
+                implicit_conv::conv2d(&x, &self.columns, Some(&self.bias), g, with_relu)
+            }
         })
     }
 }

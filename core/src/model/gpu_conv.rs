@@ -1,14 +1,16 @@
 //! How convolutional networks run their convolutions' forward passes on a wgpu device.
 //!
 //! burn's WGSL compiler gives a 3x3 convolution's forward pass only direct kernels, which
-//! on a large GPU were the slow part of the CNN's and ResNet-18's epochs; the backward
-//! passes already autotune among im2col-based kernels. taks adds a second forward kernel,
-//! im2col and a matmul ([`super::im2col`]), and by default measures, the first time a
-//! process meets a convolution of some shape, which of the two is faster on this device
-//! ([`forward_fastest`]), then keeps using that one. In the scoring pass it also folds
-//! eval-mode batch norm into the convolution before it. `TAKS_GPU_CONV` can force a way,
-//! so that `scripts/gpu-bench.sh` can time each on the same card; on flex none of this
-//! applies, and in the browser (no blocking reads to time with) burn's kernel runs.
+//! on a large GPU were the slow part of the CNN's and ResNet-18's epochs. taks adds two
+//! more ways ([`Way`]): im2col and a matmul ([`super::im2col`]), and taks's tiled matmul
+//! with the patches computed as it loads them ([`super::implicit_conv`]). By default it
+//! measures, the first time a process meets a convolution of some shape, which is fastest
+//! on this device ([`forward_fastest`]), then keeps using that one; a training step's
+//! backward pass follows the forward pass's choice ([`backward_way`]). In the scoring pass
+//! it also folds eval-mode batch norm into the convolution before it. `TAKS_GPU_CONV` and
+//! `TAKS_GPU_MATMUL` can force a way, so that `scripts/gpu-bench.sh` can time each on the
+//! same card; on flex none of this applies, and in the browser (no blocking reads to time
+//! with) burn's kernel runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -27,11 +29,11 @@ pub enum GpuConv {
     /// `folded`: the scoring pass with batch norm folded into burn's convolution;
     /// training as `plain`.
     Folded,
-    /// `im2col`: the scoring pass folded, and every convolution's forward pass (training
-    /// and scoring) as im2col and a matmul; the backward pass stays burn's.
+    /// `im2col`: the scoring pass folded, and every convolution (training and scoring)
+    /// as im2col and a matmul, or, under `TAKS_GPU_MATMUL=tiled`, as the implicit one.
     Im2col,
-    /// `auto`: as `im2col`, but each shape runs whichever of burn's kernel and im2col
-    /// measured faster on this device the first time.
+    /// `auto`: as `im2col`, but each shape runs whichever [`Way`] measured fastest on this
+    /// device the first time (the ways `TAKS_GPU_MATMUL` leaves: [`candidates`]).
     Auto,
 }
 
@@ -76,17 +78,90 @@ pub(crate) struct ConvShape {
     pub epilogue: &'static str,
 }
 
-/// What was measured for one shape: seconds per forward pass of burn's kernel and of
-/// im2col + matmul (the better of two runs, after a first one that compiles).
-/// Timing costs six forward passes per shape once per process: milliseconds on a GPU,
-/// a minute or more on a software adapter.
+/// One way to run a convolution's forward pass on a wgpu device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Way {
+    /// burn's kernel (direct, on burn's WGSL compiler).
+    Burn,
+    /// im2col and a matmul, the patches written out ([`super::im2col`]).
+    Im2col,
+    /// taks's tiled matmul, the patches computed as it loads them
+    /// ([`super::implicit_conv`]).
+    Implicit,
+}
+
+impl Way {
+    /// Its name in `taks bench`'s table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Way::Burn => "burn's",
+            Way::Im2col => "im2col",
+            Way::Implicit => "implicit",
+        }
+    }
+}
+
+/// The ways `auto` chooses among, as `TAKS_GPU_MATMUL` leaves them: all three by default,
+/// im2col on burn's matmul only under `burn`, the implicit one only under `tiled`.
+pub(crate) fn candidates() -> &'static [Way] {
+    match GpuMatmul::current() {
+        GpuMatmul::Auto => &[Way::Burn, Way::Im2col, Way::Implicit],
+        GpuMatmul::Burn => &[Way::Burn, Way::Im2col],
+        GpuMatmul::Tiled => &[Way::Burn, Way::Implicit],
+    }
+}
+
+/// What was measured for one shape: seconds per forward pass of each way (the better of
+/// two runs, after a first one that compiles), infinite for a way not measured (not a
+/// candidate, or it cannot run for this shape). Timing costs three forward passes per
+/// way and shape once per process: milliseconds on a GPU, a minute or more on a software
+/// adapter.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Measured {
     pub direct: f64,
     pub im2col: f64,
+    pub implicit: f64,
     /// Read from an earlier process's timings ([`super::gpu_conv_store`]), not measured
     /// in this one.
     pub earlier: bool,
+}
+
+impl Measured {
+    /// Nothing measured yet: every way infinitely slow.
+    const NONE: Measured = Measured {
+        direct: f64::INFINITY,
+        im2col: f64::INFINITY,
+        implicit: f64::INFINITY,
+        earlier: false,
+    };
+
+    fn of(&self, way: Way) -> f64 {
+        match way {
+            Way::Burn => self.direct,
+            Way::Im2col => self.im2col,
+            Way::Implicit => self.implicit,
+        }
+    }
+
+    fn of_mut(&mut self, way: Way) -> &mut f64 {
+        match way {
+            Way::Burn => &mut self.direct,
+            Way::Im2col => &mut self.im2col,
+            Way::Implicit => &mut self.implicit,
+        }
+    }
+
+    /// The fastest way measured; burn's kernel on a tie or when nothing was.
+    pub fn fastest(&self) -> Way {
+        [Way::Im2col, Way::Implicit]
+            .into_iter()
+            .fold(
+                Way::Burn,
+                |best, w| {
+                    if self.of(w) < self.of(best) { w } else { best }
+                },
+            )
+    }
 }
 
 static MEASURED: Mutex<BTreeMap<ConvShape, Measured>> = Mutex::new(BTreeMap::new());
@@ -94,75 +169,89 @@ static MEASURED: Mutex<BTreeMap<ConvShape, Measured>> = Mutex::new(BTreeMap::new
 /// The adapters whose kept timings were read into [`MEASURED`] in this process.
 static LOADED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
-/// The forward pass of a convolution of `shape` on `device`, by burn's kernel (`direct`)
-/// or by im2col and a matmul (`im2col`, `None` where it cannot run), as `how` says; under
-/// `auto` the first call for a shape in this process times both.
+/// The forward pass of a convolution of `shape` on `device` by the [`Way`] `how` says:
+/// `run(way)` runs it (`None` where that way cannot run; `Way::Burn` always can). Under
+/// `auto` the first call for a shape in this process times every candidate.
 pub(crate) fn forward_fastest(
     how: GpuConv,
     shape: ConvShape,
     device: &Device,
-    direct: impl Fn() -> Tensor<4>,
-    im2col: impl Fn() -> Option<Tensor<4>>,
+    run: impl Fn(Way) -> Option<Tensor<4>>,
 ) -> Tensor<4> {
-    if !how.offers_im2col() {
-        return direct();
+    let burn = || run(Way::Burn).expect("burn's convolution always runs");
+    let way = match how {
+        _ if !how.offers_im2col() => Way::Burn,
+        GpuConv::Im2col if GpuMatmul::current() == GpuMatmul::Tiled => Way::Implicit,
+        GpuConv::Im2col => Way::Im2col,
+        _ => chosen(shape, device, &run),
+    };
+    match way {
+        Way::Burn => burn(),
+        way => run(way).unwrap_or_else(burn),
     }
+}
+
+/// The way a training step's backward pass takes for a convolution of `shape`: the
+/// implicit one under `TAKS_GPU_MATMUL=tiled`, or by default where the forward pass
+/// measured it fastest; im2col otherwise (the backward passes have no direct kernel).
+pub(crate) fn backward_way(shape: &ConvShape) -> Way {
+    match GpuMatmul::current() {
+        GpuMatmul::Tiled => Way::Implicit,
+        GpuMatmul::Burn => Way::Im2col,
+        GpuMatmul::Auto => {
+            let mut shape = shape.clone();
+            shape.input[0] = shape.input[0].next_power_of_two();
+            let known = MEASURED.lock().ok().and_then(|m| m.get(&shape).copied());
+            match known.map(|m| m.fastest()) {
+                Some(Way::Implicit) => Way::Implicit,
+                _ => Way::Im2col,
+            }
+        }
+    }
+}
+
+/// The fastest way for `shape`: measured in this process, read from an earlier one's
+/// timings, or measured now.
+fn chosen(shape: ConvShape, device: &Device, run: &dyn Fn(Way) -> Option<Tensor<4>>) -> Way {
     let mut shape = shape;
     shape.input[0] = shape.input[0].next_power_of_two();
     let known = || MEASURED.lock().ok().and_then(|m| m.get(&shape).copied());
-    let use_im2col = if how == GpuConv::Im2col {
-        true
-    } else if let Some(m) = known() {
-        m.im2col < m.direct
-    } else {
-        // Not met yet in this process: an earlier process may have timed it here (not
-        // in the browser, which keeps nothing and cannot time).
-        // Timings made with taks's tiled matmul (its patches implicit) are kept apart
-        // from burn's.
-        let adapter = if cfg!(target_arch = "wasm32") {
-            None
-        } else {
-            bridge::adapter_identity(device).map(|a| match GpuMatmul::current() {
-                GpuMatmul::Tiled => format!("{a}, TAKS_GPU_MATMUL=tiled, implicit patches"),
-                GpuMatmul::Burn => a,
-            })
-        };
-        if let Some(adapter) = &adapter {
-            load_kept(adapter);
-        }
-        match known() {
-            Some(m) => m.im2col < m.direct,
-            None => match measure(device, &direct, &im2col) {
-                Some(m) => {
-                    if let Ok(mut all) = MEASURED.lock() {
-                        all.insert(shape.clone(), m);
-                    }
-                    if let Some(adapter) = &adapter {
-                        gpu_conv_store::append(adapter, shape.kept(m));
-                    }
-                    m.im2col < m.direct
-                }
-                None => {
-                    // im2col cannot run here (or the device cannot be waited for):
-                    // burn's kernel, without asking again for this shape.
-                    let never = Measured {
-                        direct: 0.0,
-                        im2col: f64::INFINITY,
-                        earlier: false,
-                    };
-                    if let Ok(mut all) = MEASURED.lock() {
-                        all.insert(shape.clone(), never);
-                    }
-                    false
-                }
-            },
-        }
-    };
-    if use_im2col {
-        im2col().unwrap_or_else(direct)
-    } else {
-        direct()
+    if let Some(m) = known() {
+        return m.fastest();
     }
+    // Not met yet in this process: an earlier process may have timed it here (not in the
+    // browser, which keeps nothing and cannot time). Timings are kept per adapter and
+    // per choice of `TAKS_GPU_MATMUL`, whose candidates differ.
+    let adapter = if cfg!(target_arch = "wasm32") {
+        None
+    } else {
+        bridge::adapter_identity(device).map(|a| match GpuMatmul::current() {
+            GpuMatmul::Auto => a,
+            GpuMatmul::Burn => format!("{a}, TAKS_GPU_MATMUL=burn"),
+            GpuMatmul::Tiled => format!("{a}, TAKS_GPU_MATMUL=tiled, implicit patches"),
+        })
+    };
+    if let Some(adapter) = &adapter {
+        load_kept(adapter);
+    }
+    if let Some(m) = known() {
+        return m.fastest();
+    }
+    // Where nothing can be measured (the device cannot be waited for): burn's kernel,
+    // without asking again for this shape.
+    let m = measure(device, run).unwrap_or(Measured {
+        direct: 0.0,
+        ..Measured::NONE
+    });
+    if let Ok(mut all) = MEASURED.lock() {
+        all.insert(shape.clone(), m);
+    }
+    if let Some(adapter) = &adapter
+        && m.direct > 0.0
+    {
+        gpu_conv_store::append(adapter, shape.kept(m));
+    }
+    m.fastest()
 }
 
 /// Read the timings kept for `adapter` into [`MEASURED`], once per process (a shape
@@ -196,12 +285,14 @@ impl ConvShape {
             padding: self.padding,
             epilogue: self.epilogue.to_string(),
             direct_s: m.direct,
-            im2col_s: m.im2col,
+            im2col_s: m.im2col.is_finite().then_some(m.im2col),
+            implicit_s: m.implicit.is_finite().then_some(m.implicit),
         }
     }
 
     /// A kept timing back as a shape and its times; `None` for an epilogue this version
-    /// does not name (a line from another version).
+    /// does not name or a line without a time for every candidate (a line from another
+    /// version).
     fn from_kept(k: Kept) -> Option<(ConvShape, Measured)> {
         let epilogue = EPILOGUES.into_iter().find(|e| *e == k.epilogue)?;
         let shape = ConvShape {
@@ -211,11 +302,18 @@ impl ConvShape {
             padding: k.padding,
             epilogue,
         };
-        let measured = Measured {
+        let mut measured = Measured {
             direct: k.direct_s,
-            im2col: k.im2col_s,
             earlier: true,
+            ..Measured::NONE
         };
+        for way in candidates() {
+            match way {
+                Way::Burn => {}
+                Way::Im2col => measured.im2col = k.im2col_s?,
+                Way::Implicit => measured.implicit = k.implicit_s?,
+            }
+        }
         Some((shape, measured))
     }
 }
@@ -243,45 +341,42 @@ pub fn measured_shapes() -> Vec<(String, Measured)> {
         .collect()
 }
 
-/// Time both kernels on the device (blocking reads; not in the browser). `None` when
-/// im2col cannot run here or the device cannot be waited for.
+/// Time every candidate way on the device (blocking reads; not in the browser): a way
+/// that cannot run for this shape stays infinite. `None` when the device cannot be
+/// waited for.
 #[cfg(not(target_arch = "wasm32"))]
-fn measure(
-    device: &Device,
-    direct: &dyn Fn() -> Tensor<4>,
-    im2col: &dyn Fn() -> Option<Tensor<4>>,
-) -> Option<Measured> {
+fn measure(device: &Device, run: &dyn Fn(Way) -> Option<Tensor<4>>) -> Option<Measured> {
     use std::time::Instant;
-    let time = |f: &dyn Fn() -> Option<Tensor<4>>| -> Option<f64> {
+    let time = |way: Way| -> Option<Option<f64>> {
         device.sync().ok()?;
         let started = Instant::now();
-        let y = f()?;
+        let Some(y) = run(way) else {
+            return Some(None);
+        };
         device.sync().ok()?;
         drop(y);
-        Some(started.elapsed().as_secs_f64())
+        Some(Some(started.elapsed().as_secs_f64()))
     };
-    let direct = || Some(direct());
+    let mut best = Measured::NONE;
     // First runs compile the kernels (and let burn autotune its own): not counted.
-    time(&direct)?;
-    time(im2col)?;
-    let mut best = Measured {
-        direct: f64::INFINITY,
-        im2col: f64::INFINITY,
-        earlier: false,
-    };
+    let mut ways = Vec::new();
+    for &way in candidates() {
+        if time(way)?.is_some() {
+            ways.push(way);
+        }
+    }
     for _ in 0..2 {
-        best.direct = best.direct.min(time(&direct)?);
-        best.im2col = best.im2col.min(time(im2col)?);
+        for &way in &ways {
+            let t = time(way)?.unwrap_or(f64::INFINITY);
+            let slot = best.of_mut(way);
+            *slot = slot.min(t);
+        }
     }
     Some(best)
 }
 
 #[cfg(target_arch = "wasm32")]
-fn measure(
-    _: &Device,
-    _: &dyn Fn() -> Tensor<4>,
-    _: &dyn Fn() -> Option<Tensor<4>>,
-) -> Option<Measured> {
+fn measure(_: &Device, _: &dyn Fn(Way) -> Option<Tensor<4>>) -> Option<Measured> {
     None
 }
 
@@ -292,6 +387,98 @@ mod tests {
     use burn::tensor::Distribution;
 
     use super::*;
+
+    /// The fastest way wins; burn's kernel on a tie or where nothing ran.
+    #[test]
+    fn the_fastest_way_wins() {
+        let m = |direct, im2col, implicit| Measured {
+            direct,
+            im2col,
+            implicit,
+            earlier: false,
+        };
+        assert_eq!(m(3.0, 2.0, 1.0).fastest(), Way::Implicit);
+        assert_eq!(m(3.0, 1.0, 2.0).fastest(), Way::Im2col);
+        assert_eq!(m(1.0, 2.0, 3.0).fastest(), Way::Burn);
+        assert_eq!(m(1.0, 1.0, 1.0).fastest(), Way::Burn);
+        assert_eq!(Measured::NONE.fastest(), Way::Burn);
+        assert_eq!(m(0.0, f64::INFINITY, f64::INFINITY).fastest(), Way::Burn);
+    }
+
+    /// A training step's backward pass takes the implicit convolution where the forward
+    /// pass measured it fastest for the shape (its batch in the same bucket), im2col where
+    /// not, unless `TAKS_GPU_MATMUL` forces a matmul.
+    #[test]
+    fn the_backward_pass_follows_the_forward_choice() {
+        // A shape no other test meets (7 channels, 9x9); a batch of 6 is bucket 8.
+        let shape = ConvShape {
+            input: [6, 7, 9, 9],
+            weight: [3, 7, 3, 3],
+            stride: [1, 1],
+            padding: [1, 1],
+            epilogue: "",
+        };
+        let mut bucket = shape.clone();
+        bucket.input[0] = 8;
+        let matmul = GpuMatmul::current();
+        for (fastest, im2col, implicit) in [(Way::Implicit, 2.0, 1.0), (Way::Im2col, 1.0, 2.0)] {
+            let m = Measured {
+                direct: 3.0,
+                im2col,
+                implicit,
+                earlier: false,
+            };
+            MEASURED.lock().unwrap().insert(bucket.clone(), m);
+            let expected = match matmul {
+                GpuMatmul::Auto => fastest,
+                GpuMatmul::Burn => Way::Im2col,
+                GpuMatmul::Tiled => Way::Implicit,
+            };
+            assert_eq!(
+                backward_way(&shape),
+                expected,
+                "{fastest:?} fastest, {matmul:?}"
+            );
+        }
+        MEASURED.lock().unwrap().remove(&bucket);
+    }
+
+    /// A kept line without a time for one of this process's candidates (an older
+    /// version's, before the implicit convolution) is measured again, not read as
+    /// "never the implicit one".
+    #[test]
+    fn a_line_missing_a_candidate_is_not_read() {
+        let shape = ConvShape {
+            input: [8, 3, 5, 5],
+            weight: [2, 3, 3, 3],
+            stride: [1, 1],
+            padding: [1, 1],
+            epilogue: "bias",
+        };
+        let full = Measured {
+            direct: 3.0,
+            im2col: 2.0,
+            implicit: 1.0,
+            earlier: false,
+        };
+        let (read, m) = ConvShape::from_kept(shape.kept(full)).expect("a whole line");
+        assert_eq!(read, shape);
+        assert!(m.earlier);
+        // Every candidate's time comes back; a way that is not one stays infinite.
+        for &way in candidates() {
+            assert_eq!(m.of(way), full.of(way), "{way:?}");
+        }
+        let old: Kept = serde_json::from_str(
+            r#"{"input":[8,3,5,5],"weight":[2,3,3,3],"stride":[1,1],"padding":[1,1],"epilogue":"bias","direct_s":3.0,"im2col_s":2.0}"#,
+        )
+        .expect("the older format parses");
+        assert_eq!(old.implicit_s, None);
+        let read = ConvShape::from_kept(old);
+        match candidates().contains(&Way::Implicit) {
+            true => assert!(read.is_none(), "no implicit time: measure again"),
+            false => assert_eq!(read.map(|(_, m)| m.im2col), Some(2.0)),
+        }
+    }
 
     /// A second process reads the first one's timing instead of measuring again. The
     /// "second process" is this one with the shape forgotten, as a new process starts.
@@ -321,10 +508,12 @@ mod tests {
                 burn::tensor::ops::ConvOptions::new([1, 1], [1, 1], [1, 1], 1),
             )
         };
-        let im2col = || Some(direct());
-        let first = forward_fastest(GpuConv::Auto, shape.clone(), &device, direct, im2col);
+        let run = |_: Way| Some(direct());
+        let first = forward_fastest(GpuConv::Auto, shape.clone(), &device, run);
         // Measuring runs each way three times, then the chosen one.
-        assert_eq!(runs.get(), 7, "the first process measures");
+        let ways = candidates().len();
+        assert!(ways >= 2);
+        assert_eq!(runs.get(), 3 * ways + 1, "the first process measures");
         let text = std::fs::read_to_string(folder.join(gpu_conv_store::FILE_NAME)).unwrap();
         assert!(text.contains("[4,5,13,11]"), "the timing is kept: {text}");
 
@@ -337,11 +526,15 @@ mod tests {
             .unwrap();
         std::io::Write::write_all(&mut file, b"not json\n{\"adapter\":\"cut").unwrap();
         runs.set(0);
-        let second = forward_fastest(GpuConv::Auto, shape.clone(), &device, direct, im2col);
+        let second = forward_fastest(GpuConv::Auto, shape.clone(), &device, run);
         assert_eq!(runs.get(), 1, "the second process measures nothing");
         let read = MEASURED.lock().unwrap().get(&shape).copied().unwrap();
         assert!(read.earlier && !kept.earlier);
-        assert_eq!((read.direct, read.im2col), (kept.direct, kept.im2col));
+        assert_eq!(
+            (read.direct, read.im2col, read.implicit),
+            (kept.direct, kept.im2col, kept.implicit)
+        );
+        assert_eq!(read.fastest(), kept.fastest());
         let gap: f32 = (first - second).abs().max().into_scalar();
         assert_eq!(gap, 0.0);
         gpu_conv_store::keep_in(None);

@@ -1,7 +1,7 @@
 //! The convolution timings of `gpu_conv.rs` kept between processes.
 //!
-//! Under `TAKS_GPU_CONV=auto` each process times burn's kernel against im2col for every
-//! convolution shape it meets. That is a few forward passes per shape, but on an H100 it
+//! Under `TAKS_GPU_CONV=auto` each process times burn's kernel against im2col and the
+//! implicit convolution for every convolution shape it meets. That is a few forward passes per shape, but on an H100 it
 //! made a second process's first CNN epoch 25 s against 5.4 s warm, most of it these
 //! timings (and the compilations they force). So what one process measured, the next one
 //! reads: one JSON line per (adapter, shape) in `taks-conv.jsonl`, in the folder where
@@ -44,7 +44,12 @@ pub(crate) struct Kept {
     pub padding: [usize; 2],
     pub epilogue: String,
     pub direct_s: f64,
-    pub im2col_s: f64,
+    /// `None` where im2col was not measured (not a candidate, or it cannot run).
+    #[serde(default)]
+    pub im2col_s: Option<f64>,
+    /// The same for the implicit convolution (absent from an older version's lines).
+    #[serde(default)]
+    pub implicit_s: Option<f64>,
 }
 
 /// A line of the file.
@@ -68,7 +73,7 @@ pub(crate) fn load(adapter: &str) -> Vec<Kept> {
         .filter_map(|line| serde_json::from_str::<Line>(line).ok())
         .filter(|l| l.adapter == adapter && l.taks == env!("CARGO_PKG_VERSION"))
         .map(|l| l.kept)
-        .filter(|k| k.direct_s.is_finite() && k.im2col_s.is_finite())
+        .filter(|k| k.direct_s.is_finite())
         .collect()
 }
 

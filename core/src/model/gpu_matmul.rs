@@ -22,12 +22,16 @@ use crate::gpu::kernels::MATMUL;
 /// The output's rows and columns one workgroup computes (`shaders/matmul.wgsl`).
 const TILE: usize = 64;
 
-/// Which matmul the convolutions use, from `TAKS_GPU_MATMUL` (`burn` when unset).
+/// Which matmul the convolutions use, from `TAKS_GPU_MATMUL` (`auto` when unset).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuMatmul {
-    /// burn's (cubecl's, autotuned).
+    /// `auto`: per convolution shape, whichever measured fastest of burn's kernel,
+    /// im2col with burn's matmul and the implicit convolution ([`super::gpu_conv`]).
+    Auto,
+    /// `burn`: burn's matmul (cubecl's, autotuned) for im2col; never the implicit one.
     Burn,
-    /// [`product`], the patches implicit ([`super::implicit_conv`]).
+    /// `tiled`: [`product`] with the patches implicit ([`super::implicit_conv`]) wherever
+    /// taks's convolutions run, and for im2col's patches where that declines.
     Tiled,
 }
 
@@ -40,17 +44,20 @@ impl GpuMatmul {
 
     fn parse(value: Option<&str>) -> Result<Self, String> {
         match value {
-            None | Some("burn") => Ok(Self::Burn),
+            None | Some("auto") => Ok(Self::Auto),
+            Some("burn") => Ok(Self::Burn),
             Some("tiled") => Ok(Self::Tiled),
-            Some(other) => Err(format!("TAKS_GPU_MATMUL={other:?}: expected burn or tiled")),
+            Some(other) => Err(format!(
+                "TAKS_GPU_MATMUL={other:?}: expected auto, burn or tiled"
+            )),
         }
     }
 
-    /// [`GpuMatmul::from_env`] read once per process (`burn` if the value is unknown;
+    /// [`GpuMatmul::from_env`] read once per process (`auto` if the value is unknown;
     /// `taks` refuses that before this is read).
     pub fn current() -> Self {
         static CURRENT: std::sync::OnceLock<GpuMatmul> = std::sync::OnceLock::new();
-        *CURRENT.get_or_init(|| Self::from_env().unwrap_or(Self::Burn))
+        *CURRENT.get_or_init(|| Self::from_env().unwrap_or(Self::Auto))
     }
 }
 
@@ -340,13 +347,17 @@ mod tests {
     }
 
     #[test]
-    fn the_switch_reads_two_values_and_refuses_others() {
-        assert_eq!(GpuMatmul::parse(None), Ok(GpuMatmul::Burn));
+    fn the_switch_reads_three_values_and_refuses_others() {
+        assert_eq!(GpuMatmul::parse(None), Ok(GpuMatmul::Auto));
+        assert_eq!(GpuMatmul::parse(Some("auto")), Ok(GpuMatmul::Auto));
         assert_eq!(GpuMatmul::parse(Some("burn")), Ok(GpuMatmul::Burn));
         assert_eq!(GpuMatmul::parse(Some("tiled")), Ok(GpuMatmul::Tiled));
         for silly in ["", "fast", "Tiled"] {
             let refused = GpuMatmul::parse(Some(silly)).unwrap_err();
-            assert!(refused.contains("expected burn or tiled"), "{refused}");
+            assert!(
+                refused.contains("expected auto, burn or tiled"),
+                "{refused}"
+            );
         }
     }
 }

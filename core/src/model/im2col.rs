@@ -11,9 +11,7 @@
 //! at most [`PATCH_BYTES`] or the largest buffer the device allows, whichever is
 //! smaller. Each part costs launches of its own (the CNN's 32x32 layers take three parts
 //! of a 128-image batch on lavapipe, whose buffers stop at 128 MiB; one on a GPU).
-//! Under `TAKS_GPU_MATMUL=tiled` the patches are not written at all: taks's tiled matmul
-//! reads them from the input as it goes ([`super::implicit_conv`]), and this file's
-//! kernels run only where that declines.
+//! [`super::implicit_conv`] is the third way, which never writes the patches.
 //!
 //! The output is the convolution's `[N, O, Ho, Wo]` as a view of an `[N, Ho, Wo, O]`
 //! buffer (channels last, what the matmul writes); the next im2col, pool or elementwise
@@ -25,7 +23,6 @@ use burn::tensor::{DType, Tensor};
 use super::conv_geometry::Geometry;
 use super::gpu_layers::bias_relu;
 use super::gpu_matmul::{self, GpuMatmul};
-use super::implicit_conv;
 use crate::gpu::bridge;
 use crate::gpu::kernels::{COL2IM, IM2COL, WORKGROUP};
 
@@ -89,11 +86,6 @@ pub(crate) fn conv2d(
     g: Geometry,
     relu: bool,
 ) -> Option<Tensor<4>> {
-    if GpuMatmul::current() == GpuMatmul::Tiled
-        && let Some(y) = implicit_conv::conv2d(x, columns, bias, g, relu)
-    {
-        return Some(y);
-    }
     let largest = bridge::max_buffer_bytes(x)?;
     conv2d_in_parts(x, columns, bias, g, relu, PATCH_BYTES.min(largest) / 4)
 }
@@ -146,11 +138,6 @@ pub(crate) fn conv2d_backward(
     want_x: bool,
     want_weight: bool,
 ) -> Option<(Option<Tensor<4>>, Option<Tensor<4>>)> {
-    if GpuMatmul::current() == GpuMatmul::Tiled
-        && let Some(grads) = implicit_conv::conv2d_backward(x, weight, dy, g, want_x, want_weight)
-    {
-        return Some(grads);
-    }
     let largest = bridge::max_buffer_bytes(x)?;
     backward_in_parts(
         x,

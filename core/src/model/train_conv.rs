@@ -32,8 +32,9 @@ use burn::tensor::ops::ConvOptions;
 
 use super::GpuConv;
 use super::conv_geometry::Geometry;
-use super::gpu_conv::{ConvShape, forward_fastest};
+use super::gpu_conv::{ConvShape, Way, backward_way, forward_fastest};
 use super::im2col as conv;
+use super::implicit_conv;
 
 #[backend_extension(Autodiff, Cube, Flex)]
 pub trait Im2colConv: Backend {
@@ -99,13 +100,11 @@ impl Im2colConv for Cube {
             padding: [ph, pw],
             epilogue: "",
         };
-        let y = forward_fastest(
-            how,
-            shape,
-            &x.device(),
-            || conv2d(x.clone(), weight.clone(), None, options.clone()),
-            || conv::conv2d(&x, &columns, None, geometry, false),
-        );
+        let y = forward_fastest(how, shape, &x.device(), |way| match way {
+            Way::Burn => Some(conv2d(x.clone(), weight.clone(), None, options.clone())),
+            Way::Im2col => conv::conv2d(&x, &columns, None, geometry, false),
+            Way::Implicit => implicit_conv::conv2d(&x, &columns, None, geometry, false),
+        });
         y.try_into_primitive::<Cube>()
             .expect("a Cube tensor stays on Cube")
     }
@@ -142,8 +141,10 @@ enum Of {
     Weight,
 }
 
-/// The input's or the weight's gradient by [`conv::conv2d_backward`] (im2col, a matmul,
-/// col2im for the input's); `None` where it declines, and burn's backward runs instead.
+/// The input's or the weight's gradient the way [`backward_way`] says: by
+/// [`implicit_conv::conv2d_backward`] (one matmul with implicit patches) or by
+/// [`conv::conv2d_backward`] (im2col, a matmul, col2im for the input's); `None` where
+/// both decline, and burn's backward runs instead.
 fn cube_backward(
     x: &FloatTensor<Cube>,
     weight: &FloatTensor<Cube>,
@@ -163,14 +164,22 @@ fn cube_backward(
         stride: options.stride,
         padding: [top, left],
     };
-    let (dx, dw) = conv::conv2d_backward(
-        &tensor(x),
-        &weight,
-        &tensor(dy),
-        geometry,
-        of == Of::Input,
-        of == Of::Weight,
-    )?;
+    let x = tensor(x);
+    let dy = tensor(dy);
+    let shape = ConvShape {
+        input: x.dims(),
+        weight: weight.dims(),
+        stride: options.stride,
+        padding: [top, left],
+        epilogue: "",
+    };
+    let want = [of == Of::Input, of == Of::Weight];
+    let implicit = || implicit_conv::conv2d_backward(&x, &weight, &dy, geometry, want[0], want[1]);
+    let im2col = || conv::conv2d_backward(&x, &weight, &dy, geometry, want[0], want[1]);
+    let (dx, dw) = match backward_way(&shape) {
+        Way::Implicit => implicit().or_else(im2col)?,
+        _ => im2col()?,
+    };
     let gradient = match of {
         Of::Input => dx?,
         Of::Weight => dw?,
