@@ -40,4 +40,28 @@ impl Geometry {
         };
         [side(height, 0), side(width, 1)]
     }
+
+    /// The words the GPU kernels read for a convolution of an input `[C, H, W]` whose
+    /// tensor (the input, or an output's gradient) lies at `strides` (4, in elements):
+    /// C, H, W, the four strides, kh, kw, sh, sw, ph, pw, Ho, Wo.
+    pub(crate) fn words(&self, [c, h, w]: [usize; 3], strides: &[usize]) -> [usize; 15] {
+        let [out_h, out_w] = self.output(h, w);
+        [
+            c,
+            h,
+            w,
+            strides[0],
+            strides[1],
+            strides[2],
+            strides[3],
+            self.kernel[0],
+            self.kernel[1],
+            self.stride[0],
+            self.stride[1],
+            self.padding[0],
+            self.padding[1],
+            out_h,
+            out_w,
+        ]
+    }
 }

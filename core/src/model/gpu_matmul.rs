@@ -125,28 +125,6 @@ impl Operand<'_> {
                     .sum(),
             )
         };
-        // The convolution words: C, H, W (the input's), the four strides of the tensor
-        // read, kh, kw, sh, sw, ph, pw, Ho, Wo.
-        let conv = |[c, h, w]: [usize; 3], s: &[usize], g: Geometry| {
-            let [oh, ow] = g.output(h, w);
-            [
-                c,
-                h,
-                w,
-                s[0],
-                s[1],
-                s[2],
-                s[3],
-                g.kernel[0],
-                g.kernel[1],
-                g.stride[0],
-                g.stride[1],
-                g.padding[0],
-                g.padding[1],
-                oh,
-                ow,
-            ]
-        };
         let loaded = match (*self, side) {
             (Operand::Matrix(m), _) => {
                 let prim = bridge::float_f32_strided(m)?;
@@ -174,7 +152,7 @@ impl Operand<'_> {
                     // positions, which step through x's width.
                     along_k: side == 0 || s[3] == 1,
                     strides: [0, 0],
-                    conv: Some(conv([c, h, w], &s, g)),
+                    conv: Some(g.words([c, h, w], &s)),
                     prim,
                 }
             }
@@ -193,7 +171,7 @@ impl Operand<'_> {
                     kind: 2,
                     along_k: true,
                     strides: [0, 0],
-                    conv: Some(conv([o, h, w], &s, g)),
+                    conv: Some(g.words([o, h, w], &s)),
                     prim,
                 }
             }

@@ -39,24 +39,8 @@ pub(crate) fn im2col(x: &Tensor<4>, g: Geometry) -> Option<Tensor<2>> {
     let s = prim.meta.strides();
     let (rows, cols) = (n * out_h * out_w, c * g.kernel[0] * g.kernel[1]);
     let total = rows.checked_mul(cols).filter(|&t| t < u32::MAX as usize)?;
-    let sizes = [
-        n,
-        c,
-        h,
-        w,
-        s[0],
-        s[1],
-        s[2],
-        s[3],
-        g.kernel[0],
-        g.kernel[1],
-        g.stride[0],
-        g.stride[1],
-        g.padding[0],
-        g.padding[1],
-        out_h,
-        out_w,
-    ];
+    let mut sizes = vec![n];
+    sizes.extend(g.words([c, h, w], s));
     let p = bridge::upload_sizes(&prim.client, &sizes)?;
     let out = bridge::empty_1d(&prim, total, DType::F32);
     bridge::launch(
