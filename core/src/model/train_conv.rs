@@ -1,7 +1,9 @@
-//! The convolution of a training step on a wgpu device: its forward pass by burn's kernel
-//! or as im2col and a matmul ([`super::im2col`]), whichever [`super::gpu_conv`] measured
-//! faster for the shape; its backward pass as two matmuls around im2col and col2im
-//! ([`super::im2col::conv2d_backward`]).
+//! The convolution of a training step on a wgpu device: its forward pass by burn's kernel,
+//! as im2col and a matmul ([`super::im2col`]) or as the implicit convolution
+//! ([`super::implicit_conv`]), whichever [`super::gpu_conv`] measured fastest for the
+//! shape; its backward pass as two matmuls around im2col and col2im
+//! ([`super::im2col::conv2d_backward`]), or as two implicit matmuls where the forward pass
+//! chose those ([`super::gpu_conv::backward_way`]).
 //!
 //! Why: on burn's WGSL compiler a 3x3 convolution's forward pass has only direct kernels
 //! to choose from, and its backward passes build and reassemble their patches a tap block
@@ -39,8 +41,8 @@ use super::implicit_conv;
 #[backend_extension(Autodiff, Cube, Flex)]
 pub trait Im2colConv: Backend {
     /// `conv2d(x, weight)` without bias, stride `(sh, sw)`, symmetric padding `(ph, pw)`:
-    /// by im2col when `always`, else by whichever kernel measured faster for the shape
-    /// ([`forward_fastest`]).
+    /// as `TAKS_GPU_CONV=im2col` says when `always`, else by whichever way measured
+    /// fastest for the shape ([`forward_fastest`]).
     fn im2col_conv2d(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
