@@ -48,8 +48,10 @@ const TM: u32 = 64u;
 const TN: u32 = 64u;
 const TK: u32 = 16u;
 
-var<workgroup> a_tile: array<f32, 1024>; // [TK][TM]
-var<workgroup> b_tile: array<f32, 1024>; // [TK][TN]
+// [TK][TM] and [TK][TN], four consecutive values to a vec4: each invocation reads its
+// 4 of A and 4 of B per k as one 16-byte load each.
+var<workgroup> a_tile: array<vec4<f32>, 256>;
+var<workgroup> b_tile: array<vec4<f32>, 256>;
 var<workgroup> depth: u32;
 
 // The loads of kinds 1 and 2 split an element's address into a part of its row of A
@@ -201,32 +203,29 @@ fn main(
             columns_of_b[i] = b_column(n0 + bn[i]);
         }
     }
-    var acc = array<f32, 16>();
+    // Row i of this invocation's 4 x 4 block of C.
+    var acc = array<vec4<f32>, 4>();
     for (var k0 = 0u; k0 < k_size; k0 = k0 + TK) {
         for (var i = 0u; i < 4u; i = i + 1u) {
             var va = 0.0;
             if (live && m0 + am[i] < rows && k0 + ak[i] < k_size) {
                 va = a_at(rows_of_a[i], m0 + am[i], k0 + ak[i]);
             }
-            a_tile[ak[i] * TM + am[i]] = va;
+            let at = ak[i] * TM + am[i];
+            a_tile[at / 4u][at % 4u] = va;
             var vb = 0.0;
             if (live && n0 + bn[i] < cols && k0 + bk[i] < k_size) {
                 vb = b_at(columns_of_b[i], k0 + bk[i], n0 + bn[i]);
             }
-            b_tile[bk[i] * TN + bn[i]] = vb;
+            let bt = bk[i] * TN + bn[i];
+            b_tile[bt / 4u][bt % 4u] = vb;
         }
         workgroupBarrier();
         for (var k = 0u; k < TK; k = k + 1u) {
-            var ar: array<f32, 4>;
-            var br: array<f32, 4>;
+            let ar = a_tile[k * (TM / 4u) + ty];
+            let br = b_tile[k * (TN / 4u) + tx];
             for (var i = 0u; i < 4u; i = i + 1u) {
-                ar[i] = a_tile[k * TM + ty * 4u + i];
-                br[i] = b_tile[k * TN + tx * 4u + i];
-            }
-            for (var i = 0u; i < 4u; i = i + 1u) {
-                for (var j = 0u; j < 4u; j = j + 1u) {
-                    acc[i * 4u + j] = acc[i * 4u + j] + ar[i] * br[j];
-                }
+                acc[i] = acc[i] + ar[i] * br;
             }
         }
         workgroupBarrier();
@@ -239,7 +238,7 @@ fn main(
         for (var j = 0u; j < 4u; j = j + 1u) {
             let n = n0 + tx * 4u + j;
             if (m < rows && n < cols) {
-                var v = acc[i * 4u + j];
+                var v = acc[i][j];
                 if (params[7] != 0u) {
                     v = v + bias[n];
                 }
