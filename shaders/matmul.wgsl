@@ -19,8 +19,8 @@
 // im2col or col2im launch, no parts to keep the patches under a buffer's size.
 //
 // Tiling: a workgroup of 256 invocations computes a 64 x 64 tile of C, 4 x 4 values per
-// invocation held in registers, stepping through K 16 at a time: each step loads a
-// 64 x 16 block of A and a 16 x 64 block of B into workgroup memory (4 values of each per
+// invocation held in registers, stepping through K 32 at a time: each step loads a
+// 64 x 32 block of A and a 32 x 64 block of B into workgroup memory (8 values of each per
 // invocation, consecutive invocations reading consecutive addresses along whichever
 // direction params 12 and 13 name), then every invocation reads 4 of A and 4 of B per k
 // for its 16 products. Tiles past the edges read zeros and write nothing. The tiles are
@@ -46,12 +46,14 @@
 
 const TM: u32 = 64u;
 const TN: u32 = 64u;
-const TK: u32 = 16u;
+const TK: u32 = 32u;
+// Values of each block one invocation loads per step: TK x 64 / 256.
+const LOADS: u32 = 8u;
 
 // [TK][TM] and [TK][TN], four consecutive values to a vec4: each invocation reads its
 // 4 of A and 4 of B per k as one 16-byte load each.
-var<workgroup> a_tile: array<vec4<f32>, 256>;
-var<workgroup> b_tile: array<vec4<f32>, 256>;
+var<workgroup> a_tile: array<vec4<f32>, 512>;
+var<workgroup> b_tile: array<vec4<f32>, 512>;
 var<workgroup> depth: u32;
 
 // The loads of kinds 1 and 2 split an element's address into a part of its row of A
@@ -176,13 +178,13 @@ fn main(
     // Each invocation loads the same 4 places of each block at every step of K (its
     // rows of A and columns of B stay, k moves on): consecutive invocations along
     // whichever of k and m (k and n) is contiguous in memory.
-    var am: array<u32, 4>;
-    var ak: array<u32, 4>;
-    var bn: array<u32, 4>;
-    var bk: array<u32, 4>;
-    var rows_of_a: array<vec3<u32>, 4>;
-    var columns_of_b: array<vec3<u32>, 4>;
-    for (var i = 0u; i < 4u; i = i + 1u) {
+    var am: array<u32, LOADS>;
+    var ak: array<u32, LOADS>;
+    var bn: array<u32, LOADS>;
+    var bk: array<u32, LOADS>;
+    var rows_of_a: array<vec3<u32>, LOADS>;
+    var columns_of_b: array<vec3<u32>, LOADS>;
+    for (var i = 0u; i < LOADS; i = i + 1u) {
         let e = lid + i * 256u;
         am[i] = e / TK;
         ak[i] = e % TK;
@@ -206,7 +208,7 @@ fn main(
     // Row i of this invocation's 4 x 4 block of C.
     var acc = array<vec4<f32>, 4>();
     for (var k0 = 0u; k0 < k_size; k0 = k0 + TK) {
-        for (var i = 0u; i < 4u; i = i + 1u) {
+        for (var i = 0u; i < LOADS; i = i + 1u) {
             var va = 0.0;
             if (live && m0 + am[i] < rows && k0 + ak[i] < k_size) {
                 va = a_at(rows_of_a[i], m0 + am[i], k0 + ak[i]);
