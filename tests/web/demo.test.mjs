@@ -405,10 +405,10 @@ function assertSane(r, method, { accuracy, networks }) {
 }
 
 // The four methods side by side on the CPU fallback: every one shows its accuracy,
-// precision and cost, and the two-network Co-teaching and JoCoR cost clearly more per
-// epoch than TAkS (k = 0.35 n digits trained plus a forward pass over n, against two
-// networks trained on all n; measured ~2.4x on flex after the warm-up epoch, which the
-// page leaves out of its seconds per epoch).
+// precision and cost, and the two-network Co-teaching and JoCoR show both networks. Their
+// higher cost per epoch (two networks on all n against TAkS's k = 0.35 n and one forward
+// pass over n; ~2.4x on flex) is a time, and times are not asserted: on a loaded 2-core
+// machine a 1.5x margin over 40 ms epochs failed once (1.43x).
 test('CPU fallback: TAkS, Standard, Co-teaching and JoCoR side by side', { timeout: 240_000 }, async () => {
   const r = await runDemo({
     webgpu: false,
@@ -425,9 +425,6 @@ test('CPU fallback: TAkS, Standard, Co-teaching and JoCoR side by side', { timeo
   // Above chance (10 classes); TAkS learns slowest here: 350 digits, 3 batches an epoch.
   for (const m of ['taks', 'standard']) assertSane(r, m, { accuracy: 0.15, networks: 1 });
   for (const m of ['co-teaching', 'jocor']) assertSane(r, m, { accuracy: 0.15, networks: 2 });
-  const { taks, 'co-teaching': co, jocor } = r.methods;
-  assert.ok(co.seconds > 1.5 * taks.seconds, `Co-teaching (${co.seconds} s/epoch) should cost clearly more than TAkS (${taks.seconds})`);
-  assert.ok(jocor.seconds > 1.5 * taks.seconds, `JoCoR (${jocor.seconds} s/epoch) should cost clearly more than TAkS (${taks.seconds})`);
   // TAkS runs first: its selector feeds the grid, the histogram and the regret chart.
   assert.equal(r.engine, 'reference');
   assert.equal(r.histogramNote, '');

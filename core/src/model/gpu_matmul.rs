@@ -226,6 +226,10 @@ pub(crate) fn product(
         (Some(x), None) | (None, Some(x)) => x,
         // The input's gradient: dy's words from A, C from B.
         (Some(mut x), Some(w)) => {
+            assert!(
+                a.kind == 2 && b.kind == 2,
+                "two convolution operands are one input gradient's"
+            );
             x[0] = w[0];
             x
         }
