@@ -100,7 +100,7 @@ fn conv2d_in_parts(
     } else {
         Tensor::cat(parts, 0)
     };
-    Some(y.reshape([n, out_h, out_w, o]).permute([0, 3, 1, 2]))
+    Some(from_rows(y, [n, out_h, out_w, o]))
 }
 
 /// The gradients of `conv(x, weight)` (no bias, `weight` `[O, C, kh, kw]`) for the
@@ -164,11 +164,7 @@ fn backward_in_parts(
     let mut dw: Option<Tensor<2>> = None;
     for start in (0..n).step_by(images) {
         let len = images.min(n - start);
-        let dy_rows = dy
-            .clone()
-            .narrow(0, start, len)
-            .permute([0, 2, 3, 1])
-            .reshape([len * out_h * out_w, o]);
+        let dy_rows = rows_of(dy.clone().narrow(0, start, len));
         if want_weight {
             let patches = im2col(&x.clone().narrow(0, start, len), g)?;
             let part = product(&dy_rows.clone().transpose(), &patches, None, false)?;
@@ -188,12 +184,21 @@ fn backward_in_parts(
             )?;
         }
     }
-    let dx = dx.map(|dx| {
-        bridge::to_float(dx)
-            .reshape([n, h, w, c])
-            .permute([0, 3, 1, 2])
-    });
+    let dx = dx.map(|dx| from_rows(bridge::to_float(dx).reshape([n * h * w, c]), [n, h, w, c]));
     Some((dx, dw.map(|dw| dw.reshape([o, c, kh, kw]))))
+}
+
+/// `t` `[N, C, H, W]` as the rows `[N H W, C]` a matmul reads (a view where `t` lies
+/// channels last, a copy otherwise).
+pub(crate) fn rows_of(t: Tensor<4>) -> Tensor<2> {
+    let [n, c, h, w] = t.dims();
+    t.permute([0, 2, 3, 1]).reshape([n * h * w, c])
+}
+
+/// A matmul's rows `[N H W, C]` as `[N, C, H, W]` (`dims` = `[n, h, w, c]`), laid out
+/// channels last: a view, nothing is copied.
+pub(crate) fn from_rows(rows: Tensor<2>, [n, h, w, c]: [usize; 4]) -> Tensor<4> {
+    rows.reshape([n, h, w, c]).permute([0, 3, 1, 2])
 }
 
 /// `a` times `b`, plus `bias` (one per column) where there is one, then ReLU when `relu`,

@@ -19,6 +19,7 @@ use burn::tensor::Tensor;
 
 use super::conv_geometry::Geometry;
 use super::gpu_matmul::{Operand, product};
+use super::im2col::{from_rows, rows_of};
 
 /// `conv(x, weight) + bias` (where there is one), then ReLU when `relu`: `x`
 /// `[N, C, H, W]` (any layout), `columns` the weight as `[C kh kw, O]`, `bias` `[O]`;
@@ -34,7 +35,7 @@ pub(crate) fn conv2d(
     let [out_h, out_w] = g.output(h, w);
     let o = columns.dims()[1];
     let y = product(Operand::Patches(x, g), Operand::Matrix(columns), bias, relu)?;
-    Some(y.reshape([n, out_h, out_w, o]).permute([0, 3, 1, 2]))
+    Some(from_rows(y, [n, out_h, out_w, o]))
 }
 
 /// The gradients of `conv(x, weight)` for the output's gradient `dy` `[N, O, Ho, Wo]`
@@ -59,11 +60,7 @@ pub(crate) fn conv2d_backward(
     assert_eq!(dy.dims(), [n, o, out_h, out_w], "the output's gradient");
     let dw = match want_weight {
         true => {
-            let dy_rows = dy
-                .clone()
-                .permute([0, 2, 3, 1])
-                .reshape([n * out_h * out_w, o])
-                .transpose();
+            let dy_rows = rows_of(dy.clone()).transpose();
             let dw = product(
                 Operand::Matrix(&dy_rows),
                 Operand::Patches(x, g),
@@ -82,7 +79,7 @@ pub(crate) fn conv2d_backward(
                 None,
                 false,
             )?;
-            Some(dx.reshape([n, h, w, c]).permute([0, 3, 1, 2]))
+            Some(from_rows(dx, [n, h, w, c]))
         }
         false => None,
     };
