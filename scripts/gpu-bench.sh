@@ -18,7 +18,10 @@
 #   6. when TAKS_SPIRV names a `--features native-shaders` build (burn's SPIR-V
 #      compiler), the MLP and the CNN again through it, without PyTorch (70 s more: a
 #      second call on a 15-minute lease);
-#   7. when EMBED=1, `taks embed` of 2,000 224x224 PNGs with a ResNet-18 on the GPU
+#   7. when F16=1, the CNN and ResNet-18 in mixed precision (`--precision f16`: f16
+#      forward and backward passes, f32 weights, a loss scale) beside PyTorch's autocast
+#      to f16 with its gradient scaler (a second call on a 15-minute lease);
+#   8. when EMBED=1, `taks embed` of 2,000 224x224 PNGs with a ResNet-18 on the GPU
 #      against PyTorch's eval loop on CUDA, after checking its features against
 #      torchvision's (scripts/torchvision-parity.py --device gpu).
 # Generated images (`--generated`) stand in for datasets: an epoch's time depends on the
@@ -29,11 +32,11 @@
 # Usage: scripts/gpu-bench.sh [OUT]      (writes OUT/*.md, default gpu-bench/)
 # Environment: TAKS (default target/release/taks: the default build, burn's WGSL
 # compiler), TAKS_SPIRV (optional), PYTHON (python3 with torch and numpy; torchvision,
-# safetensors and PIL for EMBED), EMBED. Each step has its own time limit (below, from an
+# safetensors and PIL for EMBED), F16, EMBED. Each step has its own time limit (below, from an
 # H100 run of 2026-11-28: the CNN's first process, with its convolution timings, autotune
 # and both PyTorch loops, ran past 170 s; ResNet-18's took 130 s, the MLP's 36 s). A step
 # that fails or runs out of time is reported and the next one still runs; the exit code
-# says whether all of them finished. Without TAKS_SPIRV and EMBED the script ends within
+# says whether all of them finished. Without TAKS_SPIRV, F16 and EMBED the script ends within
 # 10 minutes, one device call. Never part of the tests: CI has no GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -88,6 +91,11 @@ STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step resnet18-224x224-tile
 if [ -n "$TAKS_SPIRV" ]; then
     step mlp-28x28-spirv 30 "$TAKS_SPIRV" "${MLP[@]}"
     step cnn-32x32-spirv 40 "$TAKS_SPIRV" "${CNN[@]}"
+fi
+if [ -n "${F16:-}" ]; then
+    # Limits not measured on a GPU yet: burn autotunes its f16 kernels in the first epoch.
+    step cnn-32x32-f16 200 "$TAKS" "${CNN[@]}" --precision f16 --torch "$PYTHON"
+    step resnet18-224x224-f16 150 "$TAKS" "${RESNET[@]}" --precision f16 --torch "$PYTHON"
 fi
 
 if [ -n "${EMBED:-}" ]; then

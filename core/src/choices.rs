@@ -13,6 +13,7 @@ use crate::data::DatasetKind;
 use crate::methods::Method;
 use crate::model::Architecture;
 use crate::noise::NoiseKind;
+use crate::precision::Precision;
 
 /// What to train: the required choices, and overrides that stay `None` unless given.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +36,7 @@ pub struct Choices {
     pub init_epoch: Option<usize>,
     pub architecture: Option<Architecture>,
     pub eval_batch_size: Option<usize>,
+    pub precision: Option<Precision>,
 }
 
 impl Choices {
@@ -59,6 +61,7 @@ impl Choices {
             init_epoch: None,
             architecture: None,
             eval_batch_size: None,
+            precision: None,
         }
     }
 
@@ -79,6 +82,7 @@ impl Choices {
         c.init_epoch = self.init_epoch.unwrap_or(c.init_epoch);
         c.architecture = self.architecture.unwrap_or(c.architecture);
         c.eval_batch_size = self.eval_batch_size.unwrap_or(c.eval_batch_size);
+        c.precision = self.precision.unwrap_or(c.precision);
         c.validate()?;
         Ok(c)
     }

@@ -10,6 +10,7 @@ use crate::data::DatasetKind;
 use crate::methods::Method;
 use crate::model::Architecture;
 use crate::noise::NoiseKind;
+use crate::precision::Precision;
 
 impl ValueEnum for DatasetKind {
     fn value_variants<'a>() -> &'a [Self] {
@@ -69,6 +70,23 @@ impl ValueEnum for Architecture {
             Architecture::ResNet18 => "ResNet-18 (larger images)",
             Architecture::ResNet34 => "ResNet-34 (torchvision's; for --init)",
             Architecture::ResNet50 => "ResNet-50 (torchvision's bottleneck blocks; for --init)",
+        };
+        Some(PossibleValue::new(self.name()).help(help))
+    }
+}
+
+impl ValueEnum for Precision {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Precision::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let help = match self {
+            Precision::F32 => "f32 throughout",
+            Precision::F16 => {
+                "f16 forward and backward passes, f32 weights, a dynamic loss scale (GPU only)"
+            }
+            Precision::Bf16 => "bf16 forward and backward passes, f32 weights (GPU only)",
         };
         Some(PossibleValue::new(self.name()).help(help))
     }

@@ -10,6 +10,7 @@ use crate::data::DatasetKind;
 use crate::methods::{self, Method, Setting};
 use crate::model::Architecture;
 use crate::noise::NoiseKind;
+use crate::precision::Precision;
 use crate::selection::Engine;
 use crate::{Error, Result};
 
@@ -67,6 +68,10 @@ pub struct TrainConfig {
     /// `taks train --init` uses unless --lr or --decay-start is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lr_steps: Option<Vec<(usize, f64)>>,
+    /// The arithmetic of a training step ([`crate::precision`]): f32 unless asked
+    /// (`--precision`), and then absent from `config.json` as before it existed.
+    #[serde(default, skip_serializing_if = "Precision::is_f32")]
+    pub precision: Precision,
 }
 
 impl TrainConfig {
@@ -101,6 +106,7 @@ impl TrainConfig {
             folder_input: None,
             init: None,
             lr_steps: None,
+            precision: Precision::F32,
         }
     }
 

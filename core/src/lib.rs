@@ -23,6 +23,7 @@ pub mod model;
 pub mod noise;
 pub mod optim;
 pub mod params;
+pub mod precision;
 pub mod regret;
 pub mod rng;
 pub mod selection;

@@ -11,8 +11,10 @@ use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig2d};
 use burn::tensor::activation::relu;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Device, FloatDType, Tensor};
 use serde::{Deserialize, Serialize};
+
+use crate::precision::Precision;
 
 mod conv_geometry;
 mod folded_conv;
@@ -24,6 +26,7 @@ mod gpu_matmul;
 mod im2col;
 pub mod image_input;
 mod implicit_conv;
+mod mixed_precision;
 mod mlp_cpu;
 mod mlp_gpu;
 pub mod pretrained;
@@ -101,7 +104,8 @@ impl Mlp {
 
     /// `[B, inputs]` -> `[B, classes]`.
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
-        self.output.forward(relu(self.hidden.forward(x)))
+        let hidden = mixed_precision::linear(&self.hidden, x);
+        mixed_precision::linear(&self.output, relu(hidden))
     }
 }
 
@@ -190,7 +194,7 @@ impl Cnn {
                 h = self.pool.forward(h);
             }
         }
-        self.output.forward(h.flatten(1, 3))
+        mixed_precision::linear(&self.output, h.flatten(1, 3))
     }
 }
 
@@ -270,6 +274,19 @@ impl Networks {
     /// `[B, C*H*W]` -> each network's logits `[B, classes]`.
     pub fn forward(&self, x: Tensor<2>) -> Vec<Tensor<2>> {
         self.nets.iter().map(|n| n.forward(x.clone())).collect()
+    }
+
+    /// [`Networks::forward`] of a training step in `precision`: the input cast to its
+    /// 16-bit type, each layer in that type (batch norms in f32), the logits cast back to
+    /// f32 for the loss ([`crate::precision`]).
+    pub fn forward_in(&self, x: Tensor<2>, precision: Precision) -> Vec<Tensor<2>> {
+        let Some(low) = precision.low() else {
+            return self.forward(x);
+        };
+        self.forward(x.cast(low))
+            .into_iter()
+            .map(|logits| logits.cast(FloatDType::F32))
+            .collect()
     }
 
     pub fn len(&self) -> usize {

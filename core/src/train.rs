@@ -41,10 +41,12 @@ mod evaluate;
 mod first_stage;
 mod label_counts;
 mod launches;
+pub(crate) mod loss_scale;
 
 pub use first_stage::Preparation;
 use label_counts::label_precision_recall;
 pub use launches::LaunchCounts;
+pub use loss_scale::LossScale;
 
 use evaluate::score;
 
@@ -91,6 +93,8 @@ pub struct Trainer {
     epoch: usize,
     total_selection_risk: f64,
     k: usize,
+    /// The loss scale of an f16 run ([`LossScale`]); `None` in the other precisions.
+    loss_scale: Option<LossScale>,
 }
 
 /// The rule of `config.method` for a training set with these noisy `labels` and
@@ -147,6 +151,7 @@ impl Trainer {
         device: &Device,
     ) -> Result<Self> {
         config.validate()?;
+        config.precision.check(device)?;
         split.check()?;
         let Split { train, test } = split;
         let n = train.len();
@@ -166,6 +171,7 @@ impl Trainer {
         );
         let clean: Vec<f32> = (0..n).map(|i| labels.is_clean(i) as u8 as f32).collect();
         let test_labels = test.labels.clone();
+        let config_scales = config.precision.scales_loss();
         Ok(Trainer {
             train: PartSet::new(train, &labels.noisy_labels, device),
             test: PartSet::new(test, &test_labels, device),
@@ -184,6 +190,7 @@ impl Trainer {
             epoch: 0,
             total_selection_risk: 0.0,
             k,
+            loss_scale: config_scales.then(LossScale::default),
         })
     }
 

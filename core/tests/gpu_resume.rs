@@ -11,11 +11,23 @@ use taks_core::data::DatasetKind;
 use taks_core::formats::checkpoint::Checkpoint;
 use taks_core::methods::Method;
 use taks_core::noise::NoiseKind;
+use taks_core::precision::Precision;
 use taks_core::selection::Engine;
 use taks_core::train::Trainer;
 
 #[test]
 fn a_wgpu_run_resumes_with_its_device_state() {
+    resumes_exactly(Precision::F32);
+}
+
+/// The same in f16: the loss scale is part of the state (`checkpoint.json`'s
+/// `loss_scale`), so the resumed run scales, skips and grows as the straight one does.
+#[test]
+fn an_f16_run_resumes_with_its_loss_scale() {
+    resumes_exactly(Precision::F16);
+}
+
+fn resumes_exactly(precision: Precision) {
     let device = taks_core::gpu::direct::start().expect("a wgpu adapter").0;
     let trainer = || {
         let split = DatasetKind::MnistDigits.load(None).unwrap();
@@ -28,6 +40,7 @@ fn a_wgpu_run_resumes_with_its_device_state() {
         config.epochs = 2;
         config.train_limit = Some(1000);
         config.test_limit = Some(200);
+        config.precision = precision;
         Trainer::new(config, split, &device).unwrap()
     };
     let path = Path::new("checkpoint.safetensors");
@@ -36,6 +49,8 @@ fn a_wgpu_run_resumes_with_its_device_state() {
     let history = vec![pollster::block_on(straight.step()).unwrap()];
     let saved = pollster::block_on(straight.checkpoint(&history)).unwrap();
     let bytes = saved.encode();
+    let scale = saved.state.get("loss_scale").cloned();
+    assert_eq!(scale.is_some(), precision == Precision::F16, "{scale:?}");
 
     let mut resumed = trainer();
     resumed
@@ -45,6 +60,7 @@ fn a_wgpu_run_resumes_with_its_device_state() {
     for name in ["selector.cumulative_risk", "selector.current_set"] {
         assert_eq!(again.tensors[name], saved.tensors[name], "{name}");
     }
+    assert_eq!(again.state.get("loss_scale"), saved.state.get("loss_scale"));
     assert_eq!(again.tensors.len(), saved.tensors.len());
     for (name, tensor) in &saved.tensors {
         assert_eq!(

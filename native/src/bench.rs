@@ -35,6 +35,9 @@ struct Timed {
     first: f64,
     mean: f64,
     min: f64,
+    /// Test accuracy after the last epoch: what a change of arithmetic (`--precision`)
+    /// must keep.
+    accuracy: f64,
     launches: Option<LaunchCounts>,
 }
 
@@ -133,8 +136,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
             pollster::block_on(trainer.prepare())?;
             let mut seconds = Vec::new();
             let mut first = f64::NAN;
+            let mut accuracy = f64::NAN;
             while !trainer.is_done() {
                 let m = pollster::block_on(trainer.step())?;
+                accuracy = m.test_accuracy;
                 if m.epoch == 1 {
                     first = m.epoch_seconds;
                 }
@@ -153,15 +158,18 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 first,
                 mean: seconds.iter().sum::<f64>() / seconds.len() as f64,
                 min: seconds.iter().cloned().fold(f64::INFINITY, f64::min),
+                accuracy,
                 launches,
             });
         }
-        // On CUDA: full FP32 first (like for like), then PyTorch's defaults (TF32).
+        // On CUDA: full FP32 first (like for like), then PyTorch's defaults (TF32); in
+        // mixed precision, autocast to the same type (TF32 off).
         let mut torch = Vec::new();
         if let (Some(python), Some(config)) = (&args.torch, &torch_config) {
             let trainer = Trainer::new(config.clone(), split.clone(), &chosen.device)?;
             let (shape, cuda) = (split.train.shape, choice == DeviceChoice::Gpu);
-            let modes: &[bool] = if cuda { &[false, true] } else { &[false] };
+            let both = cuda && config.precision.is_f32();
+            let modes: &[bool] = if both { &[false, true] } else { &[false] };
             for &tf32 in modes {
                 torch.push(bench_torch::run(
                     python,
@@ -214,7 +222,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             println!(
                 "| {device_name} | PyTorch {} loop{} on {} (train {:.3} + score {:.3}) | {} | {} | - | {:.3} | {min:.3} | - |",
                 t.torch,
-                if t.tf32 { ", TF32 convolutions" } else { "" },
+                t.label(),
                 t.device,
                 mean(&t.train_seconds),
                 mean(&t.score_seconds),
@@ -224,6 +232,16 @@ pub fn run(args: BenchArgs) -> Result<()> {
             );
         }
     }
+    let accuracies: Vec<String> = tables
+        .iter()
+        .flat_map(|(d, results, _)| results.iter().map(move |r| (d, r)))
+        .map(|(d, r)| format!("{d} {} {:.2}%", r.method.name(), 100.0 * r.accuracy))
+        .collect();
+    println!(
+        "\ntest accuracy after the last epoch ({}): {}",
+        configs[0].precision.name(),
+        accuracies.join(", ")
+    );
     for (device_name, results, torch) in &tables {
         let Some(taks) = results.iter().find(|r| r.method == Method::TAKS) else {
             continue;
@@ -232,11 +250,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         for t in torch {
             let torch_mean = t.epoch_seconds.iter().sum::<f64>() / t.epoch_seconds.len() as f64;
             println!(
-                "taks / PyTorch{}, TAkS epoch on {device_name}: {:.2} ({:.3} s / {torch_mean:.3} s)",
-                if t.tf32 {
-                    " (TF32 convolutions)"
-                } else {
-                    " (FP32)"
+                "taks / PyTorch ({}), TAkS epoch on {device_name}: {:.2} ({:.3} s / {torch_mean:.3} s)",
+                match t.label() {
+                    "" => "FP32",
+                    label => label.trim_start_matches(", "),
                 },
                 taks.mean / torch_mean,
                 taks.mean

@@ -26,6 +26,8 @@ pub struct TorchEpochs {
     pub torch: String,
     /// Whether its convolutions ran in TF32 (PyTorch's CUDA default) rather than FP32.
     pub tf32: bool,
+    /// The training step's arithmetic: `f32`, or autocast to `f16` or `bf16`.
+    pub precision: String,
     /// Where it ran: "cpu, N threads" or the CUDA device's name.
     pub device: String,
     pub n: usize,
@@ -33,6 +35,18 @@ pub struct TorchEpochs {
     pub epoch_seconds: Vec<f64>,
     pub train_seconds: Vec<f64>,
     pub score_seconds: Vec<f64>,
+}
+
+impl TorchEpochs {
+    /// How its arithmetic differs from full FP32, for the bench's table: empty for FP32.
+    pub fn label(&self) -> &'static str {
+        match (self.precision.as_str(), self.tf32) {
+            ("f16", _) => ", autocast f16",
+            ("bf16", _) => ", autocast bf16",
+            (_, true) => ", TF32 convolutions",
+            _ => "",
+        }
+    }
 }
 
 /// A scratch folder removed when dropped, whatever happened in between.
@@ -76,7 +90,7 @@ pub fn check(python: &Path, cuda: bool) -> Result<()> {
 /// first k-set, network and settings of `trainer` (a TAkS trainer that has not stepped
 /// yet) whose samples are `shape` = [C, H, W], on CUDA when `cuda`, else on the CPU with
 /// taks's thread count; with `tf32`, PyTorch's CUDA defaults (TF32 convolutions), else
-/// full FP32.
+/// full FP32; the training step in the trainer's precision (autocast for f16 or bf16).
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     python: &Path,
@@ -133,6 +147,7 @@ pub fn run(
         .args(["--threads", &threads.to_string()])
         .args(["--seed", &config.seed.to_string()])
         .args(["--tf32", if tf32 { "default" } else { "off" }])
+        .args(["--precision", config.precision.name()])
         .output()
         .with_context(|| format!("running {}", python.display()))?;
     if !output.status.success() {

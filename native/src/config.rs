@@ -25,6 +25,7 @@ pub fn choices(args: &RunArgs, method: Method) -> Choices {
         forget_rate: settings.forget_rate,
         co_lambda: settings.co_lambda,
         init_epoch: settings.init_epoch,
+        precision: args.precision,
         ..Choices::new(args.dataset(), args.noise().0, args.noise().1, method)
     }
 }

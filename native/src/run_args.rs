@@ -124,6 +124,11 @@ pub struct RunArgs {
     /// software adapter) or cpu (burn's flex backend).
     #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
     pub device: DeviceChoice,
+    /// The arithmetic of a training step: f32, or mixed precision (f16 or bf16 forward
+    /// and backward passes with f32 weights, Adam and batch norm; scoring and testing in
+    /// f32). Mixed precision needs a GPU whose adapter has the type. Default: f32.
+    #[arg(long, value_enum)]
+    pub precision: Option<taks_core::precision::Precision>,
     #[command(flatten)]
     pub method_settings: MethodSettings,
 }

@@ -20,7 +20,9 @@ and scoring+selection, after `--warmup` untimed epochs. On CUDA every timestamp 
 the GPU (`torch.cuda.synchronize`), cuDNN picks its fastest convolutions
 (`cudnn.benchmark`). `--tf32 default` keeps PyTorch's defaults (convolutions in TF32 on
 tensor cores, matrix products in full FP32); `--tf32 off` computes everything in full FP32,
-as taks does: the like-for-like comparison.
+as taks does: the like-for-like comparison. `--precision f16` or `bf16` trains under
+`torch.autocast` (f16 with `torch.amp.GradScaler`), as `taks --precision` does, and scores
+in f32 as taks does.
 
 Needs torch and numpy (torchvision for ResNet-18); the project's tests never run it.
 """
@@ -88,6 +90,12 @@ def main() -> None:
         default="default",
         help="CUDA: PyTorch's defaults (TF32 convolutions) or full FP32 throughout",
     )
+    ap.add_argument(
+        "--precision",
+        choices=["f32", "f16", "bf16"],
+        default="f32",
+        help="the training step's arithmetic: f32, or autocast to f16 (with a loss scaler) or bf16",
+    )
     args = ap.parse_args()
 
     if args.threads > 0:
@@ -108,6 +116,8 @@ def main() -> None:
 
     model = network(args.model, shape, args.classes).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=args.lr)
+    low = {"f32": None, "f16": torch.float16, "bf16": torch.bfloat16}[args.precision]
+    scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "f16")
     cumulative = torch.zeros(n, device=device)
     theta = torch.empty(n, device=device)
 
@@ -123,10 +133,12 @@ def main() -> None:
         order = current[torch.randperm(k, device=device)]
         for start in range(0, k, args.batch_size):
             idx = order[start : start + args.batch_size]
-            loss = F.cross_entropy(model(images[idx]), labels[idx])
+            with torch.autocast(device.type, dtype=low or torch.float32, enabled=low is not None):
+                loss = F.cross_entropy(model(images[idx]), labels[idx])
             optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
+            scaler.scale(loss).backward()
+            scaler.step(optimiser)
+            scaler.update()
         trained = now()
         model.eval()
         with torch.no_grad():
@@ -149,6 +161,7 @@ def main() -> None:
             {
                 "torch": torch.__version__,
                 "tf32": torch.backends.cudnn.allow_tf32 and args.device == "cuda",
+                "precision": args.precision,
                 "device": (
                     torch.cuda.get_device_name(device)
                     if device.type == "cuda"

@@ -13,7 +13,7 @@
 
 use burn::backend::CubeDevice;
 use burn::backend::wgpu::{CubeBackend, CubeDim, CubeTensor, SourceKernel, into_contiguous};
-use burn::tensor::{DType, Int, Shape, Tensor};
+use burn::tensor::{DType, FloatDType, Int, Shape, Tensor};
 use cubecl::CubeCount;
 use cubecl::server::{Handle, KernelArguments};
 
@@ -223,6 +223,24 @@ pub(crate) fn adapter_identity(device: &burn::tensor::Device) -> Option<String> 
         identity.fingerprint,
         client.name()
     ))
+}
+
+/// Whether the compiler on `device` has arithmetic in `dtype`, as cubecl registers it:
+/// f16 where the adapter has WebGPU's shader-f16 (WGSL) or the driver has 16-bit floats
+/// (SPIR-V); bf16 on Metal (MSL) only, since cubecl's SPIR-V compiler registers bf16 for
+/// conversions and dot products but not for arithmetic. `None` off wgpu.
+pub(crate) fn supports_float(device: &burn::tensor::Device, dtype: FloatDType) -> Option<bool> {
+    use cubecl::features::TypeUsage;
+    use cubecl::ir::{ElemType, FloatKind};
+    let kind = match dtype {
+        FloatDType::F16 => FloatKind::F16,
+        FloatDType::BF16 => FloatKind::BF16,
+        FloatDType::F64 => FloatKind::F64,
+        FloatDType::F32 | FloatDType::Flex32 => FloatKind::F32,
+    };
+    let client = client_of(device)?;
+    let usage = client.properties().type_usage(ElemType::Float(kind));
+    Some(usage.contains(TypeUsage::Arithmetic))
 }
 
 /// The name cubecl gives the runtime on `device` (`wgpu<wgsl>`, `wgpu<spirv>`,

@@ -212,7 +212,7 @@ impl ResNet {
 
     /// `[B, C*H*W]` -> `[B, classes]`.
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
-        self.fc.forward(self.features(x))
+        super::mixed_precision::linear(&self.fc, self.features(x))
     }
 }
 

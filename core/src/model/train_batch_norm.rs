@@ -327,13 +327,21 @@ pub(crate) fn forward(bn: &BatchNorm, x: Tensor<4>, then_relu: bool) -> Tensor<4
 /// gradient is exactly zero (the input's gradient sums to zero over each channel), so it
 /// gets none. Only the running mean, which eval mode subtracts instead, includes it. That
 /// saves the bias's addition and its gradient's reduction, two launches per convolution.
-/// Elsewhere `x + shift` goes through the layer as it is.
+/// Elsewhere `x + shift` goes through the layer as it is. A 16-bit `x` (a mixed-precision
+/// step's) is cast to f32 for it and its output cast back.
 pub(crate) fn forward_shifted(
     bn: &BatchNorm,
     x: Tensor<4>,
     shift: Option<Tensor<1>>,
     then_relu: bool,
 ) -> Tensor<4> {
+    // A mixed-precision step's 16-bit input is normalised in f32 (its statistics too).
+    let x = match super::mixed_precision::in_f32(x, |x| {
+        forward_shifted(bn, x, shift.clone(), then_relu)
+    }) {
+        Ok(y) => return y,
+        Err(x) => x,
+    };
     let plain = |x: Tensor<4>| {
         let x = match &shift {
             Some(b) => x + b.clone().reshape([1, b.dims()[0], 1, 1]),

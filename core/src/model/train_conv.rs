@@ -351,8 +351,15 @@ pub(crate) fn forward_leaving_bias(conv: &Conv2d, x: Tensor<4>) -> (Tensor<4>, O
 }
 
 /// The convolution through [`Im2colConv`] with its bias apart, when `how` and the device
-/// offer it; burn's with its bias otherwise.
+/// offer it; burn's with its bias otherwise (in the input's type, for a mixed-precision
+/// step's 16-bit input).
 fn unbiased(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> (Tensor<4>, Option<Tensor<1>>) {
+    // A mixed-precision step's 16-bit input: burn's convolution in that type (taks's
+    // kernels are f32).
+    let x = match super::mixed_precision::conv(conv, x) {
+        Ok(y) => return (y, None),
+        Err(x) => x,
+    };
     let geometry = Geometry::of(conv);
     let Some(Geometry {
         stride: [sh, sw],

@@ -4,9 +4,9 @@
 //! Everything that decides the next epoch is saved: the networks' tensors (batch-norm
 //! statistics included), Adam's moments and step counts, the selector's cumulative
 //! noise-risk L_t and current k-set, the batch-order generator's state, the epoch, the
-//! running total of selection risk, F-correction's estimated transition matrix and the
-//! history of finished epochs (which the summary and the plot are made from). What is
-//! not saved is rebuilt from the run's settings the same way every time: the noisy
+//! running total of selection risk, F-correction's estimated transition matrix, an f16
+//! run's loss scale and the history of finished epochs (which the summary and the plot
+//! are made from). What is not saved is rebuilt from the run's settings the same way every time: the noisy
 //! labels (drawn from the seed) and the datasets. The FPL perturbation is keyed by
 //! (seed, epoch, index) and needs no state at all.
 //!
@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use taks_formats::FormatError;
 use taks_formats::checkpoint::{Checkpoint, Tensor as Saved};
 
-use super::{Preparation, Trainer};
+use super::{LossScale, Preparation, Trainer};
 use crate::config::TrainConfig;
 use crate::metrics::EpochMetrics;
 use crate::optim::Moments;
@@ -45,6 +45,9 @@ struct State {
     /// Adam's step count per float tensor, `None` where it has no moments.
     adam_steps: Vec<Option<usize>>,
     history: Vec<EpochMetrics>,
+    /// An f16 run's loss scale; absent in the other precisions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    loss_scale: Option<LossScale>,
 }
 
 const CUMULATIVE: &str = "selector.cumulative_risk";
@@ -143,6 +146,7 @@ impl Trainer {
             preparation,
             adam_steps,
             history: history.to_vec(),
+            loss_scale: self.loss_scale,
         };
         let state = serde_json::to_value(&state)
             .map_err(|e| Error::Config(format!("cannot serialise the run state: {e}")))?;
@@ -251,6 +255,23 @@ impl Trainer {
                 "unexpected tensor {name}: the checkpoint is not of this run"
             )));
         }
+        if self.loss_scale.is_some() != state.loss_scale.is_some() {
+            return Err(bad(format!(
+                "the checkpoint {} a loss scale and this run's precision ({}) {}",
+                if state.loss_scale.is_some() {
+                    "has"
+                } else {
+                    "lacks"
+                },
+                self.config.precision.name(),
+                if self.loss_scale.is_some() {
+                    "needs one"
+                } else {
+                    "has none"
+                }
+            )));
+        }
+        self.loss_scale = state.loss_scale;
         self.shuffle = SplitMix64::new(state.batch_order);
         self.total_selection_risk = state.total_selection_risk;
         self.epoch = state.epoch;

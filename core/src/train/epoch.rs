@@ -128,9 +128,13 @@ impl Trainer {
         let noisy = &self.labels.noisy_labels;
         let y: Vec<i32> = picked.iter().map(|&i| noisy[i as usize] as i32).collect();
         let y = Tensor::<1, Int>::from_data(TensorData::new(y, [len]), &self.device);
-        // The MLP with plain cross-entropy: gradients by hand, no graph (CPU or GPU).
+        // The MLP with plain cross-entropy: gradients by hand, no graph (CPU or GPU), in
+        // f32.
+        let precision = self.config.precision;
         let by_hand = match networks.first().as_mlp() {
-            Some(mlp) if networks.len() == 1 && rule.is_mean_cross_entropy() => {
+            Some(mlp)
+                if networks.len() == 1 && rule.is_mean_cross_entropy() && precision.is_f32() =>
+            {
                 mlp.cross_entropy_step_by_hand(x.clone(), y.clone())
             }
             _ => None,
@@ -145,7 +149,7 @@ impl Trainer {
                 },
             );
         }
-        let step = rule.batch(&networks.forward(x), &y, at);
+        let step = rule.batch(&networks.forward_in(x, precision), &y, at);
         let loss_sum = step
             .loss
             .clone()
@@ -163,7 +167,19 @@ impl Trainer {
                 .collect()
         });
         let gate = step.apply.map(|g| g.detach().without_autodiff());
-        let grads = GradientsParams::from_grads(step.loss.backward(), &networks);
+        let Some(loss_scale) = self.loss_scale.as_mut() else {
+            let grads = GradientsParams::from_grads(step.loss.backward(), &networks);
+            let networks = self.adam.step(lr, beta_1, networks, grads, gate);
+            return (networks, BatchSums { loss_sum, picked });
+        };
+        // f16: the loss scaled up for the backward pass, the gradients scaled back down,
+        // and no step where they overflowed.
+        let scaled = step.loss.mul_scalar(loss_scale.scale);
+        let mut grads = GradientsParams::from_grads(scaled.backward(), &networks);
+        let finite = super::loss_scale::unscale(&mut grads, &networks, loss_scale.scale);
+        if !loss_scale.after(finite) {
+            return (networks, BatchSums { loss_sum, picked });
+        }
         let networks = self.adam.step(lr, beta_1, networks, grads, gate);
         (networks, BatchSums { loss_sum, picked })
     }
