@@ -129,6 +129,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
             .expect("every device choice has a name")
             .get_name()
             .to_string();
+        // Before anything is printed: a precision the device cannot run is one line.
+        configs[0].precision.check(&chosen.device)?;
         eprintln!("device: {}", chosen.description);
         let mut results = Vec::new();
         for config in &configs {
