@@ -10,7 +10,7 @@ use taks_core::noise::NoiseKind;
 use crate::device::DeviceChoice;
 
 /// The flags that define a run, which `--resume` takes from the run's config.json.
-pub const RUN_SETTINGS: [&str; 18] = [
+pub const RUN_SETTINGS: [&str; 19] = [
     "dataset",
     "noise",
     "noise_rate",
@@ -23,6 +23,7 @@ pub const RUN_SETTINGS: [&str; 18] = [
     "batch_size",
     "lr",
     "decay_start",
+    "precision",
     "forget_rate",
     "co_lambda",
     "init_epoch",
