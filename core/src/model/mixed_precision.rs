@@ -1,8 +1,8 @@
 //! The layers of a mixed-precision step ([`crate::precision`]): given a 16-bit input, a
 //! linear layer or a convolution casts its f32 weights to the input's type where it uses
 //! them (their gradients flow back through the cast to the f32 weights Adam steps), and
-//! a batch norm runs in f32 between two casts. Given an f32 input, each is the layer as
-//! it always was.
+//! a batch norm runs in f32 between two casts. The layers call these only for a 16-bit
+//! input ([`crate::precision::is_low`]); an f32 input takes the layer as it always was.
 
 use burn::nn::Linear;
 use burn::nn::conv::Conv2d;
@@ -23,15 +23,12 @@ pub(crate) fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
     linear_op(x, weight, bias)
 }
 
-/// `conv(x)` with its bias, in `x`'s 16-bit type; an f32 `x` comes back as the error
-/// (the caller's f32 path runs). A layer whose padding is not one of taks's symmetric ones (none of
-/// its networks') runs in f32 between two casts.
-pub(crate) fn conv(conv: &Conv2d, x: Tensor<4>) -> Result<Tensor<4>, Tensor<4>> {
-    let Some(low) = is_low(x.dtype()) else {
-        return Err(x);
-    };
+/// `conv(x)` with its bias in `low`, the 16-bit type of `x`. A layer whose padding is
+/// not one of taks's symmetric ones (none of its networks') runs in f32 between two
+/// casts.
+pub(crate) fn conv(conv: &Conv2d, x: Tensor<4>, low: FloatDType) -> Tensor<4> {
     let Some(geometry) = Geometry::of(conv) else {
-        return Ok(conv.forward(x.cast(FloatDType::F32)).cast(low));
+        return conv.forward(x.cast(FloatDType::F32)).cast(low);
     };
     let options = ConvOptions::new(
         geometry.stride,
@@ -41,19 +38,16 @@ pub(crate) fn conv(conv: &Conv2d, x: Tensor<4>) -> Result<Tensor<4>, Tensor<4>> 
     );
     let weight = conv.weight.val().cast(low);
     let bias = conv.bias.as_ref().map(|b| b.val().cast(low));
-    Ok(conv2d(x, weight, bias, options))
+    conv2d(x, weight, bias, options)
 }
 
-/// `f(x)` in f32 for a 16-bit `x`, its output cast back to `x`'s type; an f32 `x` comes
-/// back as the error (the caller runs `f` itself).
+/// `f(x)` in f32 for `x` of the 16-bit type `low`, its output cast back to `low`.
 pub(crate) fn in_f32<const D: usize>(
     x: Tensor<D>,
+    low: FloatDType,
     f: impl FnOnce(Tensor<D>) -> Tensor<D>,
-) -> Result<Tensor<D>, Tensor<D>> {
-    match is_low(x.dtype()) {
-        Some(low) => Ok(f(x.cast(FloatDType::F32)).cast(low)),
-        None => Err(x),
-    }
+) -> Tensor<D> {
+    f(x.cast(FloatDType::F32)).cast(low)
 }
 
 #[cfg(test)]
@@ -108,7 +102,7 @@ mod tests {
         let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
         let train = device.clone().autodiff();
         let networks = Networks::new(1, Architecture::Cnn, [3, 16, 16], 10, &train);
-        let batch = 16;
+        let batch: usize = 16;
         let x = Tensor::<2>::random([batch, 3 * 16 * 16], Distribution::Normal(0.0, 1.0), &train);
         let labels: Vec<i32> = (0..batch as i32).map(|i| i % 10).collect();
         let labels = Tensor::<1, Int>::from_data(TensorData::new(labels, [batch]), &train);

@@ -22,6 +22,7 @@ use burn::tensor::activation::relu;
 use burn::tensor::{Slice, Tensor};
 
 use super::gpu_batch_norm::{self as kernels, Settings};
+use crate::precision::is_low;
 
 #[backend_extension(Autodiff, Cube, Flex)]
 pub trait FusedBatchNorm: Backend {
@@ -336,12 +337,11 @@ pub(crate) fn forward_shifted(
     then_relu: bool,
 ) -> Tensor<4> {
     // A mixed-precision step's 16-bit input is normalised in f32 (its statistics too).
-    let x = match super::mixed_precision::in_f32(x, |x| {
-        forward_shifted(bn, x, shift.clone(), then_relu)
-    }) {
-        Ok(y) => return y,
-        Err(x) => x,
-    };
+    if let Some(low) = is_low(x.dtype()) {
+        return super::mixed_precision::in_f32(x, low, |x| {
+            forward_shifted(bn, x, shift, then_relu)
+        });
+    }
     let plain = |x: Tensor<4>| {
         let x = match &shift {
             Some(b) => x + b.clone().reshape([1, b.dims()[0], 1, 1]),

@@ -37,6 +37,7 @@ use super::conv_geometry::Geometry;
 use super::gpu_conv::{ConvShape, Way, backward_way, forward_fastest};
 use super::im2col as conv;
 use super::implicit_conv;
+use crate::precision::is_low;
 
 #[backend_extension(Autodiff, Cube, Flex)]
 pub trait Im2colConv: Backend {
@@ -356,10 +357,9 @@ pub(crate) fn forward_leaving_bias(conv: &Conv2d, x: Tensor<4>) -> (Tensor<4>, O
 fn unbiased(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> (Tensor<4>, Option<Tensor<1>>) {
     // A mixed-precision step's 16-bit input: burn's convolution in that type (taks's
     // kernels are f32).
-    let x = match super::mixed_precision::conv(conv, x) {
-        Ok(y) => return (y, None),
-        Err(x) => x,
-    };
+    if let Some(low) = is_low(x.dtype()) {
+        return (super::mixed_precision::conv(conv, x, low), None);
+    }
     let geometry = Geometry::of(conv);
     let Some(Geometry {
         stride: [sh, sw],
