@@ -20,7 +20,8 @@
 #      second call on a 15-minute lease);
 #   7. when F16=1, the CNN and ResNet-18 in mixed precision (`--precision f16`: f16
 #      forward and backward passes, f32 weights, a loss scale) beside PyTorch's autocast
-#      to f16 with its gradient scaler (a second call on a 15-minute lease);
+#      to f16 with its gradient scaler (F16=only runs these two alone: a second call on
+#      a 15-minute lease);
 #   8. when EMBED=1, `taks embed` of 2,000 224x224 PNGs with a ResNet-18 on the GPU
 #      against PyTorch's eval loop on CUDA, after checking its features against
 #      torchvision's (scripts/torchvision-parity.py --device gpu).
@@ -78,19 +79,21 @@ RESNET=(--dataset cifar10 --generated 2000x3x224x224 --model resnet18 --eval-bat
     --methods taks --warmup 1 --epochs 1)
 MLP=(--dataset fashion-mnist --generated 60000x1x28x28 --model mlp --methods taks
     --warmup 1 --epochs 2)
-step cnn-32x32 230 "$TAKS" "${CNN[@]}" --torch "$PYTHON"
-step resnet18-224x224 140 "$TAKS" "${RESNET[@]}" --torch "$PYTHON"
-step cnn-32x32-second-process 45 "$TAKS" --dataset cifar10 --generated 50000x3x32x32 \
-    --methods taks --warmup 0 --epochs 1
-step mlp-28x28 45 "$TAKS" "${MLP[@]}" --torch "$PYTHON"
-# taks's tiled matmul with implicit patches (TAKS_GPU_MATMUL=tiled, not the default)
-# against the steps above, every convolution through it (no timings to make: their limit
-# fits a first process).
-STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step cnn-32x32-tiled 60 "$TAKS" "${CNN[@]}"
-STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step resnet18-224x224-tiled 60 "$TAKS" "${RESNET[@]}"
-if [ -n "$TAKS_SPIRV" ]; then
-    step mlp-28x28-spirv 30 "$TAKS_SPIRV" "${MLP[@]}"
-    step cnn-32x32-spirv 40 "$TAKS_SPIRV" "${CNN[@]}"
+if [ "${F16:-}" != only ]; then
+    step cnn-32x32 230 "$TAKS" "${CNN[@]}" --torch "$PYTHON"
+    step resnet18-224x224 140 "$TAKS" "${RESNET[@]}" --torch "$PYTHON"
+    step cnn-32x32-second-process 45 "$TAKS" --dataset cifar10 --generated 50000x3x32x32 \
+        --methods taks --warmup 0 --epochs 1
+    step mlp-28x28 45 "$TAKS" "${MLP[@]}" --torch "$PYTHON"
+    # taks's tiled matmul with implicit patches (TAKS_GPU_MATMUL=tiled, not the default)
+    # against the steps above, every convolution through it (no timings to make: their limit
+    # fits a first process).
+    STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step cnn-32x32-tiled 60 "$TAKS" "${CNN[@]}"
+    STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step resnet18-224x224-tiled 60 "$TAKS" "${RESNET[@]}"
+    if [ -n "$TAKS_SPIRV" ]; then
+        step mlp-28x28-spirv 30 "$TAKS_SPIRV" "${MLP[@]}"
+        step cnn-32x32-spirv 40 "$TAKS_SPIRV" "${CNN[@]}"
+    fi
 fi
 if [ -n "${F16:-}" ]; then
     # Limits not measured on a GPU yet: burn autotunes its f16 kernels in the first epoch.
