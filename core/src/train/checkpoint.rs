@@ -6,9 +6,9 @@
 //! noise-risk L_t and current k-set, the batch-order generator's state, the epoch, the
 //! running total of selection risk, F-correction's estimated transition matrix, an f16
 //! run's loss scale and the history of finished epochs (which the summary and the plot
-//! are made from). What is not saved is rebuilt from the run's settings the same way every time: the noisy
-//! labels (drawn from the seed) and the datasets. The FPL perturbation is keyed by
-//! (seed, epoch, index) and needs no state at all.
+//! are made from). What is not saved is rebuilt from the run's settings the same way
+//! every time: the noisy labels (drawn from the seed) and the datasets. The FPL
+//! perturbation is keyed by (seed, epoch, index) and needs no state at all.
 //!
 //! Restoring checks every part against the run being resumed and fails with the file's
 //! name on the first mismatch: a checkpoint of another run, another network or another
