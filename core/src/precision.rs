@@ -92,9 +92,7 @@ impl Precision {
         if crate::gpu::bridge::supports_float(device, low) == Some(true) {
             return Ok(());
         }
-        let adapter = crate::gpu::bridge::adapter_identity(device)
-            .and_then(|a| a.split(" | ").next().map(str::to_string))
-            .unwrap_or_default();
+        let adapter = crate::gpu::bridge::adapter_name(device).unwrap_or_default();
         let lacks = match (self, compiler) {
             (Precision::Bf16, "wgpu<wgsl>") => {
                 "burn's WGSL compiler has no bf16 (WGSL has no such type); use --precision f16"

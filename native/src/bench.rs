@@ -222,9 +222,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 .cloned()
                 .fold(f64::INFINITY, f64::min);
             println!(
-                "| {device_name} | PyTorch {} loop{} on {} (train {:.3} + score {:.3}) | {} | {} | - | {:.3} | {min:.3} | - |",
+                "| {device_name} | PyTorch {} loop ({}) on {} (train {:.3} + score {:.3}) | {} | {} | - | {:.3} | {min:.3} | - |",
                 t.torch,
-                t.label(),
+                t.arithmetic(),
                 t.device,
                 mean(&t.train_seconds),
                 mean(&t.score_seconds),
@@ -253,10 +253,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             let torch_mean = t.epoch_seconds.iter().sum::<f64>() / t.epoch_seconds.len() as f64;
             println!(
                 "taks / PyTorch ({}), TAkS epoch on {device_name}: {:.2} ({:.3} s / {torch_mean:.3} s)",
-                match t.label() {
-                    "" => "FP32",
-                    label => label.trim_start_matches(", "),
-                },
+                t.arithmetic(),
                 taks.mean / torch_mean,
                 taks.mean
             );

@@ -38,13 +38,13 @@ pub struct TorchEpochs {
 }
 
 impl TorchEpochs {
-    /// How its arithmetic differs from full FP32, for the bench's table: empty for FP32.
-    pub fn label(&self) -> &'static str {
+    /// Its arithmetic, for the bench's table.
+    pub fn arithmetic(&self) -> &'static str {
         match (self.precision.as_str(), self.tf32) {
-            ("f16", _) => ", autocast f16",
-            ("bf16", _) => ", autocast bf16",
-            (_, true) => ", TF32 convolutions",
-            _ => "",
+            ("f16", _) => "autocast f16",
+            ("bf16", _) => "autocast bf16",
+            (_, true) => "TF32 convolutions",
+            _ => "FP32",
         }
     }
 }

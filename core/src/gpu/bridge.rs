@@ -211,6 +211,11 @@ fn client_of(device: &burn::tensor::Device) -> Option<Client> {
     wgpu_float(&Tensor::<1>::empty([1], device)).map(|probe| probe.client)
 }
 
+/// The name of the wgpu adapter behind `device`; `None` off wgpu.
+pub(crate) fn adapter_name(device: &burn::tensor::Device) -> Option<String> {
+    Some(client_of(device)?.properties().identity.name.clone())
+}
+
 /// Who the wgpu adapter behind `device` is, as far as kernel speed goes: its name,
 /// cubecl's fingerprint of it (vendor and device ids) and the compiler that serves it;
 /// `None` off wgpu.

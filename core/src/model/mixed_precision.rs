@@ -28,7 +28,7 @@ pub(crate) fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
 /// casts.
 pub(crate) fn conv(conv: &Conv2d, x: Tensor<4>, low: FloatDType) -> Tensor<4> {
     let Some(geometry) = Geometry::of(conv) else {
-        return conv.forward(x.cast(FloatDType::F32)).cast(low);
+        return in_f32(x, low, |x| conv.forward(x));
     };
     let options = ConvOptions::new(
         geometry.stride,

@@ -255,21 +255,19 @@ impl Trainer {
                 "unexpected tensor {name}: the checkpoint is not of this run"
             )));
         }
-        if self.loss_scale.is_some() != state.loss_scale.is_some() {
-            return Err(bad(format!(
-                "the checkpoint {} a loss scale and this run's precision ({}) {}",
-                if state.loss_scale.is_some() {
-                    "has"
-                } else {
-                    "lacks"
-                },
-                self.config.precision.name(),
-                if self.loss_scale.is_some() {
-                    "needs one"
-                } else {
-                    "has none"
-                }
-            )));
+        let precision = self.config.precision.name();
+        match (self.loss_scale.is_some(), state.loss_scale.is_some()) {
+            (true, false) => {
+                return Err(bad(format!(
+                    "the checkpoint lacks the loss scale a {precision} run keeps"
+                )));
+            }
+            (false, true) => {
+                return Err(bad(format!(
+                    "the checkpoint has a loss scale, which a {precision} run does not keep"
+                )));
+            }
+            _ => {}
         }
         self.loss_scale = state.loss_scale;
         self.shuffle = SplitMix64::new(state.batch_order);

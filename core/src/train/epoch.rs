@@ -167,19 +167,20 @@ impl Trainer {
                 .collect()
         });
         let gate = step.apply.map(|g| g.detach().without_autodiff());
-        let Some(loss_scale) = self.loss_scale.as_mut() else {
-            let grads = GradientsParams::from_grads(step.loss.backward(), &networks);
-            let networks = self.adam.step(lr, beta_1, networks, grads, gate);
-            return (networks, BatchSums { loss_sum, picked });
+        let grads = match self.loss_scale.as_mut() {
+            None => GradientsParams::from_grads(step.loss.backward(), &networks),
+            // f16: the loss scaled up for the backward pass, the gradients scaled back
+            // down, and no step where they overflowed.
+            Some(loss_scale) => {
+                let scaled = step.loss.mul_scalar(loss_scale.scale);
+                let mut grads = GradientsParams::from_grads(scaled.backward(), &networks);
+                let finite = super::loss_scale::unscale(&mut grads, &networks, loss_scale.scale);
+                if !loss_scale.after(finite) {
+                    return (networks, BatchSums { loss_sum, picked });
+                }
+                grads
+            }
         };
-        // f16: the loss scaled up for the backward pass, the gradients scaled back down,
-        // and no step where they overflowed.
-        let scaled = step.loss.mul_scalar(loss_scale.scale);
-        let mut grads = GradientsParams::from_grads(scaled.backward(), &networks);
-        let finite = super::loss_scale::unscale(&mut grads, &networks, loss_scale.scale);
-        if !loss_scale.after(finite) {
-            return (networks, BatchSums { loss_sum, picked });
-        }
         let networks = self.adam.step(lr, beta_1, networks, grads, gate);
         (networks, BatchSums { loss_sum, picked })
     }
