@@ -1,6 +1,9 @@
 // bn_apply.wgsl — a training step's batch norm (and the block's ReLU when params[9] is
 // 1), y = gamma * (x - mean) / sqrt(var + eps) + beta, one invocation per element of
-// the contiguous NCHW output (2-D grid as in noise_risk.wgsl). See bn_common.wgsl.
+// the output (2-D grid as in noise_risk.wgsl), which lies as NCHW, or channels last
+// ([N, H, W, C] in memory) when params[15] is 1: the layout of a convolution's output,
+// kept so that the pool or convolution after it reads it without a copy. See
+// bn_common.wgsl.
 //
 // Bindings (group 0, all storage read_write):
 //   0 x [N, C, H, W] f32 (strided)   3 stats [2 C] f32: mean, var (bn_moments.wgsl)
@@ -25,9 +28,14 @@ fn main(
     if (i >= n_of() * channels * hw_of()) {
         return;
     }
-    let c = channel_of(i);
+    var c = channel_of(i);
+    var j = j_of(i);
+    if (params[15] == 1u) {
+        c = i % channels;
+        j = i / channels;
+    }
     let inv_std = 1.0 / sqrt(stats[channels + c] + eps_of());
-    let v = gamma[c] * (x[x_at(c, j_of(i))] - stats[c]) * inv_std + beta[c];
+    let v = gamma[c] * (x[x_at(c, j)] - stats[c]) * inv_std + beta[c];
     if (relu_of()) {
         y[i] = select(0.0, v, v > 0.0 || v != v);
     } else {

@@ -10,7 +10,7 @@
 //
 // params (u32): 0 N, 1 C, 2 H, 3 W, 4..8 x's strides (n, c, h, w), 8 eps (f32 bits),
 //   9 relu (0 or 1), 10 momentum (f32 bits), 11..15 dy's strides (n, c, h, w), 15 the
-//   output's layout (bn_grad_x.wgsl: 1 channels last, else NCHW), 16 (bn_moments.wgsl
+//   output's layout (bn_apply.wgsl, bn_grad_x.wgsl: 1 channels last, else NCHW), 16 (bn_moments.wgsl
 //   only) whether a shift is bound.
 // stats (f32, 4 C): mean, var, then (backward) sum g, sum g * xhat, where g is dy
 //   times ReLU's mask.

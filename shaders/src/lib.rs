@@ -2,8 +2,8 @@
 //!
 //! Why a crate of their own: the kernels that carry the paper's arithmetic on a GPU (the
 //! noise risk and objective, the exact k-smallest selection, Adam's step) and those of
-//! the graph-free MLP step, im2col and col2im are plain WGSL files, the same on every platform
-//! and in the browser. Kept apart from the Rust that launches them (`taks-core`'s
+//! the graph-free MLP step, each sample's cross-entropy, im2col and col2im are plain WGSL
+//! files, the same on every platform and in the browser. Kept apart from the Rust that launches them (`taks-core`'s
 //! `gpu` module), they are one place to read, they package as files, and this crate's
 //! tests parse and validate every one with naga (wgpu's own WGSL front end) without a GPU.
 //! Each file's header says what it computes, its bindings and its launch shape.
@@ -98,6 +98,14 @@ shader!(
     MLP_RELU_GRAD, "taks_mlp_relu_grad", "", "mlp_relu_grad.wgsl"
 );
 shader!(
+    /// Each sample's cross-entropy from its logits.
+    CROSS_ENTROPY, "taks_cross_entropy", "", "cross_entropy.wgsl"
+);
+shader!(
+    /// The gradient of each sample's cross-entropy in its logits.
+    CROSS_ENTROPY_GRAD, "taks_cross_entropy_grad", "", "cross_entropy_grad.wgsl"
+);
+shader!(
     /// A convolution's patches as the rows of a matrix.
     IM2COL, "taks_im2col", "", "im2col.wgsl"
 );
@@ -131,7 +139,7 @@ shader!(
 );
 
 /// Every shader.
-pub const ALL: [Shader; 18] = [
+pub const ALL: [Shader; 20] = [
     NOISE_RISK,
     SELECT_HISTOGRAM,
     SELECT_DIGIT,
@@ -143,6 +151,8 @@ pub const ALL: [Shader; 18] = [
     BIAS_RELU,
     MLP_SOFTMAX_GRAD,
     MLP_RELU_GRAD,
+    CROSS_ENTROPY,
+    CROSS_ENTROPY_GRAD,
     IM2COL,
     COL2IM,
     MATMUL,

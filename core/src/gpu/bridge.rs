@@ -191,6 +191,7 @@ pub(crate) fn grid(groups: u32) -> CubeCount {
 /// Enqueue one shader on `client`'s stream, buffers bound at `@binding(0..)` in order:
 /// through burn where it compiles WGSL, else through wgpu itself ([`super::direct`]).
 pub(crate) fn launch(client: &Client, kernel: Shader, count: CubeCount, buffers: &[&Handle]) {
+    super::launches::count_ours(kernel.name);
     if super::direct::goes_direct(client) {
         return super::direct::launch(client, kernel, count, buffers);
     }

@@ -9,7 +9,8 @@
 //! and k-set, twins of `selection/cpu_reference.rs`), `optim/adam_gpu.rs` (twin of
 //! `optim/adam_cpu.rs`), `model/gpu_layers.rs` and `model/mlp_gpu.rs` (twin of
 //! `model/mlp_cpu.rs`), `model/im2col.rs`, `model/gpu_batch_norm.rs` (a training step's
-//! batch norm; its CPU twin is burn's own).
+//! batch norm; its CPU twin is burn's own), `methods/gpu_cross_entropy.rs` (each sample's
+//! loss; its CPU twin is burn's composition in `methods/small_loss.rs`).
 //!
 //! Why our own kernels: with the model on the GPU, reading all n logits back each epoch to
 //! score and sort on the CPU would dominate, and a small network's step is bound by

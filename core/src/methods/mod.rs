@@ -15,6 +15,7 @@ mod co_teaching;
 mod co_teaching_plus;
 mod decouple;
 pub mod f_correction;
+mod gpu_cross_entropy;
 mod itlm;
 mod jocor;
 pub mod registry;

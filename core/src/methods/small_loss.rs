@@ -12,10 +12,11 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Int, Tensor};
 
 /// Cross-entropy of each sample, `[B]`, from logits `[B, C]` and labels `[B]`.
+/// On a wgpu device one kernel each way ([`super::gpu_cross_entropy`]), elsewhere burn's
+/// log-softmax and gather.
 pub fn cross_entropy(logits: Tensor<2>, labels: &Tensor<1, Int>) -> Tensor<1> {
-    let [batch, _] = logits.dims();
-    let picked = log_softmax(logits, 1).gather(1, labels.clone().reshape([batch, 1]));
-    picked.reshape([batch]).neg()
+    super::gpu_cross_entropy::on_gpu(&logits, labels)
+        .unwrap_or_else(|| super::gpu_cross_entropy::composed(logits, labels.clone()))
 }
 
 /// KL(p || q) per sample, `[B]`, with p = softmax(`p_logits`) and q = softmax(`q_logits`):

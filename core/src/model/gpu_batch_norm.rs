@@ -115,7 +115,8 @@ pub(crate) fn moments(
 }
 
 /// The batch norm of `x` with the batch's `stats` (from [`moments`]), then ReLU if
-/// `settings.relu`: `[N, C, H, W]`, contiguous.
+/// `settings.relu`: `[N, C, H, W]`, laid out channels last where `x` is (the pool or
+/// convolution after it then reads it without a copy), else contiguous.
 pub(crate) fn apply(
     x: &Tensor<4>,
     gamma: &Tensor<1>,
@@ -130,6 +131,7 @@ pub(crate) fn apply(
     let beta = bridge::float_f32(beta)?;
     let stats = bridge::float_f32(stats)?;
     let strides = x.meta.strides();
+    let last = channels_last(dims, strides);
     let p = bridge::upload_u32(&x.client, &words(dims, strides, strides, settings)?);
     let y = bridge::empty_1d(&x, total, DType::F32);
     bridge::launch(
@@ -145,7 +147,17 @@ pub(crate) fn apply(
             &p,
         ],
     );
-    Some(bridge::to_float(y).reshape(dims))
+    Some(in_layout(bridge::to_float(y), dims, last))
+}
+
+/// A kernel's flat output as `[N, C, H, W]`: a view of `[N, H, W, C]` in memory when
+/// `last`, else contiguous.
+fn in_layout(flat: Tensor<1>, dims: [usize; 4], last: bool) -> Tensor<4> {
+    let [n, c, h, w] = dims;
+    match last {
+        true => flat.reshape([n, h, w, c]).permute([0, 3, 1, 2]),
+        false => flat.reshape(dims),
+    }
 }
 
 /// The backward pass of [`apply`] for the output's gradient `dy`, part 1: `[4 C]`, the
@@ -193,11 +205,7 @@ pub(crate) fn grad_x(
         total,
         per_element(total),
     )?;
-    let [n, c, h, w] = dims;
-    Some(match last {
-        true => dx.reshape([n, h, w, c]).permute([0, 3, 1, 2]),
-        false => dx.reshape(dims),
-    })
+    Some(in_layout(dx, dims, last))
 }
 
 /// One backward pass: `kernel` over `x` and `dy` (both `[N, C, H, W]`, any layout) and

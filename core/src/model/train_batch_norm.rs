@@ -401,15 +401,22 @@ mod tests {
     /// On lavapipe: the fused batch norm (with and without its ReLU, with and without a
     /// convolution's bias left out of its input) gives burn's `BatchNorm` outputs, running
     /// statistics and gradients (input, gamma, beta), for an input laid out channels last
-    /// as im2col leaves it (and the input's gradient laid out the same way). The bias left
-    /// out gets no gradient, where burn's is zero but for rounding.
+    /// as im2col leaves it and for a contiguous one (the output and the input's gradient
+    /// laid out as the input is). The bias left out gets no gradient, where burn's is zero
+    /// but for rounding.
     #[test]
     fn the_fused_batch_norm_is_burns() {
         let device = crate::gpu::direct::start()
             .expect("a wgpu adapter")
             .0
             .autodiff();
-        for (then_relu, shifted) in [(false, false), (true, false), (false, true), (true, true)] {
+        for (then_relu, shifted, last) in [
+            (false, false, true),
+            (true, false, true),
+            (false, true, true),
+            (true, true, true),
+            (true, true, false),
+        ] {
             let mut bn = BatchNormConfig::new(5).init(&device);
             let gamma = Tensor::<1>::random([5], Distribution::Uniform(0.5, 1.5), &device);
             let beta = Tensor::<1>::random([5], Distribution::Uniform(-0.5, 0.5), &device);
@@ -428,16 +435,25 @@ mod tests {
             bn.running_var = RunningState::new(var.clone());
             reference.running_mean = RunningState::new(mean);
             reference.running_var = RunningState::new(var);
-            // [3, 6, 7, 5] permuted to [3, 5, 6, 7]: strided, channels last.
-            let x = Tensor::<4>::random([3, 6, 7, 5], Distribution::Normal(0.3, 2.0), &device)
-                .permute([0, 3, 1, 2])
-                .require_grad();
+            // [3, 6, 7, 5] permuted to [3, 5, 6, 7]: strided, channels last; or contiguous.
+            let normal = Distribution::Normal(0.3, 2.0);
+            let x = match last {
+                true => Tensor::<4>::random([3, 6, 7, 5], normal, &device).permute([0, 3, 1, 2]),
+                false => Tensor::<4>::random([3, 5, 6, 7], normal, &device),
+            }
+            .require_grad();
+            assert_eq!(crate::model::im2col::is_channels_last(&x), last);
             let w = Tensor::<4>::random([3, 5, 6, 7], Distribution::Default, &device);
             // Large enough that a running mean without it is off by more than 0.1.
             let bias =
                 Tensor::<1>::random([5], Distribution::Uniform(1.0, 3.0), &device).require_grad();
 
             let ours = forward_shifted(&bn, x.clone(), shifted.then(|| bias.clone()), then_relu);
+            assert_eq!(
+                crate::model::im2col::is_channels_last(&ours),
+                last,
+                "the output lies as x does, so a pool or convolution after it reads it as it is"
+            );
             let theirs = match shifted {
                 true => reference.forward(x.clone() + bias.clone().reshape([1, 5, 1, 1])),
                 false => reference.forward(x.clone()),
@@ -466,8 +482,9 @@ mod tests {
             }
 
             let grads_ours = (ours * w.clone()).sum().backward();
-            assert!(
+            assert_eq!(
                 crate::model::im2col::is_channels_last(&x.grad(&grads_ours).unwrap()),
+                last,
                 "x's gradient lies as x does, so a convolution's backward reads it as it is"
             );
             let ours = [

@@ -1,0 +1,53 @@
+// cross_entropy.wgsl — each sample's cross-entropy from its logits, the loss every method
+// trains on (core/src/methods/gpu_cross_entropy.rs; the CPU twin is burn's log-softmax
+// and gather in small_loss.rs). For row r of the logits z [B, C] and its label y_r:
+//
+//   m_r    = max_j z_rj
+//   loss_r = log sum_j exp(z_rj - m_r) - (z_ry - m_r)
+//
+// in the order burn's log_softmax computes it (shift by the row's maximum, the log of the
+// sum of exponentials, then the label's shifted logit), so the two agree to rounding. The
+// loss stays finite however far z_ry lies below the maximum; a NaN logit in a row gives
+// that row a NaN loss (its exponential enters the sum), as in burn.
+//
+// One invocation per row (workgroup size 256, 2-D grid as in noise_risk.wgsl): a row is a
+// few dozen classes, and one pass over it twice is cheaper than the launches of a
+// reduction.
+//
+// Bindings (group 0, all storage read_write):
+//   0 z [B * C] f32 logits, row-major    2 loss out [B] f32
+//   1 y [B] u32 labels (< C)             3 params u32 [2]: B, C
+
+@group(0) @binding(0) var<storage, read_write> z: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+@group(0) @binding(2) var<storage, read_write> loss: array<f32>;
+@group(0) @binding(3) var<storage, read_write> params: array<u32>;
+
+const WG: u32 = 256u;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let rows = params[0];
+    let classes = params[1];
+    let r = (wg.y * nwg.x + wg.x) * WG + lid.x;
+    if (r >= rows) {
+        return;
+    }
+    let row = r * classes;
+    // The row's first logit starts the maximum (a constant -inf is a shader-creation
+    // error in WebGPU's compilers).
+    var top = z[row];
+    for (var j = 1u; j < classes; j++) {
+        top = max(top, z[row + j]);
+    }
+    var sum = 0.0;
+    for (var j = 0u; j < classes; j++) {
+        sum += exp(z[row + j] - top);
+    }
+    let label = row + min(y[r], classes - 1u);
+    loss[r] = log(sum) - (z[label] - top);
+}
