@@ -73,10 +73,11 @@ epoch_median() {
         $1 >= 2 { print $c }' "$1" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
 }
 # The mean epoch seconds of method $2 in a bench table $1, found by the column's name
-# (binaries of different versions print different columns).
+# (binaries of different versions print different columns), in that table only (the
+# tables after it have rows per method too).
 bench_mean() {
     awk -F'|' -v m="$2" '
-        $2 ~ /^ *device *$/ { for (i = 1; i <= NF; i++) if ($i ~ /^ *mean epoch s *$/) col = i }
+        $2 ~ /^ *device *$/ { col = 0; for (i = 1; i <= NF; i++) if ($i ~ /^ *mean epoch s *$/) col = i }
         col && $3 ~ "^ *" m " *$" { gsub(/ /, "", $col); print $col }' "$1"
 }
 

@@ -1102,4 +1102,22 @@ fn bench_reports_first_epochs_apart_and_the_projection() {
         !projection.contains("Clothing1M"),
         "28x28 digits are not Clothing1M's"
     );
+    // Each method's two forward passes, timed after its epochs: a training step's and
+    // the scoring pass's, in samples per second.
+    let rates = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("| device | method | training step's forward, samples/s |"))
+        .collect::<Vec<_>>();
+    for method in ["taks", "standard"] {
+        let line = rates
+            .iter()
+            .find(|l| l.starts_with(&format!("| cpu | {method} |")))
+            .unwrap_or_else(|| panic!("no {method} forward rates in {stdout}"));
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let (training, scoring) = (number(cells[3]), number(cells[4]));
+        assert!(
+            training.is_finite() && training > 0.0 && scoring.is_finite() && scoring > 0.0,
+            "{line}"
+        );
+    }
 }

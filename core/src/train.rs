@@ -39,11 +39,13 @@ pub mod checkpoint;
 mod epoch;
 mod evaluate;
 mod first_stage;
+mod forward_rates;
 mod label_counts;
 mod launches;
 pub(crate) mod loss_scale;
 
 pub use first_stage::Preparation;
+pub use forward_rates::ForwardRates;
 use label_counts::label_precision_recall;
 pub use launches::LaunchCounts;
 pub use loss_scale::LossScale;

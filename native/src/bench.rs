@@ -1,6 +1,7 @@
 //! `taks bench`: epoch time per method and device, and the time ratio against
 //! `standard` (the paper's "x T" column); on a GPU, the kernel launches per training
-//! step and per scoring chunk; with `--torch`, the same TAkS epoch as a tight PyTorch
+//! step and per scoring chunk; on every device, the samples per second of a training
+//! step's forward pass and of the scoring pass ([`ForwardRates`]); with `--torch`, the same TAkS epoch as a tight PyTorch
 //! loop ([`crate::bench_torch`]) and taks's time over it. `--generated` and `--model`
 //! time any network at any image size ([`crate::bench_data`]).
 //!
@@ -12,14 +13,15 @@
 //! autotuning on wgpu, allocator growth everywhere); the first epoch's time is shown
 //! apart, since it is what a short run pays (with autotune results kept between
 //! processes, a second process's first epoch is close to the warm ones). Launches are
-//! counted after the timed epochs, so counting costs the timings nothing.
+//! counted and the forward passes timed after the timed epochs, so neither costs the
+//! timings anything.
 
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use taks_core::methods::Method;
-use taks_core::train::{LaunchCounts, Trainer};
+use taks_core::train::{ForwardRates, LaunchCounts, Trainer};
 
 use crate::device::{self, DeviceChoice};
 use crate::picks::MethodPick;
@@ -39,6 +41,7 @@ struct Timed {
     /// must keep.
     accuracy: f64,
     launches: Option<LaunchCounts>,
+    rates: ForwardRates,
 }
 
 #[derive(Args, Debug)]
@@ -153,6 +156,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 DeviceChoice::Cpu => None,
                 _ => Some(pollster::block_on(trainer.count_launches())?),
             };
+            let rates = pollster::block_on(trainer.forward_rates())?;
             results.push(Timed {
                 method: config.method,
                 n: trainer.train_len(),
@@ -162,6 +166,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 min: seconds.iter().cloned().fold(f64::INFINITY, f64::min),
                 accuracy,
                 launches,
+                rates,
             });
         }
         // On CUDA: full FP32 first (like for like), then PyTorch's defaults (TF32); in
@@ -301,6 +306,22 @@ pub fn run(args: BenchArgs) -> Result<()> {
                     .map(|(name, n)| format!("{name} x{n}"))
                     .collect::<Vec<_>>()
                     .join(", ")
+            );
+        }
+    }
+    // The scoring pass against a training step's forward pass, per sample.
+    println!(
+        "\n| device | method | training step's forward, samples/s | scoring pass, samples/s | scoring / training |"
+    );
+    println!("|---|---|---|---|---|");
+    for (device_name, results, _) in &tables {
+        for r in results {
+            println!(
+                "| {device_name} | {} | {:.0} | {:.0} | {:.2} |",
+                r.method.name(),
+                r.rates.training,
+                r.rates.scoring,
+                r.rates.scoring / r.rates.training
             );
         }
     }
