@@ -26,9 +26,11 @@
 #      against PyTorch's eval loop on CUDA, after checking its features against
 #      torchvision's (scripts/torchvision-parity.py --device gpu).
 # Generated images (`--generated`) stand in for datasets: an epoch's time depends on the
-# shapes, not the pixels. Every step prints its first epoch apart from the warm ones and
-# the kernel launches per training step and scoring chunk, and writes OUT/NAME.md as it
-# goes, so a step cut short still leaves what it printed.
+# shapes, not the pixels. Every step prints its first epoch apart from the warm ones, the
+# kernel launches per training step and scoring chunk (the CNN's second process and
+# ResNet-18 also the samples per second of a training step's forward pass and of the
+# scoring pass: `--forward-rates`), and writes OUT/NAME.md as it goes, so a step cut
+# short still leaves what it printed.
 #
 # Usage: scripts/gpu-bench.sh [OUT]      (writes OUT/*.md, default gpu-bench/)
 # Environment: TAKS (default target/release/taks: the default build, burn's WGSL
@@ -81,15 +83,17 @@ MLP=(--dataset fashion-mnist --generated 60000x1x28x28 --model mlp --methods tak
     --warmup 1 --epochs 2)
 if [ "${F16:-}" != only ]; then
     step cnn-32x32 230 "$TAKS" "${CNN[@]}" --torch "$PYTHON"
-    step resnet18-224x224 140 "$TAKS" "${RESNET[@]}" --torch "$PYTHON"
+    # ResNet-18's limit: 130 s measured, and 20 s for the forward rates' six passes of
+    # 2,000 images (not measured).
+    step resnet18-224x224 160 "$TAKS" "${RESNET[@]}" --torch "$PYTHON" --forward-rates
     step cnn-32x32-second-process 45 "$TAKS" --dataset cifar10 --generated 50000x3x32x32 \
-        --methods taks --warmup 0 --epochs 1
+        --methods taks --warmup 0 --epochs 1 --forward-rates
     step mlp-28x28 45 "$TAKS" "${MLP[@]}" --torch "$PYTHON"
     # taks's tiled matmul with implicit patches (TAKS_GPU_MATMUL=tiled, not the default)
     # against the steps above, every convolution through it (no timings to make: their limit
     # fits a first process).
-    STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step cnn-32x32-tiled 60 "$TAKS" "${CNN[@]}"
-    STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step resnet18-224x224-tiled 60 "$TAKS" "${RESNET[@]}"
+    STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step cnn-32x32-tiled 50 "$TAKS" "${CNN[@]}"
+    STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step resnet18-224x224-tiled 50 "$TAKS" "${RESNET[@]}"
     if [ -n "$TAKS_SPIRV" ]; then
         step mlp-28x28-spirv 30 "$TAKS_SPIRV" "${MLP[@]}"
         step cnn-32x32-spirv 40 "$TAKS_SPIRV" "${CNN[@]}"

@@ -1058,6 +1058,7 @@ fn bench_reports_first_epochs_apart_and_the_projection() {
         "2",
         "--train-limit",
         "1000",
+        "--forward-rates",
     ]);
     assert!(
         out.status.success(),

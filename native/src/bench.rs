@@ -1,7 +1,7 @@
 //! `taks bench`: epoch time per method and device, and the time ratio against
 //! `standard` (the paper's "x T" column); on a GPU, the kernel launches per training
-//! step and per scoring chunk; on every device, the samples per second of a training
-//! step's forward pass and of the scoring pass ([`ForwardRates`]); with `--torch`, the same TAkS epoch as a tight PyTorch
+//! step and per scoring chunk; with `--forward-rates`, the samples per second of a
+//! training step's forward pass and of the scoring pass ([`ForwardRates`]); with `--torch`, the same TAkS epoch as a tight PyTorch
 //! loop ([`crate::bench_torch`]) and taks's time over it. `--generated` and `--model`
 //! time any network at any image size ([`crate::bench_data`]).
 //!
@@ -41,7 +41,7 @@ struct Timed {
     /// must keep.
     accuracy: f64,
     launches: Option<LaunchCounts>,
-    rates: ForwardRates,
+    rates: Option<ForwardRates>,
 }
 
 #[derive(Args, Debug)]
@@ -79,6 +79,10 @@ pub struct BenchArgs {
     /// so that one activation fits a GPU buffer (e.g. 256).
     #[arg(long, value_name = "N")]
     pub eval_batch: Option<usize>,
+    /// Also time, after the epochs, a training step's forward pass and the scoring pass
+    /// in samples per second (on up to 8,192 training samples, three times each).
+    #[arg(long)]
+    pub forward_rates: bool,
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
@@ -156,7 +160,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 DeviceChoice::Cpu => None,
                 _ => Some(pollster::block_on(trainer.count_launches())?),
             };
-            let rates = pollster::block_on(trainer.forward_rates())?;
+            let rates = match args.forward_rates {
+                true => Some(pollster::block_on(trainer.forward_rates())?),
+                false => None,
+            };
             results.push(Timed {
                 method: config.method,
                 n: trainer.train_len(),
@@ -310,19 +317,21 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
     }
     // The scoring pass against a training step's forward pass, per sample.
-    println!(
-        "\n| device | method | training step's forward, samples/s | scoring pass, samples/s | scoring / training |"
-    );
-    println!("|---|---|---|---|---|");
-    for (device_name, results, _) in &tables {
-        for r in results {
-            println!(
-                "| {device_name} | {} | {:.0} | {:.0} | {:.2} |",
-                r.method.name(),
-                r.rates.training,
-                r.rates.scoring,
-                r.rates.scoring / r.rates.training
-            );
+    if args.forward_rates {
+        println!(
+            "\n| device | method | training step's forward, samples/s | scoring pass, samples/s | scoring / training |"
+        );
+        println!("|---|---|---|---|---|");
+        for (device_name, results, _) in &tables {
+            for (r, rates) in results.iter().filter_map(|r| Some((r, r.rates?))) {
+                println!(
+                    "| {device_name} | {} | {:.0} | {:.0} | {:.2} |",
+                    r.method.name(),
+                    rates.training,
+                    rates.scoring,
+                    rates.scoring / rates.training
+                );
+            }
         }
     }
     // On a GPU under TAKS_GPU_CONV=auto: which forward kernel each convolution shape met
