@@ -21,7 +21,10 @@ pub struct LaunchCounts {
 impl Trainer {
     /// Count the launches of the next epoch's first training batch and of one scoring
     /// chunk. The batch really runs (it is the same code as the epoch's), on copies of
-    /// the networks and optimiser that are dropped afterwards, so the run is unchanged.
+    /// the networks and optimiser that are dropped afterwards, so the weights and Adam's
+    /// state are unchanged; the batch norms' running statistics, which burn shares
+    /// between a network's copies, take the batch's update. So count after the run's
+    /// epochs, as `taks bench` does.
     pub async fn count_launches(&mut self) -> Result<LaunchCounts> {
         self.prepare().await?;
         let e = self.epoch;
