@@ -30,6 +30,7 @@ mod mixed_precision;
 mod mlp_cpu;
 mod mlp_gpu;
 pub mod pretrained;
+mod residual;
 pub mod resnet;
 mod scorer;
 pub(crate) mod torch_names;

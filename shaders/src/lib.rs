@@ -40,6 +40,8 @@ pub const HISTOGRAM_SPAN: u32 = WORKGROUP * 16;
 pub const SELECT_COMMON: &str = include_str!("../select_common.wgsl");
 /// Shared prelude (parameters, strided indexing, the workgroup sum) of the `bn_*` passes.
 pub const BN_COMMON: &str = include_str!("../bn_common.wgsl");
+/// Shared prelude (parameters, strided indexing) of the `residual_*` passes.
+pub const RESIDUAL_COMMON: &str = include_str!("../residual_common.wgsl");
 
 macro_rules! shader {
     ($(#[$doc:meta])* $konst:ident, $name:literal, $prelude:expr, $file:literal) => {
@@ -120,6 +122,14 @@ shader!(
 );
 
 shader!(
+    /// A residual block's ending: relu(h + shortcut).
+    RESIDUAL_RELU, "taks_residual_relu", RESIDUAL_COMMON, "residual_relu.wgsl"
+);
+shader!(
+    /// Its backward pass: the gradient in h and in the shortcut.
+    RESIDUAL_RELU_GRAD, "taks_residual_relu_grad", RESIDUAL_COMMON, "residual_relu_grad.wgsl"
+);
+shader!(
     /// A training step's batch norm, pass 1: per channel, the batch's mean and variance
     /// and the running statistics' update.
     BN_MOMENTS, "taks_bn_moments", BN_COMMON, "bn_moments.wgsl"
@@ -139,7 +149,7 @@ shader!(
 );
 
 /// Every shader.
-pub const ALL: [Shader; 20] = [
+pub const ALL: [Shader; 22] = [
     NOISE_RISK,
     SELECT_HISTOGRAM,
     SELECT_DIGIT,
@@ -156,6 +166,8 @@ pub const ALL: [Shader; 20] = [
     IM2COL,
     COL2IM,
     MATMUL,
+    RESIDUAL_RELU,
+    RESIDUAL_RELU_GRAD,
     BN_MOMENTS,
     BN_APPLY,
     BN_GRAD_REDUCE,
@@ -284,13 +296,13 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ALL.len());
-        // Every .wgsl file of the crate is a shader of ALL or one of the two preludes.
+        // Every .wgsl file of the crate is a shader of ALL or one of the three preludes.
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let files = std::fs::read_dir(dir)
             .unwrap()
             .filter_map(|e| e.ok())
             .filter(|e| e.path().extension().is_some_and(|x| x == "wgsl"))
             .count();
-        assert_eq!(files, ALL.len() + 2, "a .wgsl file that no shader uses");
+        assert_eq!(files, ALL.len() + 3, "a .wgsl file that no shader uses");
     }
 }

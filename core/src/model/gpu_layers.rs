@@ -91,3 +91,26 @@ pub(crate) fn relu_grad(g: &Tensor<2>, h: &Tensor<2>) -> Option<(Tensor<2>, Tens
     );
     Some((bridge::to_matrix(dh, rows, cols), bridge::to_float(db)))
 }
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::TensorData;
+
+    use super::*;
+    use crate::test_support::host;
+
+    /// On lavapipe: ReLU keeps a NaN (as burn's does), so a diverged step's NaN reaches
+    /// the loss instead of turning into a zero.
+    #[test]
+    fn bias_relu_keeps_nan() {
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+        let a = Tensor::<2>::from_data(
+            TensorData::new(vec![f32::NAN, -1.0, 2.0, -3.0], [2, 2]),
+            &device,
+        );
+        let b = Tensor::<1>::from_data(TensorData::new(vec![0.5f32, 0.5], [2]), &device);
+        let h = host(bias_relu(&a, &b).expect("on wgpu"));
+        assert!(h[0].is_nan(), "{h:?}");
+        assert_eq!(&h[1..], &[0.0, 2.5, 0.0]);
+    }
+}

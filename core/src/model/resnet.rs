@@ -21,12 +21,11 @@ use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, MaxPool2d, MaxPool2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig2d};
-use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 
 use super::Architecture;
 use super::folded_conv::FoldedConv;
-use super::{train_batch_norm, train_conv};
+use super::{residual, train_batch_norm, train_conv};
 
 /// A convolution without bias (the batch norm after it has one).
 fn conv(from: usize, to: usize, kernel: usize, stride: usize, device: &Device) -> Conv2d {
@@ -110,7 +109,7 @@ impl Block {
         if let (Some(conv3), Some(bn3)) = (&self.conv3, &self.bn3) {
             h = train_batch_norm::forward(bn3, train_conv::forward(conv3, h), false);
         }
-        relu(h + shortcut)
+        residual::relu_of_sum(h, shortcut)
     }
 }
 
@@ -277,7 +276,7 @@ impl Folded<'_> {
             for (i, conv) in block.convs.iter().enumerate() {
                 h = conv.forward(h, i < last);
             }
-            x = relu(h + shortcut);
+            x = residual::relu_of_sum(h, shortcut);
         }
         net.fc.forward(net.avgpool.forward(x).flatten(1, 3))
     }

@@ -1,0 +1,260 @@
+//! A residual block's ending, `relu(h + shortcut)`, in one kernel each way on a wgpu
+//! device (`shaders/residual_relu.wgsl`, `shaders/residual_relu_grad.wgsl`): the GPU
+//! twin of burn's add and relu.
+//!
+//! Why: burn runs it as an addition and a ReLU, and differentiates the ReLU with a
+//! comparison and a masked fill: four to five launches per block, each a pass over the
+//! block's activation, about forty of a ResNet-18 training step. Here it is an autodiff
+//! operation of our own (a burn backend extension): the forward pass writes the sum's
+//! ReLU, channels last where the block's output is (as the batch norms and im2col's
+//! convolutions leave theirs), and the backward pass masks the output's gradient by the
+//! output itself, the gradient both the block's last batch norm and its shortcut
+//! receive. The scoring pass's folded blocks use the same forward kernel.
+//!
+//! Only for f32 inputs on a wgpu device; elsewhere (flex, a mixed-precision step's 16-bit
+//! activations, a size past 32 bits) burn's add and relu run, so CPU results keep their
+//! bits.
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{Autodiff, Backend, Cube, Dispatch, Flex, backend_extension};
+use burn::tensor::activation::relu;
+use burn::tensor::{DType, Tensor};
+
+use crate::gpu::bridge;
+use crate::gpu::kernels::{RESIDUAL_RELU, RESIDUAL_RELU_GRAD, Shader, WORKGROUP};
+
+#[backend_extension(Autodiff, Cube, Flex)]
+pub trait ResidualRelu: Backend {
+    /// `relu(h + shortcut)`, both `[N, C, H, W]`.
+    fn residual_relu(h: FloatTensor<Self>, shortcut: FloatTensor<Self>) -> FloatTensor<Self>;
+
+    /// Its gradient in `h` (and in the shortcut) from its output `y` and the output's
+    /// gradient `dy`.
+    fn residual_relu_backward(y: FloatTensor<Self>, dy: FloatTensor<Self>) -> FloatTensor<Self>;
+}
+
+/// `relu(h + shortcut)`: one launch forward and one backward where both are f32 on a wgpu
+/// device, burn's add and relu elsewhere.
+pub(crate) fn relu_of_sum(h: Tensor<4>, shortcut: Tensor<4>) -> Tensor<4> {
+    let f32_on_gpu = |t: &Tensor<4>| t.dtype() == DType::F32 && crate::gpu::supports(t);
+    if !(f32_on_gpu(&h) && f32_on_gpu(&shortcut)) || h.dims() != shortcut.dims() {
+        return relu(h + shortcut);
+    }
+    let y = Dispatch::residual_relu(h.into_dispatch(), shortcut.into_dispatch());
+    Tensor::<4>::from_dispatch(y)
+}
+
+/// burn's backward of the ReLU: `dy` where `y` is not <= 0.
+fn composed_backward(y: Tensor<4>, dy: Tensor<4>) -> Tensor<4> {
+    dy.mask_fill(y.lower_equal_elem(0.0), 0.0)
+}
+
+/// `kernel` over `a` and `b` (both `[N, C, H, W]`, read through their strides) into a
+/// fresh f32 tensor, channels last where `a` is; `None` off wgpu or past 32 bits.
+fn launch(kernel: Shader, a: &Tensor<4>, b: &Tensor<4>) -> Option<Tensor<4>> {
+    let dims = a.dims();
+    let total = dims.iter().product::<usize>();
+    u32::try_from(total).ok()?;
+    let a = bridge::float_f32_strided(a)?;
+    let b = bridge::float_f32_strided(b)?;
+    let (sa, sb) = (a.meta.strides(), b.meta.strides());
+    let [_, c, h, w] = dims;
+    let last = sa[..4] == [h * w * c, 1, w * c, c];
+    let mut sizes = dims.to_vec();
+    sizes.extend_from_slice(&sa[..4]);
+    sizes.extend_from_slice(&sb[..4]);
+    sizes.push(last as usize);
+    let params = bridge::upload_sizes(&a.client, &sizes)?;
+    let out = bridge::empty_1d(&a, total, DType::F32);
+    bridge::launch(
+        &a.client,
+        kernel,
+        bridge::grid((total as u32).div_ceil(WORKGROUP)),
+        &[&a.handle, &b.handle, &out.handle, &params],
+    );
+    let [n, ..] = dims;
+    let flat = bridge::to_float(out);
+    Some(match last {
+        true => flat.reshape([n, h, w, c]).permute([0, 3, 1, 2]),
+        false => flat.reshape(dims),
+    })
+}
+
+impl ResidualRelu for Cube {
+    fn residual_relu(h: FloatTensor<Self>, shortcut: FloatTensor<Self>) -> FloatTensor<Self> {
+        let h = Tensor::<4>::from_primitive::<Cube>(h);
+        let shortcut = Tensor::<4>::from_primitive::<Cube>(shortcut);
+        launch(RESIDUAL_RELU, &h, &shortcut)
+            .unwrap_or_else(|| relu(h + shortcut))
+            .try_into_primitive::<Cube>()
+            .expect("a Cube tensor stays on Cube")
+    }
+
+    fn residual_relu_backward(y: FloatTensor<Self>, dy: FloatTensor<Self>) -> FloatTensor<Self> {
+        let y = Tensor::<4>::from_primitive::<Cube>(y);
+        let dy = Tensor::<4>::from_primitive::<Cube>(dy);
+        launch(RESIDUAL_RELU_GRAD, &y, &dy)
+            .unwrap_or_else(|| composed_backward(y, dy))
+            .try_into_primitive::<Cube>()
+            .expect("a Cube tensor stays on Cube")
+    }
+}
+
+/// The extension's dispatch needs every backend a tensor may live on; [`relu_of_sum`]
+/// never sends a flex tensor here, but if it did, this is burn's add and relu.
+impl ResidualRelu for Flex {
+    fn residual_relu(h: FloatTensor<Self>, shortcut: FloatTensor<Self>) -> FloatTensor<Self> {
+        let h = Tensor::<4>::from_primitive::<Flex>(h);
+        let shortcut = Tensor::<4>::from_primitive::<Flex>(shortcut);
+        relu(h + shortcut)
+            .try_into_primitive::<Flex>()
+            .expect("a Flex tensor stays on Flex")
+    }
+
+    fn residual_relu_backward(y: FloatTensor<Self>, dy: FloatTensor<Self>) -> FloatTensor<Self> {
+        let y = Tensor::<4>::from_primitive::<Flex>(y);
+        let dy = Tensor::<4>::from_primitive::<Flex>(dy);
+        composed_backward(y, dy)
+            .try_into_primitive::<Flex>()
+            .expect("a Flex tensor stays on Flex")
+    }
+}
+
+impl<B: Backend + ResidualRelu, C: CheckpointStrategy> ResidualRelu for Autodiff<B, C> {
+    fn residual_relu(h: FloatTensor<Self>, shortcut: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct ResidualReluBackward;
+
+        impl<B: Backend + ResidualRelu> Backward<B, 2> for ResidualReluBackward {
+            /// The output: its sign is the mask.
+            type State = B::FloatTensorPrimitive;
+
+            fn backward(
+                self,
+                ops: Ops<Self::State, 2>,
+                grads: &mut Gradients,
+                _: &mut Checkpointer,
+            ) {
+                let dy = grads.consume::<B>(&ops.node);
+                let dx = B::residual_relu_backward(ops.state, dy);
+                for node in ops.parents.into_iter().flatten() {
+                    grads.register::<B>(node.id, dx.clone());
+                }
+            }
+        }
+
+        match ResidualReluBackward
+            .prepare::<C>([h.node(), shortcut.node()])
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => {
+                let y = B::residual_relu(h.into_primitive(), shortcut.into_primitive());
+                prep.finish(y.clone(), y)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::residual_relu(
+                h.into_primitive(),
+                shortcut.into_primitive(),
+            )),
+        }
+    }
+
+    fn residual_relu_backward(_: FloatTensor<Self>, _: FloatTensor<Self>) -> FloatTensor<Self> {
+        unreachable!("the backward pass runs on the inner backend")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::{Distribution, TensorData};
+
+    use super::*;
+    use crate::gpu::launches::count;
+    use crate::model::im2col::is_channels_last;
+    use crate::test_support::{gap, host};
+
+    /// On lavapipe: the output and both gradients against burn's add and relu, with the
+    /// block's output channels last or not, the shortcut in either layout, a NaN and
+    /// exact zeros among the sums; one launch forward; the output and the gradient lie as
+    /// `h` does.
+    #[test]
+    fn the_residual_ending_is_burns() {
+        let device = crate::gpu::direct::start()
+            .expect("a wgpu adapter")
+            .0
+            .autodiff();
+        let dims = [2, 5, 3, 4];
+        let nhwc = [2, 3, 4, 5];
+        let normal = Distribution::Normal(0.0, 1.0);
+        for (h_last, s_last) in [(true, true), (true, false), (false, true), (false, false)] {
+            let make = |last: bool, values: Option<Vec<f32>>| -> Tensor<4> {
+                let t = match (last, values) {
+                    (true, Some(v)) => Tensor::<4>::from_data(TensorData::new(v, nhwc), &device),
+                    (true, None) => Tensor::<4>::random(nhwc, normal, &device),
+                    (false, Some(v)) => Tensor::<4>::from_data(TensorData::new(v, dims), &device),
+                    (false, None) => Tensor::<4>::random(dims, normal, &device),
+                };
+                match last {
+                    true => t.permute([0, 3, 1, 2]),
+                    false => t,
+                }
+            };
+            // h's first values: a NaN, and the negative of the shortcut's (sums of 0).
+            let s = make(s_last, None);
+            let s_host = host(s.clone());
+            let mut h_values = host(make(h_last, None));
+            h_values[0] = f32::NAN;
+            // Elements 1 and 2 in h's memory order are, in NCHW order, these:
+            let nchw_of = |k: usize| -> usize {
+                match h_last {
+                    true => {
+                        let (c, rest) = (k % 5, k / 5);
+                        let (w, rest) = (rest % 4, rest / 4);
+                        let (hh, n) = (rest % 3, rest / 3);
+                        ((n * 5 + c) * 3 + hh) * 4 + w
+                    }
+                    false => k,
+                }
+            };
+            for k in [1, 2] {
+                h_values[k] = -s_host[nchw_of(k)];
+            }
+            let h = make(h_last, Some(h_values)).require_grad();
+            let s = s.require_grad();
+            assert_eq!(is_channels_last(&h), h_last);
+
+            let (ours, launches) = count(|| relu_of_sum(h.clone(), s.clone()));
+            assert_eq!(launches, 1, "one launch forward");
+            assert_eq!(is_channels_last(&ours), h_last, "the output lies as h does");
+            let theirs = relu(h.clone() + s.clone());
+            let (o, t) = (host(ours.clone()), host(theirs.clone()));
+            assert!(
+                o[0].is_nan() && t[0].is_nan(),
+                "NaN kept: {} {}",
+                o[0],
+                t[0]
+            );
+            assert_eq!(o[nchw_of(1)], 0.0);
+            assert!(gap(&o[1..], &t[1..]) <= 1e-6, "{h_last} {s_last}: output");
+
+            let w = Tensor::<4>::random(dims, normal, &device);
+            let g_ours = (ours * w.clone()).sum().backward();
+            let g_theirs = (theirs * w).sum().backward();
+            let dh = h.grad(&g_ours).expect("h's gradient");
+            assert_eq!(is_channels_last(&dh), h_last, "the gradient lies as h does");
+            for (name, x) in [("h", &h), ("shortcut", &s)] {
+                let a = host(x.grad(&g_ours).expect("a gradient"));
+                let b = host(x.grad(&g_theirs).expect("a gradient"));
+                assert_eq!(a[nchw_of(1)], 0.0, "{name}: no gradient through a zero");
+                assert!(
+                    gap(&a, &b) <= 1e-6,
+                    "{h_last} {s_last}: {name}'s gradient {a:?} against {b:?}"
+                );
+            }
+        }
+    }
+}
