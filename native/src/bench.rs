@@ -1,9 +1,10 @@
 //! `taks bench`: epoch time per method and device, and the time ratio against
 //! `standard` (the paper's "x T" column); on a GPU, the kernel launches per training
 //! step and per scoring chunk; with `--forward-rates`, the samples per second of a
-//! training step's forward pass and of the scoring pass ([`ForwardRates`]); with `--torch`, the same TAkS epoch as a tight PyTorch
-//! loop ([`crate::bench_torch`]) and taks's time over it. `--generated` and `--model`
-//! time any network at any image size ([`crate::bench_data`]).
+//! training step's forward pass and of the scoring pass ([`ForwardRates`]); with
+//! `--torch`, the same TAkS epoch as a tight PyTorch loop ([`crate::bench_torch`]) and
+//! taks's time over it. `--generated` and `--model` time any network at any image size
+//! ([`crate::bench_data`]).
 //!
 //! An epoch is timed as the training loop reports it: exactly the work the method
 //! needs (its selection and the scoring pass it takes, if any, and the training), never

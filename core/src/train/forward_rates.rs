@@ -7,8 +7,8 @@
 //! time the method itself does not ask for. On the H100, with burn's eval-mode forward
 //! (before the folded batch norm), the CNN scored about 8,000 samples/s against 4,600
 //! for whole training steps, each of which is about three passes; the aim is a scoring
-//! pass at least as fast per sample as a training step's forward. `taks bench` prints
-//! both rates. It is a benchmark's figure: no test times it.
+//! pass at least as fast per sample as a training step's forward. `taks bench
+//! --forward-rates` prints both rates. It is a benchmark's figure: no test times it.
 
 use std::time::Instant;
 
