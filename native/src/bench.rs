@@ -303,17 +303,25 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 l.scoring_chunk
             );
         }
-        // What a step is made of: the kernels launched most, per method.
+        // What a step and a scoring chunk are made of: the kernels launched most.
+        let most = |kernels: &[(String, usize)]| {
+            kernels
+                .iter()
+                .take(12)
+                .map(|(name, n)| format!("{name} x{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         for (device_name, method, l) in &counted {
             println!(
                 "\nmost launched kernels of a {} training step on {device_name}: {}",
                 method.name(),
-                l.training_step_kernels
-                    .iter()
-                    .take(12)
-                    .map(|(name, n)| format!("{name} x{n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                most(&l.training_step_kernels)
+            );
+            println!(
+                "most launched kernels of a {} scoring chunk on {device_name}: {}",
+                method.name(),
+                most(&l.scoring_chunk_kernels)
             );
         }
     }

@@ -3,7 +3,7 @@
 
 use super::Trainer;
 use crate::Result;
-use crate::gpu::launches::{count, count_by_kernel};
+use crate::gpu::launches::count_by_kernel;
 use crate::methods::{self, BatchAt};
 use crate::optim::schedule;
 
@@ -16,6 +16,8 @@ pub struct LaunchCounts {
     pub training_step_kernels: Vec<(String, usize)>,
     /// One chunk of the scoring pass (eval-mode forward of `eval_batch_size` samples).
     pub scoring_chunk: usize,
+    /// The scoring chunk's launches by kernel name, most launched first.
+    pub scoring_chunk_kernels: Vec<(String, usize)>,
 }
 
 impl Trainer {
@@ -57,11 +59,13 @@ impl Trainer {
         let x = super::evaluate::upload(&self.train.samples, 0, chunk, &self.device);
         // The scorer is prepared once per pass (its folding is not per chunk).
         let scorer = net.first().scorer();
-        let (_, scoring_chunk) = count(|| scorer.forward(x));
+        let (_, scoring_chunk_kernels) = count_by_kernel(|| scorer.forward(x));
+        let scoring_chunk = scoring_chunk_kernels.iter().map(|(_, n)| n).sum();
         Ok(LaunchCounts {
             training_step,
             training_step_kernels,
             scoring_chunk,
+            scoring_chunk_kernels,
         })
     }
 }
