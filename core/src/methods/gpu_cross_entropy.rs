@@ -6,10 +6,11 @@
 //! it (log-softmax's maximum, shift, exponentials, sum, log and second shift, then a
 //! gather and a negation) and differentiates it (the gather's scatter into zeros, the
 //! log-softmax's backward), it was about 25 of the CNN's 135 launches per training step
-//! on lavapipe, more than its six convolutions' forward passes, and as many again in
-//! each scoring chunk. Here it is an autodiff operation of our own (a burn backend
-//! extension) whose backward pass computes the gradient burn's would, softmax minus the
-//! label's one-hot times the loss's gradient, from the logits it kept.
+//! on lavapipe, about as many as its six convolutions' forward passes there, and the
+//! small-loss methods run it again over every sample they rank. Here it is an autodiff
+//! operation of our own (a burn backend extension) whose backward pass computes the
+//! gradient burn's would, softmax minus the label's one-hot times the loss's gradient,
+//! from the logits it kept.
 //!
 //! Only for f32 logits on a wgpu device; elsewhere (flex, or a size past the kernels'
 //! 32-bit indices) burn's composition runs, so CPU results keep their bits.
