@@ -17,12 +17,6 @@
 
 const WG: u32 = 256u;
 
-// Whether v is a NaN, read off its bits: WGSL lets a compiler assume floats are never
-// NaN, and lavapipe folds `v != v` to false (a ReLU then turned NaN into 0).
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
-
 @compute @workgroup_size(256)
 fn main(
     @builtin(local_invocation_id) lid: vec3<u32>,

@@ -61,9 +61,3 @@ fn workgroup_sum(lid: u32, v: f32) -> f32 {
     workgroupBarrier();
     return total;
 }
-
-// Whether v is a NaN, read off its bits: WGSL lets a compiler assume floats are never
-// NaN, and lavapipe folds `v != v` to false (a ReLU then turned NaN into 0).
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}

@@ -11,8 +11,8 @@
 // that row a NaN loss (its exponential enters the sum), as in burn.
 //
 // One invocation per row (workgroup size 256, 2-D grid as in noise_risk.wgsl): a row is a
-// few dozen classes, and one pass over it twice is cheaper than the launches of a
-// reduction.
+// few dozen classes, and two passes over it are cheaper than the launches of a
+// reduction. The row's maximum and sum: cross_entropy_common.wgsl.
 //
 // Bindings (group 0, all storage read_write):
 //   0 z [B * C] f32 logits, row-major    2 loss out [B] f32
@@ -22,8 +22,6 @@
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
 @group(0) @binding(2) var<storage, read_write> loss: array<f32>;
 @group(0) @binding(3) var<storage, read_write> params: array<u32>;
-
-const WG: u32 = 256u;
 
 @compute @workgroup_size(256)
 fn main(
@@ -38,16 +36,6 @@ fn main(
         return;
     }
     let row = r * classes;
-    // The row's first logit starts the maximum (a constant -inf is a shader-creation
-    // error in WebGPU's compilers).
-    var top = z[row];
-    for (var j = 1u; j < classes; j++) {
-        top = max(top, z[row + j]);
-    }
-    var sum = 0.0;
-    for (var j = 0u; j < classes; j++) {
-        sum += exp(z[row + j] - top);
-    }
-    let label = row + min(y[r], classes - 1u);
-    loss[r] = log(sum) - (z[label] - top);
+    let top = row_max(row, classes);
+    loss[r] = log(row_sum(row, classes, top)) - (z[label_at(r, row, classes)] - top);
 }

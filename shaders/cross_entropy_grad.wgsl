@@ -9,7 +9,7 @@
 // gradient). A NaN logit makes its row's gradient NaN, as in burn.
 //
 // One invocation per row (workgroup size 256, 2-D grid as in noise_risk.wgsl), as in
-// cross_entropy.wgsl.
+// cross_entropy.wgsl, with the same row maximum and sum (cross_entropy_common.wgsl).
 //
 // Bindings (group 0, all storage read_write):
 //   0 z [B * C] f32 logits, row-major    3 dz out [B * C] f32
@@ -21,8 +21,6 @@
 @group(0) @binding(2) var<storage, read_write> g: array<f32>;
 @group(0) @binding(3) var<storage, read_write> dz: array<f32>;
 @group(0) @binding(4) var<storage, read_write> params: array<u32>;
-
-const WG: u32 = 256u;
 
 @compute @workgroup_size(256)
 fn main(
@@ -37,20 +35,10 @@ fn main(
         return;
     }
     let row = r * classes;
-    var top = z[row];
-    for (var j = 1u; j < classes; j++) {
-        top = max(top, z[row + j]);
-    }
-    var sum = 0.0;
+    let top = row_max(row, classes);
+    let scale = g[r] / row_sum(row, classes, top);
     for (var j = 0u; j < classes; j++) {
-        let e = exp(z[row + j] - top);
-        dz[row + j] = e;
-        sum += e;
+        dz[row + j] = exp(z[row + j] - top) * scale;
     }
-    let scale = g[r] / sum;
-    for (var j = 0u; j < classes; j++) {
-        dz[row + j] = dz[row + j] * scale;
-    }
-    let label = row + min(y[r], classes - 1u);
-    dz[label] -= g[r];
+    dz[label_at(r, row, classes)] -= g[r];
 }

@@ -151,12 +151,6 @@ fn b_at(column: vec3<u32>, k: u32, n: u32) -> f32 {
     return b[at];
 }
 
-// Whether v is a NaN, read off its bits: WGSL lets a compiler assume floats are never
-// NaN, and lavapipe folds `v != v` to false (a ReLU then turned NaN into 0).
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
-
 @compute @workgroup_size(256)
 fn main(
     @builtin(local_invocation_index) lid: u32,

@@ -28,9 +28,3 @@ fn at(i: u32, k: u32) -> u32 {
     }
     return n * params[k] + ch * params[k + 1u] + row * params[k + 2u] + col * params[k + 3u];
 }
-
-// Whether v is a NaN, read off its bits: WGSL lets a compiler assume floats are never
-// NaN, and lavapipe folds `v != v` to false (a ReLU then turned NaN into 0).
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}

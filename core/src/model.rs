@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::precision::Precision;
 
+mod channels_last;
 mod conv_geometry;
 mod folded_conv;
 mod gpu_batch_norm;

@@ -21,15 +21,15 @@ pub struct Shader {
 }
 
 impl Shader {
-    /// The complete WGSL text a device compiles: prelude, newline, pass.
+    /// The complete WGSL text a device compiles: [`COMMON`], the prelude and the pass,
+    /// a newline between each.
     pub fn text(&self) -> String {
-        let mut s = String::with_capacity(self.prelude.len() + self.body.len() + 1);
-        s.push_str(self.prelude);
-        s.push('\n');
-        s.push_str(self.body);
-        s
+        [COMMON, self.prelude, self.body].join("\n")
     }
 }
+
+/// Helpers every shader may call (`is_nan`), put before each shader's own prelude.
+pub const COMMON: &str = include_str!("../common.wgsl");
 
 /// Invocations per workgroup in every shader (`@workgroup_size(256)`).
 pub const WORKGROUP: u32 = 256;
@@ -40,6 +40,9 @@ pub const HISTOGRAM_SPAN: u32 = WORKGROUP * 16;
 pub const SELECT_COMMON: &str = include_str!("../select_common.wgsl");
 /// Shared prelude (parameters, strided indexing, the workgroup sum) of the `bn_*` passes.
 pub const BN_COMMON: &str = include_str!("../bn_common.wgsl");
+/// Shared prelude (a row's maximum, exponential sum and label) of the `cross_entropy*`
+/// passes.
+pub const CROSS_ENTROPY_COMMON: &str = include_str!("../cross_entropy_common.wgsl");
 /// Shared prelude (parameters, strided indexing) of the `residual_*` passes.
 pub const RESIDUAL_COMMON: &str = include_str!("../residual_common.wgsl");
 
@@ -101,11 +104,11 @@ shader!(
 );
 shader!(
     /// Each sample's cross-entropy from its logits.
-    CROSS_ENTROPY, "taks_cross_entropy", "", "cross_entropy.wgsl"
+    CROSS_ENTROPY, "taks_cross_entropy", CROSS_ENTROPY_COMMON, "cross_entropy.wgsl"
 );
 shader!(
     /// The gradient of each sample's cross-entropy in its logits.
-    CROSS_ENTROPY_GRAD, "taks_cross_entropy_grad", "", "cross_entropy_grad.wgsl"
+    CROSS_ENTROPY_GRAD, "taks_cross_entropy_grad", CROSS_ENTROPY_COMMON, "cross_entropy_grad.wgsl"
 );
 shader!(
     /// A convolution's patches as the rows of a matrix.
@@ -296,13 +299,14 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ALL.len());
-        // Every .wgsl file of the crate is a shader of ALL or one of the three preludes.
+        // Every .wgsl file of the crate is a shader of ALL, one of the four preludes or
+        // the common helpers.
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let files = std::fs::read_dir(dir)
             .unwrap()
             .filter_map(|e| e.ok())
             .filter(|e| e.path().extension().is_some_and(|x| x == "wgsl"))
             .count();
-        assert_eq!(files, ALL.len() + 3, "a .wgsl file that no shader uses");
+        assert_eq!(files, ALL.len() + 5, "a .wgsl file that no shader uses");
     }
 }

@@ -10,7 +10,7 @@
 //! `optim/adam_cpu.rs`), `model/gpu_layers.rs` and `model/mlp_gpu.rs` (twin of
 //! `model/mlp_cpu.rs`), `model/im2col.rs`, `model/gpu_batch_norm.rs` (a training step's
 //! batch norm; its CPU twin is burn's own), `methods/gpu_cross_entropy.rs` (each sample's
-//! loss; its CPU twin is burn's composition in `methods/small_loss.rs`).
+//! loss, beside its CPU twin, burn's composition).
 //!
 //! Why our own kernels: with the model on the GPU, reading all n logits back each epoch to
 //! score and sort on the CPU would dominate, and a small network's step is bound by

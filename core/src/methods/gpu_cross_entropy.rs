@@ -1,6 +1,7 @@
 //! Each sample's cross-entropy on a wgpu device, forward and backward in one launch each
-//! (`shaders/cross_entropy.wgsl`, `shaders/cross_entropy_grad.wgsl`): the GPU twin of
-//! burn's composition in [`super::small_loss::cross_entropy`].
+//! (`shaders/cross_entropy.wgsl`, `shaders/cross_entropy_grad.wgsl`), and its CPU twin,
+//! burn's composition ([`composed`]); [`super::small_loss::cross_entropy`] takes one or
+//! the other.
 //!
 //! Why: every method's loss is built from the per-sample cross-entropy. As burn composes
 //! it (log-softmax's maximum, shift, exponentials, sum, log and second shift, then a

@@ -13,6 +13,7 @@
 
 use burn::tensor::{DType, Tensor};
 
+use super::channels_last::{from_flat, lies_channels_last};
 use crate::gpu::bridge;
 use crate::gpu::kernels::{BN_APPLY, BN_GRAD_REDUCE, BN_GRAD_X, BN_MOMENTS, Shader, WORKGROUP};
 
@@ -47,14 +48,9 @@ fn words(
     for v in &dy_strides[..4] {
         words.push(u32::try_from(*v).ok()?);
     }
-    words.push(channels_last(dims, x_strides) as u32);
+    // The output's layout: x's where x lies channels last.
+    words.push(lies_channels_last(dims, x_strides) as u32);
     Some(words)
-}
-
-/// Whether `dims`' strides lay it out channels last, as the convolution's im2col leaves
-/// its output (then [`grad_x`] writes the input's gradient the same way).
-fn channels_last([_, c, h, w]: [usize; 4], strides: &[usize]) -> bool {
-    strides[..4] == [h * w * c, 1, w * c, c]
 }
 
 /// One workgroup per channel, or one invocation per element.
@@ -131,7 +127,7 @@ pub(crate) fn apply(
     let beta = bridge::float_f32(beta)?;
     let stats = bridge::float_f32(stats)?;
     let strides = x.meta.strides();
-    let last = channels_last(dims, strides);
+    let last = lies_channels_last(dims, strides);
     let p = bridge::upload_u32(&x.client, &words(dims, strides, strides, settings)?);
     let y = bridge::empty_1d(&x, total, DType::F32);
     bridge::launch(
@@ -147,17 +143,7 @@ pub(crate) fn apply(
             &p,
         ],
     );
-    Some(in_layout(bridge::to_float(y), dims, last))
-}
-
-/// A kernel's flat output as `[N, C, H, W]`: a view of `[N, H, W, C]` in memory when
-/// `last`, else contiguous.
-fn in_layout(flat: Tensor<1>, dims: [usize; 4], last: bool) -> Tensor<4> {
-    let [n, c, h, w] = dims;
-    match last {
-        true => flat.reshape([n, h, w, c]).permute([0, 3, 1, 2]),
-        false => flat.reshape(dims),
-    }
+    Some(from_flat(bridge::to_float(y), dims, last))
 }
 
 /// The backward pass of [`apply`] for the output's gradient `dy`, part 1: `[4 C]`, the
@@ -196,7 +182,8 @@ pub(crate) fn grad_x(
 ) -> Option<Tensor<4>> {
     let dims = x.dims();
     let total = dims.iter().product::<usize>();
-    let last = bridge::float_f32_strided(x).is_some_and(|p| channels_last(dims, p.meta.strides()));
+    let last =
+        bridge::float_f32_strided(x).is_some_and(|p| lies_channels_last(dims, p.meta.strides()));
     let dx = backward_pass(
         BN_GRAD_X,
         [x, dy],
@@ -205,7 +192,7 @@ pub(crate) fn grad_x(
         total,
         per_element(total),
     )?;
-    Some(in_layout(dx, dims, last))
+    Some(from_flat(dx, dims, last))
 }
 
 /// One backward pass: `kernel` over `x` and `dy` (both `[N, C, H, W]`, any layout) and

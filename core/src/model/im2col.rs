@@ -264,11 +264,8 @@ fn col2im(
 /// tests that must know which kernel ran).
 #[cfg(test)]
 pub(crate) fn is_channels_last(y: &Tensor<4>) -> bool {
-    let [_, o, h, w] = y.dims();
-    bridge::float_f32_strided(y).is_some_and(|p| {
-        let s = p.meta.strides();
-        s[1] == 1 && s[3] == o && s[2] == o * w && s[0] == o * w * h
-    })
+    bridge::float_f32_strided(y)
+        .is_some_and(|p| super::channels_last::lies_channels_last(y.dims(), p.meta.strides()))
 }
 
 #[cfg(test)]

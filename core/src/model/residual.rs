@@ -24,6 +24,7 @@ use burn::backend::{Autodiff, Backend, Cube, Dispatch, Flex, backend_extension};
 use burn::tensor::activation::relu;
 use burn::tensor::{DType, Tensor};
 
+use super::channels_last::{from_flat, lies_channels_last};
 use crate::gpu::bridge;
 use crate::gpu::kernels::{RESIDUAL_RELU, RESIDUAL_RELU_GRAD, Shader, WORKGROUP};
 
@@ -62,8 +63,7 @@ fn launch(kernel: Shader, a: &Tensor<4>, b: &Tensor<4>) -> Option<Tensor<4>> {
     let a = bridge::float_f32_strided(a)?;
     let b = bridge::float_f32_strided(b)?;
     let (sa, sb) = (a.meta.strides(), b.meta.strides());
-    let [_, c, h, w] = dims;
-    let last = sa[..4] == [h * w * c, 1, w * c, c];
+    let last = lies_channels_last(dims, sa);
     let mut sizes = dims.to_vec();
     sizes.extend_from_slice(&sa[..4]);
     sizes.extend_from_slice(&sb[..4]);
@@ -76,12 +76,7 @@ fn launch(kernel: Shader, a: &Tensor<4>, b: &Tensor<4>) -> Option<Tensor<4>> {
         bridge::grid((total as u32).div_ceil(WORKGROUP)),
         &[&a.handle, &b.handle, &out.handle, &params],
     );
-    let [n, ..] = dims;
-    let flat = bridge::to_float(out);
-    Some(match last {
-        true => flat.reshape([n, h, w, c]).permute([0, 3, 1, 2]),
-        false => flat.reshape(dims),
-    })
+    Some(from_flat(bridge::to_float(out), dims, last))
 }
 
 impl ResidualRelu for Cube {
