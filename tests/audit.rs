@@ -41,6 +41,9 @@ fn ok(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// A fresh folder for one test, emptied first; each test removes it at its end (a
+/// failed test leaves it to look at). These folders hold photos, weights and runs, half
+/// a gigabyte for the pretrained ones: left behind by every run, they filled the disk.
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("taks-audit-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -799,6 +802,7 @@ fn embed_writes_the_centre_crops_features_and_audit_init_uses_them() {
     assert!(backbone["why"].as_str().unwrap().contains("--budget"));
     let report = std::fs::read_to_string(audit.join("report.html")).unwrap();
     assert!(report.contains("id=\"backbone\"") && report.contains("not fine-tuned"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A Clothing1M-protocol folder of small photos: two classes, two training and two
@@ -1018,6 +1022,7 @@ fn train_init_starts_from_the_pretrained_backbone() {
         &format!("{:.6}", right as f64 / 10.0),
         accuracy.last().unwrap()
     );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `taks experiment --init FILE` fine-tunes every run of its grid from the file: each
@@ -1077,4 +1082,5 @@ fn experiment_init_fine_tunes_every_run() {
     }
     let table = std::fs::read_to_string(out.join("table.md")).unwrap();
     assert!(table.contains("fine-tuned from"), "{table}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

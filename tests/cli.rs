@@ -973,6 +973,7 @@ fn a_headless_run_prints_no_error_lines() {
         };
         assert!(summary.contains(&expected), "{expected} not in {summary}");
     }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A GPU run (lavapipe here) keeps cubecl's autotune results in the user's cache folder
