@@ -91,6 +91,11 @@ pub fn run(args: TuneArgs) -> Result<()> {
         }
     }
 
+    // Before the folder is made: a precision the device cannot run.
+    if !base.precision.is_f32() {
+        base.precision
+            .check(&device::choose(args.run.device)?.device)?;
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let config_path = args.out.join("config.json");

@@ -39,6 +39,7 @@ use crate::methods::Method;
 use crate::metrics::EpochMetrics;
 use crate::model::{Architecture, Classifier};
 use crate::noise::{NoiseKind, NoisyLabels};
+use crate::precision::Precision;
 use crate::selection::Engine;
 use crate::train::Trainer;
 use crate::{Error, Result};
@@ -85,6 +86,10 @@ pub struct AuditSettings {
     pub learning_rate: f64,
     pub eval_batch_size: usize,
     pub selection_engine: Engine,
+    /// The arithmetic of every training step, the probe's and the selection's
+    /// ([`crate::precision`]); the scoring that gives each sample its risk is f32 in
+    /// every precision.
+    pub precision: Precision,
 }
 
 impl AuditSettings {
@@ -109,6 +114,7 @@ impl AuditSettings {
             learning_rate: 1e-3,
             eval_batch_size: 1024,
             selection_engine: Engine::Wgsl,
+            precision: Precision::F32,
         }
     }
 
@@ -146,6 +152,7 @@ impl AuditSettings {
             decay_start: Some(epochs * 2 / 5),
             architecture: Some(self.architecture),
             eval_batch_size: Some(self.eval_batch_size),
+            precision: Some(self.precision),
             ..Choices::new(DatasetKind::MnistDigits, NoiseKind::Clean, 0.0, method)
         }
         .build()?;
@@ -358,4 +365,25 @@ fn check_slice(data: &Dataset) -> Dataset {
     let n = data.len();
     let step = n.div_ceil(CHECK_SAMPLES).max(1);
     data.subset(&(0..n).step_by(step).collect::<Vec<_>>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both stages' runs train in the audit's precision: a mixed-precision audit that
+    /// trained in f32 would look the same from its outputs.
+    #[test]
+    fn both_stages_train_in_the_audits_precision() {
+        for precision in Precision::ALL {
+            let settings = AuditSettings {
+                precision,
+                ..AuditSettings::new(Architecture::Cnn)
+            };
+            let probe = settings.train_config(Method::STANDARD, 1.0, 5).unwrap();
+            let selection = settings.train_config(Method::TAKS, 0.7, 20).unwrap();
+            assert_eq!(probe.precision, precision);
+            assert_eq!(selection.precision, precision);
+        }
+    }
 }

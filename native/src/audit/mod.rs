@@ -23,6 +23,7 @@ use taks_core::audit::{self, AuditSettings, Stage};
 use taks_core::data::{DatasetKind, cache};
 use taks_core::model::Architecture;
 use taks_core::noise::NoiseKind;
+use taks_core::precision::Precision;
 use web_time::Instant;
 
 use crate::device::{self, DeviceChoice};
@@ -127,6 +128,11 @@ pub struct AuditArgs {
     /// Compute device (as for `taks train`).
     #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
     pub device: DeviceChoice,
+    /// The arithmetic of the probe's and the selection's training steps, as for `taks
+    /// train`: f32, or mixed precision (f16 or bf16) on a GPU whose adapter has the
+    /// type. Every sample's risk is scored in f32 either way. Default: f32.
+    #[arg(long, value_enum)]
+    pub precision: Option<Precision>,
     /// No per-epoch lines.
     #[arg(long, short)]
     pub quiet: bool,
@@ -201,6 +207,10 @@ pub fn run(args: AuditArgs) -> Result<()> {
     let started = Instant::now();
     let (args, backbone) = match &args.init {
         Some(_) => {
+            // The embedding opens the device and may take minutes: a precision the
+            // device cannot run is refused before it.
+            let device = device::choose(args.device)?.device;
+            args.precision.unwrap_or_default().check(&device)?;
             let (args, backbone) = pretrained::embedded(args)?;
             (args, Some(backbone))
         }
@@ -231,6 +241,8 @@ pub fn run(args: AuditArgs) -> Result<()> {
         );
     }
     let chosen = device::choose(args.device)?;
+    // Before a folder is made or an image decoded: a precision the device cannot run.
+    args.precision.unwrap_or_default().check(&chosen.device)?;
     let default = format!("audits/{}", source.name());
     let out = out_dir::prepare(args.out.as_deref(), &default, "suspects.csv", "an audit")?;
     let mut data = match source {
@@ -309,6 +321,7 @@ fn settings_for(args: &AuditArgs, architecture: Architecture, n: usize) -> Audit
     settings.seed = args.seed;
     settings.batch_size = args.batch_size;
     settings.learning_rate = args.lr;
+    settings.precision = args.precision.unwrap_or_default();
     settings
 }
 

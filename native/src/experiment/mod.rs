@@ -29,6 +29,7 @@ use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::model::{Architecture, pretrained};
 use taks_core::noise::NoiseKind;
+use taks_core::precision::Precision;
 use web_time::Instant;
 
 use crate::device::{self, DeviceChoice};
@@ -71,6 +72,10 @@ pub struct ExperimentArgs {
     /// Compute device: auto, gpu or cpu (as for train).
     #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
     pub device: DeviceChoice,
+    /// The arithmetic of every run's training steps, as for train: f32, or mixed
+    /// precision (f16 or bf16) on a GPU whose adapter has the type. Default: f32.
+    #[arg(long, value_enum)]
+    pub precision: Option<Precision>,
     /// Where a dataset's files are, as DATASET=DIR (comma-separated or repeated).
     /// fashion-mnist defaults to /usr/share/datasets/fashion-mnist.
     #[arg(long, value_delimiter = ',', value_name = "DATASET=DIR")]
@@ -191,6 +196,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
                         seed: Some(seed),
                         train_limit: args.train_limit,
                         test_limit: args.test_limit,
+                        precision: args.precision,
                         ..Choices::new(dataset, noise, rate, method)
                     }
                     .build()?;
@@ -232,6 +238,16 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         .map(|(c, _)| c)
         .collect();
 
+    // Before anything is printed or a run folder made: the device, and a precision it
+    // cannot run.
+    let chosen = match todo.is_empty() {
+        true => None,
+        false => {
+            let chosen = device::choose(args.device)?;
+            args.precision.unwrap_or_default().check(&chosen.device)?;
+            Some(chosen)
+        }
+    };
     let total = cells.len();
     let reused = total - todo.len();
     let say = |line: String| {
@@ -244,8 +260,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         args.out.display(),
         epochs
     ));
-    if !todo.is_empty() {
-        let chosen = device::choose(args.device)?;
+    if let Some(chosen) = chosen {
         say(format!("device: {}", chosen.description));
         let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new((todo.len() * epochs) as u64);
@@ -368,7 +383,7 @@ fn finished(cell: &Cell) -> Result<bool> {
     let row = table::read_run(&cell.dir)?;
     if row.config != cell.config {
         bail!(
-            "{} holds a finished run with other settings than this grid's (epochs, limits or method settings); use another --out",
+            "{} holds a finished run with other settings than this grid's (epochs, limits, precision or method settings); use another --out",
             cell.dir.display()
         );
     }

@@ -9,6 +9,7 @@ use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
 use taks_core::metrics::EpochMetrics;
 use taks_core::noise::NoiseKind;
+use taks_core::precision::Precision;
 
 use super::{Cell, ExperimentArgs, noise_label};
 use crate::table;
@@ -110,7 +111,7 @@ pub(super) fn markdown_table(
         false => "n/a".into(),
     };
     let mut out = format!(
-        "## taks experiment: {} epochs, seeds {}{}{}\n\n",
+        "## taks experiment: {} epochs, seeds {}{}{}{}\n\n",
         args.epochs.unwrap_or_default(),
         args.seeds
             .iter()
@@ -128,6 +129,10 @@ pub(super) fn markdown_table(
         match &args.init {
             Some(path) => format!(", fine-tuned from {}", path.display()),
             None => String::new(),
+        },
+        match args.precision.unwrap_or_default() {
+            Precision::F32 => String::new(),
+            mixed => format!(", mixed precision {}", mixed.name()),
         }
     );
     out += "Each figure is the mean ± std over seeds of a run's mean over its last 10 epochs. \
