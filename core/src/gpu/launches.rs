@@ -9,104 +9,130 @@
 //! fused or skipped are all counted, compile failures included; on flex nothing is
 //! launched and the count stays 0. taks's own kernels dispatched through wgpu directly
 //! (on burn's SPIR-V or MSL compiler: [`super::direct`]) never reach cubecl and are
-//! counted here instead.
+//! counted here instead. Counts are per thread: launches other threads issue meanwhile
+//! (other tests, in the test harness) are not counted.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Once};
 
 use cubecl::logging::{LaunchObservation, LaunchObserver};
 
+/// What the current thread launched while it counts.
 #[derive(Default)]
-struct Count(AtomicUsize);
+struct Tally {
+    /// Through cubecl, by its kernel type name.
+    kernels: BTreeMap<&'static str, usize>,
+    /// taks's own, by shader name (also in `kernels` or `direct`).
+    ours: BTreeMap<&'static str, usize>,
+    /// Dispatched through wgpu directly.
+    direct: usize,
+}
 
-/// Launches by kernel name.
-#[derive(Default)]
-struct ByKernel(Mutex<BTreeMap<&'static str, usize>>);
-
-impl LaunchObserver for ByKernel {
-    fn launched(&self, kernel: &'static str) {
-        if let Ok(mut all) = self.0.lock() {
-            *all.entry(kernel).or_default() += 1;
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        for (k, n) in other.kernels {
+            *self.kernels.entry(k).or_default() += n;
         }
+        for (k, n) in other.ours {
+            *self.ours.entry(k).or_default() += n;
+        }
+        self.direct += other.direct;
     }
 }
 
-/// Kernels dispatched through wgpu directly, since the process started.
-static DIRECT: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// `Some` while this thread counts.
+    static TALLY: RefCell<Option<Tally>> = const { RefCell::new(None) };
+    /// Kernels this thread dispatched through wgpu directly, counting or not.
+    static DIRECT_HERE: RefCell<usize> = const { RefCell::new(0) };
+}
+
+/// cubecl's launch observer: one slot for the whole process, so a second observation
+/// would take the first one's launches and every other thread's launches would land in
+/// it. Installed once, for good, it sends each launch to the tally of the thread that
+/// issued it, and two tests counting at once (the test harness runs them in parallel)
+/// each see only their own. A thread that does not count pays a thread-local read per
+/// launch.
+struct PerThread;
+
+impl LaunchObserver for PerThread {
+    fn launched(&self, kernel: &'static str) {
+        with_tally(|t| *t.kernels.entry(kernel).or_default() += 1);
+    }
+}
+
+fn with_tally(f: impl FnOnce(&mut Tally)) {
+    TALLY.with(|t| {
+        if let Some(tally) = t.borrow_mut().as_mut() {
+            f(tally);
+        }
+    });
+}
+
+/// `work`'s launches on this thread.
+fn tally<T>(work: impl FnOnce() -> T) -> (T, Tally) {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| std::mem::forget(LaunchObservation::new(Arc::new(PerThread))));
+    let outer = TALLY.with(|t| t.borrow_mut().replace(Tally::default()));
+    let out = work();
+    let inner = TALLY.with(|t| t.borrow_mut().take()).unwrap_or_default();
+    // A count inside a count: the outer one saw these launches too.
+    let outer = outer.map(|mut o| {
+        o.add(Tally {
+            kernels: inner.kernels.clone(),
+            ours: inner.ours.clone(),
+            direct: inner.direct,
+        });
+        o
+    });
+    TALLY.with(|t| *t.borrow_mut() = outer);
+    (out, inner)
+}
 
 /// One kernel dispatched through wgpu directly.
 pub(crate) fn count_direct() {
-    DIRECT.fetch_add(1, Ordering::Relaxed);
+    DIRECT_HERE.with(|d| *d.borrow_mut() += 1);
+    with_tally(|t| t.direct += 1);
 }
 
-/// Kernels dispatched through wgpu directly so far in this process.
+/// Kernels this thread dispatched through wgpu directly so far.
 #[cfg(test)]
 pub(crate) fn direct_so_far() -> usize {
-    DIRECT.load(Ordering::Relaxed)
+    DIRECT_HERE.with(|d| *d.borrow())
 }
 
-impl LaunchObserver for Count {
-    fn launched(&self, _kernel: &'static str) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// The number of kernels `work` launched (process-wide: nothing else may launch
-/// meanwhile, which holds for the single-threaded trainer).
+/// The number of kernels `work` launched on this thread (the trainer issues a step's
+/// launches from the thread that runs it).
 pub fn count<T>(work: impl FnOnce() -> T) -> (T, usize) {
-    let count = Arc::new(Count::default());
-    let direct = DIRECT.load(Ordering::Relaxed);
-    let watching = LaunchObservation::new(count.clone());
-    let out = work();
-    drop(watching);
-    let direct = DIRECT.load(Ordering::Relaxed) - direct;
-    (out, count.0.load(Ordering::Relaxed) + direct)
+    let (out, t) = tally(work);
+    (out, t.kernels.values().sum::<usize>() + t.direct)
 }
-
-/// taks's own kernels by shader name while [`count_by_kernel`] watches (`None` when it
-/// does not).
-static OURS: Mutex<Option<BTreeMap<&'static str, usize>>> = Mutex::new(None);
 
 /// One of taks's shaders launched, through burn or through wgpu directly.
 pub(crate) fn count_ours(shader: &'static str) {
-    if let Ok(mut ours) = OURS.lock()
-        && let Some(ours) = ours.as_mut()
-    {
-        *ours.entry(shader).or_default() += 1;
-    }
+    with_tally(|t| *t.ours.entry(shader).or_default() += 1);
 }
 
 /// What cubecl calls a hand-written WGSL kernel launched through burn: all of them are
 /// taks's, and are counted by shader name instead.
 const SOURCE_KERNEL: &str = "SourceKernel";
 
-/// The kernels `work` launched, by name, most launched first: burn's in cubecl's short
-/// form (the type's last path segment, generics dropped), taks's own by shader name
-/// (`taks_im2col`). For `taks bench`: which kernels a step is made of, so the next
-/// launch to cut is the most frequent one.
+/// The kernels `work` launched on this thread, by name, most launched first: burn's in
+/// cubecl's short form (the type's last path segment, generics dropped), taks's own by
+/// shader name (`taks_im2col`). For `taks bench`: which kernels a step is made of, so
+/// the next launch to cut is the most frequent one.
 pub fn count_by_kernel<T>(work: impl FnOnce() -> T) -> (T, Vec<(String, usize)>) {
-    let seen = Arc::new(ByKernel::default());
-    if let Ok(mut ours) = OURS.lock() {
-        *ours = Some(BTreeMap::new());
-    }
-    let watching = LaunchObservation::new(seen.clone());
-    let out = work();
-    drop(watching);
-    let ours = OURS
-        .lock()
-        .ok()
-        .and_then(|mut o| o.take())
-        .unwrap_or_default();
+    let (out, t) = tally(work);
     let mut named: BTreeMap<String, usize> = BTreeMap::new();
-    for (kernel, n) in seen.0.lock().map(|m| m.clone()).unwrap_or_default() {
+    for (kernel, n) in t.kernels {
         let short =
             cubecl::config::type_name_format(kernel, cubecl::config::TypeNameFormatLevel::Short);
         if short != SOURCE_KERNEL {
             *named.entry(short).or_default() += n;
         }
     }
-    for (shader, n) in ours {
+    for (shader, n) in t.ours {
         *named.entry(shader.into()).or_default() += n;
     }
     let mut named: Vec<(String, usize)> = named.into_iter().collect();
@@ -153,5 +179,45 @@ mod tests {
         assert!(named.contains(&("taks_bias_relu".into(), 2)), "{named:?}");
         assert!(named.len() >= 2, "burn's kernels too: {named:?}");
         assert!(named.iter().all(|(k, _)| k != SOURCE_KERNEL), "{named:?}");
+    }
+
+    /// On lavapipe: while another thread launches kernels without pause (as another
+    /// test does in the harness), a count on this thread sees its own launch alone, and
+    /// the other thread's count, running at the same time, sees only its own.
+    #[test]
+    fn a_count_sees_only_its_own_threads_launches() {
+        let device = super::super::direct::start().expect("a wgpu adapter").0;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let busy = AtomicBool::new(true);
+        let rounds = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            let other = scope.spawn(|| {
+                let t = Tensor::<1>::ones([64], &device);
+                let mut counted = Vec::new();
+                while busy.load(Ordering::Relaxed) {
+                    let (_, n) = count(|| (t.clone() * 2.0).into_data());
+                    counted.push(n);
+                    rounds.fetch_add(1, Ordering::Relaxed);
+                }
+                counted
+            });
+            let a = Tensor::<1>::ones([8], &device);
+            let x = bridge::float_f32(&a).expect("on wgpu");
+            let h = bridge::empty_1d(&x, 8, DType::F32);
+            let p = bridge::upload_u32(&x.client, &[1, 8]);
+            // Until the other thread has counted a few times itself, at least 20 times.
+            let mut ours = 0;
+            while ours < 20 || rounds.load(Ordering::Relaxed) < 5 {
+                let (_, n) = count(|| {
+                    let buffers = [&x.handle, &x.handle, &h.handle, &p];
+                    bridge::launch(&x.client, BIAS_RELU, bridge::grid(1), &buffers);
+                });
+                assert_eq!(n, 1, "another thread's launches were counted");
+                ours += 1;
+            }
+            busy.store(false, Ordering::Relaxed);
+            let counted = other.join().unwrap();
+            assert!(counted.iter().all(|&n| n == 1), "{counted:?}");
+        });
     }
 }
