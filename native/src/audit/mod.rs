@@ -207,10 +207,11 @@ pub fn run(args: AuditArgs) -> Result<()> {
     let started = Instant::now();
     let (args, backbone) = match &args.init {
         Some(_) => {
-            // The embedding opens the device and may take minutes: a precision the
-            // device cannot run is refused before it.
-            let device = device::choose(args.device)?.device;
-            args.precision.unwrap_or_default().check(&device)?;
+            // The embedding may take minutes: a mixed precision the device cannot run
+            // is refused before it.
+            if let Some(mixed) = args.precision.filter(|p| !p.is_f32()) {
+                mixed.check(&device::choose(args.device)?.device)?;
+            }
             let (args, backbone) = pretrained::embedded(args)?;
             (args, Some(backbone))
         }
