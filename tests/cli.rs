@@ -566,14 +566,9 @@ fn an_experiment_grid_writes_tables_and_resumes() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `summary.json`'s field at `path` (object keys), as JSON.
-fn summary_field(dir: &Path, path: &[&str]) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
-    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
-    for key in path {
-        value = value[*key].take();
-    }
-    value
+/// A JSON file taks wrote.
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// The f32 audit's F1 on 1,000 digits at 30% symmetric noise must pass this, and the
@@ -620,8 +615,7 @@ fn experiment_and_audit_run_in_mixed_precision() {
         String::from_utf8_lossy(&first.stderr)
     );
     let run = grid_dir.join("runs/mnist-digits/symmetric-0.5/taks/seed0");
-    let config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("config.json")).unwrap()).unwrap();
+    let config = read_json(&run.join("config.json"));
     assert_eq!(config["config"]["precision"], "f16", "{config}");
     let table = std::fs::read_to_string(grid_dir.join("table.md")).unwrap();
     assert!(table.contains(", mixed precision f16"), "{table}");
@@ -652,8 +646,9 @@ fn experiment_and_audit_run_in_mixed_precision() {
             "{}",
             String::from_utf8_lossy(&run.stderr)
         );
-        assert_eq!(summary_field(&out, &["settings", "precision"]), precision);
-        summary_field(&out, &["truth", "f1"]).as_f64().unwrap()
+        let summary = read_json(&out.join("summary.json"));
+        assert_eq!(summary["settings"]["precision"], precision, "{summary}");
+        summary["truth"]["f1"].as_f64().unwrap()
     };
     let (f32_f1, f16_f1) = (audit("f32"), audit("f16"));
     assert!(f32_f1 > F1_FLOOR, "f32 audit F1 {f32_f1}");

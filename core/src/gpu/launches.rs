@@ -12,7 +12,7 @@
 //! counted here instead. Counts are per thread: launches other threads issue meanwhile
 //! (other tests, in the test harness) are not counted.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Once};
 
@@ -30,11 +30,11 @@ struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, other: Tally) {
-        for (k, n) in other.kernels {
+    fn add(&mut self, other: &Tally) {
+        for (&k, n) in &other.kernels {
             *self.kernels.entry(k).or_default() += n;
         }
-        for (k, n) in other.ours {
+        for (&k, n) in &other.ours {
             *self.ours.entry(k).or_default() += n;
         }
         self.direct += other.direct;
@@ -45,7 +45,7 @@ thread_local! {
     /// `Some` while this thread counts.
     static TALLY: RefCell<Option<Tally>> = const { RefCell::new(None) };
     /// Kernels this thread dispatched through wgpu directly, counting or not.
-    static DIRECT_HERE: RefCell<usize> = const { RefCell::new(0) };
+    static DIRECT_HERE: Cell<usize> = const { Cell::new(0) };
 }
 
 /// cubecl's launch observer: one slot for the whole process, so a second observation
@@ -79,11 +79,7 @@ fn tally<T>(work: impl FnOnce() -> T) -> (T, Tally) {
     let inner = TALLY.with(|t| t.borrow_mut().take()).unwrap_or_default();
     // A count inside a count: the outer one saw these launches too.
     let outer = outer.map(|mut o| {
-        o.add(Tally {
-            kernels: inner.kernels.clone(),
-            ours: inner.ours.clone(),
-            direct: inner.direct,
-        });
+        o.add(&inner);
         o
     });
     TALLY.with(|t| *t.borrow_mut() = outer);
@@ -92,14 +88,14 @@ fn tally<T>(work: impl FnOnce() -> T) -> (T, Tally) {
 
 /// One kernel dispatched through wgpu directly.
 pub(crate) fn count_direct() {
-    DIRECT_HERE.with(|d| *d.borrow_mut() += 1);
+    DIRECT_HERE.set(DIRECT_HERE.get() + 1);
     with_tally(|t| t.direct += 1);
 }
 
 /// Kernels this thread dispatched through wgpu directly so far.
 #[cfg(test)]
 pub(crate) fn direct_so_far() -> usize {
-    DIRECT_HERE.with(|d| *d.borrow())
+    DIRECT_HERE.get()
 }
 
 /// The number of kernels `work` launched on this thread (the trainer issues a step's
