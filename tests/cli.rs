@@ -47,6 +47,15 @@ fn assert_user_error(out: &Output, needle: &str) {
     assert!(stderr.contains(needle), "'{needle}' not in: {stderr}");
 }
 
+/// A run that must succeed; its stderr is the failure message.
+fn assert_succeeded(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Copy a folder tree (the corpus, so that no case can change the committed files).
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -147,11 +156,7 @@ fn a_short_run_writes_its_run_folder() {
         "--out",
         out_dir.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("| taks | symmetric-50% |"), "{stdout}");
 
@@ -238,7 +243,7 @@ fn a_short_run_writes_its_run_folder() {
 
     // The finished folder can be tabulated again, and is never overwritten.
     let table = taks(&["table", out_dir.to_str().unwrap()]);
-    assert!(table.status.success());
+    assert_succeeded(&table);
     assert!(String::from_utf8_lossy(&table.stdout).contains("| taks |"));
     let again = taks(&[
         "train",
@@ -359,11 +364,7 @@ fn train_from_folder(dataset: &str, dir: &Path) -> PathBuf {
         "--out",
         out_dir.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out);
     out_dir
 }
 
@@ -455,11 +456,7 @@ fn a_two_network_baseline_reports_both_networks() {
         "--out",
         out_dir.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out);
     let csv = std::fs::read_to_string(out_dir.join("metrics.csv")).unwrap();
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
@@ -518,11 +515,7 @@ fn an_experiment_grid_writes_tables_and_resumes() {
         ])
     };
     let first = grid("2");
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
+    assert_succeeded(&first);
     let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
     for row in [
         "| Standard |",
@@ -550,11 +543,7 @@ fn an_experiment_grid_writes_tables_and_resumes() {
         std::fs::read_to_string(dir.join("runs/mnist-digits/symmetric-0.5/taks/seed0/metrics.csv"))
             .unwrap();
     let second = grid("2");
-    assert!(
-        second.status.success(),
-        "{}",
-        String::from_utf8_lossy(&second.stderr)
-    );
+    assert_succeeded(&second);
     assert!(cut.join("summary.json").exists());
     assert_eq!(
         std::fs::read_to_string(dir.join("runs/mnist-digits/symmetric-0.5/taks/seed0/metrics.csv"))
@@ -609,11 +598,7 @@ fn experiment_and_audit_run_in_mixed_precision() {
         taks(&args)
     };
     let first = grid(&["--precision", "f16"]);
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
+    assert_succeeded(&first);
     let run = grid_dir.join("runs/mnist-digits/symmetric-0.5/taks/seed0");
     let config = read_json(&run.join("config.json"));
     assert_eq!(config["config"]["precision"], "f16", "{config}");
@@ -641,11 +626,7 @@ fn experiment_and_audit_run_in_mixed_precision() {
             "--out",
             out.to_str().unwrap(),
         ]);
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
+        assert_succeeded(&run);
         let summary = read_json(&out.join("summary.json"));
         assert_eq!(summary["settings"]["precision"], precision, "{summary}");
         summary["truth"]["f1"].as_f64().unwrap()
@@ -681,11 +662,7 @@ fn tune_picks_by_noisy_validation_and_resumes() {
         ])
     };
     let out = tune();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out);
     let csv = std::fs::read_to_string(dir.join("tune.csv")).unwrap();
     let rows: Vec<Vec<f64>> = csv
         .lines()
@@ -699,7 +676,7 @@ fn tune_picks_by_noisy_validation_and_resumes() {
     assert_eq!(choice["k_ratio"], best[0]);
     assert_eq!(choice["validation_accuracy"], best[2]);
     let again = tune();
-    assert!(again.status.success());
+    assert_succeeded(&again);
     assert_eq!(
         std::fs::read_to_string(dir.join("tune.csv")).unwrap(),
         csv,
@@ -738,11 +715,7 @@ fn a_killed_run_resumes_exactly() {
         .args(args(&whole))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out);
 
     let killed = scratch("killed");
     let mut child = Command::new(env!("CARGO_BIN_EXE_taks"))
@@ -769,11 +742,7 @@ fn a_killed_run_resumes_exactly() {
         "the run finished before the kill; the test proves nothing"
     );
     let out = taks(&["train", "--resume", killed.to_str().unwrap(), "--quiet"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out);
 
     let table = |dir: &Path| -> Vec<Vec<String>> {
         let text = std::fs::read_to_string(dir.join("metrics.csv")).unwrap();
@@ -797,7 +766,7 @@ fn a_killed_run_resumes_exactly() {
     assert!(killed.join("summary.json").exists() && killed.join("plot.svg").exists());
     // Resuming a finished run changes nothing and says so.
     let again = taks(&["train", "--resume", killed.to_str().unwrap()]);
-    assert!(again.status.success());
+    assert_succeeded(&again);
     assert!(String::from_utf8_lossy(&again.stderr).contains("after epoch 8 of 8"));
     assert_eq!(table(&killed), expected);
     std::fs::remove_dir_all(&whole).unwrap();
@@ -848,11 +817,7 @@ fn a_split_folder_trains_with_validation() {
         out.to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_succeeded(&run);
     assert!(
         stdout.contains("(the paper's Best); last epoch:"),
         "{stdout}"
@@ -934,11 +899,7 @@ fn a_split_folder_trains_with_validation() {
         "--out",
         exp.to_str().unwrap(),
     ]);
-    assert!(
-        grid.status.success(),
-        "{}",
-        String::from_utf8_lossy(&grid.stderr)
-    );
+    assert_succeeded(&grid);
     let run_summary = exp.join("runs/folder/clean/taks/seed0/summary.json");
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&run_summary).unwrap()).unwrap();
@@ -989,11 +950,7 @@ fn a_split_folder_trains_with_validation() {
         "--out",
         emb_out.to_str().unwrap(),
     ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_succeeded(&run);
     let config: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(emb_out.join("config.json")).unwrap())
             .unwrap();
@@ -1056,7 +1013,7 @@ fn a_headless_run_prints_no_error_lines() {
         .env("NODEVICE_SELECT", "1")
         .output()
         .expect("the taks binary runs");
-    assert!(listed.status.success());
+    assert_succeeded(&listed);
     let listed = String::from_utf8_lossy(&listed.stdout).to_string();
     let summary = std::fs::read_to_string(dir.join("audit/summary.json")).unwrap();
     if !listed.lines().any(|l| l.starts_with("hardware\t")) {
@@ -1104,11 +1061,7 @@ fn autotune_results_are_kept_in_the_user_cache() {
         .current_dir(&checkout)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out);
     let kept: Vec<_> = walk(&cache.join("cubecl"));
     assert!(
         !kept.is_empty(),
@@ -1154,11 +1107,7 @@ fn bench_reports_first_epochs_apart_and_the_projection() {
         "1000",
         "--forward-rates",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("| device | method | n | k | first epoch s | mean epoch s | min epoch s |"),
