@@ -40,6 +40,7 @@ swap() {
     sed -i "s/$(printf '%s' "$from" | sed 's/[][\.*^$/]/\\&/g')/$to/" "$memory"
 }
 if [ ! -e "$fixed/.taks-shared-fix" ]; then
+    mkdir -p "$(dirname "$fixed")"
     rm -rf "$fixed.new"
     cp -rp "$source" "$fixed.new"
     swap "$fixed.new/src/ops/memory.rs" \
@@ -53,6 +54,7 @@ if [ ! -e "$fixed/.taks-shared-fix" ]; then
     mv "$fixed.new" "$fixed"
 fi
 
+mkdir -p "$CARGO_TARGET_DIR"
 cp Cargo.lock "$CARGO_TARGET_DIR/Cargo.lock.spirv-check"
 trap 'cp "$CARGO_TARGET_DIR/Cargo.lock.spirv-check" Cargo.lock' EXIT
 # Khronos's validation layer, where it is installed (Debian's vulkan-validationlayers),
