@@ -6,3 +6,9 @@
 fn is_nan(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
 }
+
+// Whether v is neither infinite nor NaN, read off its bits (as is_nan, and for the same
+// reason).
+fn is_finite(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7f800000u) != 0x7f800000u;
+}

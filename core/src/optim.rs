@@ -45,6 +45,8 @@ pub struct Adam {
     /// The last step's packed buffers on a wgpu device ([`adam_gpu::step_packed`]),
     /// which the weights and moments are views of until something replaces them.
     packed: Option<adam_gpu::Packed>,
+    /// The positions of the parameters in `packed`, in order.
+    packed_positions: Vec<usize>,
 }
 
 impl Default for Adam {
@@ -54,6 +56,7 @@ impl Default for Adam {
             epsilon: 1e-8,
             moments: Vec::new(),
             packed: None,
+            packed_positions: Vec::new(),
         }
     }
 }
@@ -71,12 +74,13 @@ impl Adam {
     ) -> M {
         let (module, grads) = match gate {
             Some(_) => (module, grads),
-            None => match self.step_packed(lr as f32, beta_1, module, grads) {
+            None => match self.step_packed(lr as f32, beta_1, module, grads, None) {
                 Ok(stepped) => return stepped,
                 Err(unstepped) => unstepped,
             },
         };
         self.packed = None;
+        self.packed_positions.clear();
         let mut stepper = Stepper {
             adam: self,
             grads,
@@ -86,6 +90,49 @@ impl Adam {
             position: 0,
         };
         module.map(&mut stepper)
+    }
+
+    /// [`Adam::step`] of a mixed-precision step whose loss was multiplied by the scale
+    /// in `scaling`: the gradients are divided by it, and the step is skipped where one
+    /// of them is infinite or NaN, both decided on the device in the packed step, which
+    /// also moves the scale on ([`adam_gpu::step_packed`]). Each stepped parameter's
+    /// step number advances either way; the skipped steps are counted in the scale's
+    /// state, and [`Adam::forget_skipped`] takes them back. `Err` gives the module
+    /// back untouched where the packed step does not run (off wgpu, or too few
+    /// bindings), for a step decided on the host.
+    pub fn step_scaled<M: Module>(
+        &mut self,
+        lr: f64,
+        beta_1: f32,
+        module: M,
+        grads: GradientsParams,
+        scaling: adam_gpu::Scaling,
+    ) -> std::result::Result<M, (M, GradientsParams)> {
+        self.step_packed(lr as f32, beta_1, module, grads, Some(scaling))
+    }
+
+    /// Take back `skipped` steps from the step numbers of the parameters the last packed
+    /// step stepped: those a [`Adam::step_scaled`] skipped on the device since the
+    /// count started. Every one of those steps stepped the same parameters (a step that
+    /// changes them goes through the host, which takes the skips back first).
+    pub fn forget_skipped(&mut self, skipped: usize) {
+        for &p in &self.packed_positions {
+            if let Some(m) = self.moments[p].as_mut() {
+                m.time -= skipped;
+            }
+        }
+    }
+
+    /// The step number of the parameter at `position` with `skipped` steps taken back
+    /// as [`Adam::forget_skipped`] would; `None` before its first step taken (where
+    /// every step so far was skipped, its moments are still zeros).
+    pub fn time_without(&self, position: usize, skipped: usize) -> Option<usize> {
+        let time = self.moments.get(position)?.as_ref()?.time;
+        let time = match self.packed_positions.contains(&position) {
+            true => time - skipped,
+            false => time,
+        };
+        (time > 0).then_some(time)
     }
 
     /// The state of every float parameter, in the module's visiting order.
@@ -116,6 +163,7 @@ impl Adam {
         }
         self.moments = moments;
         self.packed = None;
+        self.packed_positions.clear();
         Ok(())
     }
 
@@ -129,6 +177,7 @@ impl Adam {
         beta_1: f32,
         module: M,
         grads: GradientsParams,
+        scaling: Option<adam_gpu::Scaling>,
     ) -> std::result::Result<M, (M, GradientsParams)> {
         let mut found = Gather {
             grads: &grads,
@@ -155,11 +204,12 @@ impl Adam {
                     x: x.clone(),
                     g: g.clone(),
                     moments: state.map(|s| (s.first.clone(), s.second.clone())),
+                    time,
                     scalars: adam_gpu::AdamScalars::at(time, lr, beta_1, self.beta_2, self.epsilon),
                 }
             })
             .collect();
-        let Some(packed) = adam_gpu::step_packed(&parts, self.packed.as_ref()) else {
+        let Some(packed) = adam_gpu::step_packed(&parts, self.packed.as_ref(), scaling) else {
             return Err((module, grads));
         };
         drop(parts);
@@ -172,6 +222,7 @@ impl Adam {
         };
         let module = module.map(&mut place);
         self.packed = Some(packed);
+        self.packed_positions = stepped.iter().map(|(p, _, _)| *p).collect();
         Ok(module)
     }
 

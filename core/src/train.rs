@@ -95,8 +95,9 @@ pub struct Trainer {
     epoch: usize,
     total_selection_risk: f64,
     k: usize,
-    /// The loss scale of an f16 run ([`LossScale`]); `None` in the other precisions.
-    loss_scale: Option<LossScale>,
+    /// The loss scale of an f16 run ([`LossScale`], kept on the device); `None` in the
+    /// other precisions.
+    loss_scale: Option<loss_scale::DeviceLossScale>,
 }
 
 /// The rule of `config.method` for a training set with these noisy `labels` and
@@ -192,7 +193,8 @@ impl Trainer {
             epoch: 0,
             total_selection_risk: 0.0,
             k,
-            loss_scale: config_scales.then(LossScale::default),
+            loss_scale: config_scales
+                .then(|| loss_scale::DeviceLossScale::new(LossScale::default(), device)),
         })
     }
 

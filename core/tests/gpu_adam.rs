@@ -1,13 +1,15 @@
 //! Adam's packed step on a wgpu device (lavapipe here) against the generic tensor update,
-//! and its launch count. One test in its own binary: launches are counted process-wide.
+//! and its launch count; the packed step of a mixed-precision run, which scales, checks
+//! and skips on the device, against the plain one.
 
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig};
 use burn::optim::GradientsParams;
-use burn::tensor::{Device, Distribution, Tensor};
+use burn::tensor::{Device, Distribution, Tensor, TensorData};
 use taks_core::gpu;
 use taks_core::optim::Adam;
+use taks_core::optim::adam_gpu::Scaling;
 
 #[derive(Module, Debug)]
 struct Small {
@@ -19,6 +21,16 @@ struct Small {
 
 /// A loss that weighs every weight differently, and its gradients.
 fn grads(model: &Small, weights: &[Tensor<4>; 2], shift: f32) -> GradientsParams {
+    scaled_grads(model, weights, shift, 1.0)
+}
+
+/// [`grads`] of the loss multiplied by `scale`, as a mixed-precision step scales it.
+fn scaled_grads(
+    model: &Small,
+    weights: &[Tensor<4>; 2],
+    shift: f32,
+    scale: f32,
+) -> GradientsParams {
     let linear = model.linear.weight.val();
     let loss = (linear.clone() * linear).sum()
         + (model.conv.weight.val() * weights[0].clone()).sum()
@@ -27,7 +39,7 @@ fn grads(model: &Small, weights: &[Tensor<4>; 2], shift: f32) -> GradientsParams
         + (model.norm.beta.val() - 0.3).powf_scalar(2.0).sum()
         + model.linear.bias.as_ref().unwrap().val().sum()
         + model.scale.val().sum() * 0.5;
-    GradientsParams::from_grads(loss.backward(), model)
+    GradientsParams::from_grads(loss.mul_scalar(scale).backward(), model)
 }
 
 fn flat(model: &Small) -> Vec<Vec<f32>> {
@@ -130,4 +142,133 @@ fn packed_adam_is_the_generic_update() {
         gpu::launches::count(|| Adam::default().step(1e-2, 0.9, small, g, None));
     assert_eq!(launches, 0);
     assert_ne!(flat(&after), before);
+}
+
+/// The scaler words of `shaders/adam_packed.wgsl` (two states of scale, good steps,
+/// skipped steps and a spare word, then a found flag per state) on `device`.
+fn scaler(words: [u32; 10], device: &Device) -> Tensor<1> {
+    let words = words.map(f32::from_bits).to_vec();
+    Tensor::from_data(TensorData::new(words, [10]), device)
+}
+
+fn words(scaler: &Tensor<1>) -> Vec<u32> {
+    let values = scaler.clone().into_data().try_to_vec::<f32>().unwrap();
+    values.into_iter().map(f32::to_bits).collect()
+}
+
+/// A mixed-precision run's packed step against the plain one, after a first plain step
+/// of each (the scaled step needs the packed buffers of one):
+/// - a step whose gradients overflowed (the loss times infinity) leaves every weight and
+///   moment as it was, in two launches (the check, the step), halves the scale, zeroes
+///   the good steps, counts a skip and leaves the next state's found flag clear;
+/// - the next step, its loss scaled by the halved scale, divides it out and takes its
+///   bias correction from the steps taken (2, not 3): the plain run's second step, to
+///   f32 rounding (the device computes beta^t with `pow`, the host by multiplying);
+/// - a finite step counts a good step, and at `interval` of them the scale doubles;
+/// - the step numbers, with the skip taken back, are the plain run's.
+#[test]
+fn a_scaled_step_is_checked_and_skipped_on_the_device() {
+    let plain = gpu::direct::start().expect("a wgpu adapter").0;
+    let device = plain.clone().autodiff();
+    let start = Small {
+        linear: LinearConfig::new(5, 7).init(&device),
+        conv: Conv2dConfig::new([2, 3], [3, 3]).init(&device),
+        norm: BatchNormConfig::new(3).init(&device),
+        scale: Param::from_tensor(Tensor::random([300], Distribution::Default, &device)),
+    };
+    let weights = [0, 1].map(|_| {
+        Tensor::<4>::random([3, 2, 3, 3], Distribution::Normal(0.0, 1.0), &device).detach()
+    });
+    let (mut scaled, mut reference) = (start.clone(), start);
+    let (mut adam_scaled, mut adam_reference) = (Adam::default(), Adam::default());
+    let g = grads(&scaled, &weights, 1.0);
+    scaled = adam_scaled.step(1e-2, 0.9, scaled, g, None);
+    let g = grads(&reference, &weights, 1.0);
+    reference = adam_reference.step(1e-2, 0.9, reference, g, None);
+
+    let mut state = [0u32; 10];
+    state[0] = 8f32.to_bits();
+    state[1] = 5;
+    let words_now = scaler(state, &plain);
+    let scaling = |parity, interval| Scaling {
+        scaler: &words_now,
+        parity,
+        lr: 1e-2,
+        interval,
+    };
+    let before = flat(&scaled);
+    let moments = |adam: &Adam| -> Vec<Vec<f32>> {
+        let read = |t: &Tensor<1>| t.clone().into_data().try_to_vec::<f32>().unwrap();
+        let states = adam.moments().iter().flatten();
+        states
+            .flat_map(|m| [read(&m.first), read(&m.second)])
+            .collect()
+    };
+    let moments_before = moments(&adam_scaled);
+    let g = scaled_grads(&scaled, &weights, 2.0, f32::INFINITY);
+    let (stepped, launches) =
+        gpu::launches::count(|| adam_scaled.step_scaled(1e-2, 0.9, scaled, g, scaling(0, 2000)));
+    scaled = stepped.ok().expect("the packed step runs on lavapipe");
+    assert_eq!(launches, 2, "the check and the step");
+    assert_eq!(
+        flat(&scaled),
+        before,
+        "an overflowed step moved the weights"
+    );
+    assert_eq!(moments(&adam_scaled), moments_before, "or the moments");
+    let w = words(&words_now);
+    assert_eq!(f32::from_bits(w[4]), 4.0, "the scale halves");
+    assert_eq!(&w[5..7], &[0, 1], "good steps zeroed, one skip counted");
+    assert_eq!(&w[8..10], &[1, 0], "found this step; clear for the next");
+
+    let g = scaled_grads(&scaled, &weights, 2.0, 4.0);
+    scaled = adam_scaled
+        .step_scaled(1e-2, 0.9, scaled, g, scaling(1, 2))
+        .ok()
+        .unwrap();
+    let g = grads(&reference, &weights, 2.0);
+    reference = adam_reference.step(1e-2, 0.9, reference, g, None);
+    let w = words(&words_now);
+    assert_eq!(f32::from_bits(w[0]), 4.0);
+    assert_eq!(&w[1..3], &[1, 1], "a good step, the skip still counted");
+    assert_eq!(w[8], 0, "the next step's found flag is clear");
+    let close = |a: &[Vec<f32>], b: &[Vec<f32>], what: &str| {
+        for (i, (a, b)) in a.iter().zip(b).enumerate() {
+            for (x, y) in a.iter().zip(b) {
+                let tolerance = 1e-6 * y.abs().max(1.0);
+                assert!(
+                    (x - y).abs() <= tolerance,
+                    "{what}, parameter {i}: {x} vs {y}"
+                );
+            }
+        }
+    };
+    close(&flat(&scaled), &flat(&reference), "after the scaled step");
+    assert_ne!(flat(&scaled), before);
+
+    let g = scaled_grads(&scaled, &weights, 3.0, 4.0);
+    scaled = adam_scaled
+        .step_scaled(1e-2, 0.9, scaled, g, scaling(0, 2))
+        .ok()
+        .unwrap();
+    let g = grads(&reference, &weights, 3.0);
+    reference = adam_reference.step(1e-2, 0.9, reference, g, None);
+    let w = words(&words_now);
+    assert_eq!(
+        f32::from_bits(w[4]),
+        8.0,
+        "two good steps in a row double the scale"
+    );
+    assert_eq!(&w[5..7], &[0, 1]);
+    close(&flat(&scaled), &flat(&reference), "after the next");
+
+    let times =
+        |adam: &Adam| -> Vec<usize> { adam.moments().iter().flatten().map(|m| m.time).collect() };
+    assert_eq!(
+        times(&adam_scaled),
+        vec![4; 6],
+        "every step counted until taken back"
+    );
+    adam_scaled.forget_skipped(1);
+    assert_eq!(times(&adam_scaled), times(&adam_reference));
 }

@@ -179,7 +179,7 @@ pub const ALL: [Shader; 22] = [
 
 /// The WGSL text of `adam_packed.wgsl` for `gradients` gradient buffers (at least one):
 /// every line between a `// gradients: begin` and its `// gradients: end` repeated once
-/// per gradient, its `g0` and `case 0u` numbered 0, 1, .., and its `@binding(7)` 7, 8, ...
+/// per gradient, its `g0` and `case 0u` numbered 0, 1, .., and its `@binding(8)` 8, 9, ...
 pub fn adam_packed(gradients: usize) -> String {
     assert!(gradients >= 1, "at least one gradient");
     let mut out = String::with_capacity(ADAM_PACKED.body.len() + 64 * gradients);
@@ -192,7 +192,7 @@ pub fn adam_packed(gradients: usize) -> String {
                 for j in 0..gradients {
                     for l in lines.iter() {
                         let l = l
-                            .replace("@binding(7)", &format!("@binding({})", 7 + j))
+                            .replace("@binding(8)", &format!("@binding({})", 8 + j))
                             .replace("g0", &format!("g{j}"))
                             .replace("case 0u", &format!("case {j}u"));
                         out.push_str(&l);
@@ -253,7 +253,7 @@ mod tests {
         assert_eq!(strip(&adam_packed(1)), strip(ADAM_PACKED.body));
         for gradients in [2, 5, 64] {
             let text = adam_packed(gradients);
-            let module = naga::front::wgsl::parse_str(&text)
+            let module = naga::front::wgsl::parse_str(&[COMMON, &text].join("\n"))
                 .unwrap_or_else(|e| panic!("{gradients}: {}", e.emit_to_string(&text)));
             naga::valid::Validator::new(
                 naga::valid::ValidationFlags::all(),
@@ -264,7 +264,7 @@ mod tests {
             let last = gradients - 1;
             assert!(text.contains(&format!(
                 "@binding({}) var<storage, read_write> g{last}:",
-                6 + gradients
+                7 + gradients
             )));
             assert!(text.contains(&format!("case {last}u: {{ return g{last}[i]; }}")));
             assert_eq!(

@@ -160,9 +160,36 @@ pub struct Part {
     pub x: Tensor<1>,
     pub g: Tensor<1>,
     pub moments: Option<(Tensor<1>, Tensor<1>)>,
-    /// Its step's scalars ([`AdamScalars::at`] its own step number); beta_1, beta_2 and
-    /// epsilon are every part's.
+    /// Its step number (1 for its first), skipped steps of a [`Scaling`] counted.
+    pub time: usize,
+    /// Its step's scalars ([`AdamScalars::at`] `time`); beta_1, beta_2 and epsilon are
+    /// every part's.
     pub scalars: AdamScalars,
+}
+
+/// A mixed-precision step's loss scale on the device
+/// ([`crate::train::loss_scale::DeviceLossScale`] owns it): the gradients are scaled by
+/// it, the step is skipped on the device when one of them is infinite or NaN, and the
+/// scale moves on there too, so that nothing is read back.
+pub struct Scaling<'a> {
+    /// The scaler's words (`shaders/adam_packed.wgsl`'s binding 7), updated in place.
+    pub scaler: &'a Tensor<1>,
+    /// Which of its two states this step reads (it writes the other).
+    pub parity: u32,
+    /// The learning rate, for steps after skipped ones (their bias corrections are
+    /// computed on the device).
+    pub lr: f32,
+    /// Finite steps in a row before the scale doubles.
+    pub interval: u32,
+}
+
+/// What `adam_packed.wgsl` does in a launch.
+#[derive(Clone, Copy)]
+enum Mode {
+    Plain = 0,
+    Check = 1,
+    Scaled = 2,
+    ScaledMovingTheScale = 3,
 }
 
 /// The offset of each part (each a multiple of `align`) and the packed length.
@@ -194,9 +221,18 @@ fn is_part(t: &Tensor<1>, of: &Tensor<1>, offset: usize) -> bool {
 /// default of 8 storage buffers), where the caller steps each parameter alone.
 ///
 /// When `previous` is the last packed step and every part's weights and moments are
-/// still its views, a launch binds the packed buffers whole and up to (bindings - 7)
+/// still its views, a launch binds the packed buffers whole and up to (bindings - 8)
 /// gradients; otherwise each part is stepped by `adam.wgsl` into its place.
-pub fn step_packed(parts: &[Part], previous: Option<&Packed>) -> Option<Packed> {
+///
+/// With a `scaling`, the gradients are checked first (a launch per chunk of them), then
+/// stepped or left as they were on the device. That reads packed buffers, so without a
+/// `previous` step's the weights and moments are first copied into packed ones (the
+/// first step of a run, or of a resumed one).
+pub fn step_packed(
+    parts: &[Part],
+    previous: Option<&Packed>,
+    scaling: Option<Scaling>,
+) -> Option<Packed> {
     let first = bridge::float_f32(&parts.first()?.x)?;
     let AdamScalars {
         beta_1,
@@ -213,7 +249,7 @@ pub fn step_packed(parts: &[Part], previous: Option<&Packed>) -> Option<Packed> 
     );
     let client = first.client.clone();
     let gradients_per_launch = (client.properties().hardware.max_bindings as usize)
-        .saturating_sub(7)
+        .saturating_sub(8)
         .min(MAX_GRADIENTS);
     if gradients_per_launch < 2 {
         return None;
@@ -224,16 +260,6 @@ pub fn step_packed(parts: &[Part], previous: Option<&Packed>) -> Option<Packed> 
     if total >= u32::MAX as usize - WORKGROUP as usize {
         return None;
     }
-    let x_out = bridge::empty_1d(&first, total, DType::F32);
-    let m_out = bridge::empty_1d(&first, total, DType::F32);
-    let v_out = bridge::empty_1d(&first, total, DType::F32);
-    let shared = [
-        beta_1.to_bits(),
-        (1.0 - beta_1).to_bits(),
-        beta_2.to_bits(),
-        (1.0 - beta_2).to_bits(),
-        epsilon.to_bits(),
-    ];
     let packed_in = previous.filter(|p| {
         p.offsets == offsets
             && parts.iter().zip(&offsets).all(|(part, &o)| {
@@ -244,17 +270,61 @@ pub fn step_packed(parts: &[Part], previous: Option<&Packed>) -> Option<Packed> 
                         .is_some_and(|(m, v)| is_part(m, &p.m, o) && is_part(v, &p.v, o))
             })
     });
+    let staged;
+    let packed_in = match (packed_in, &scaling) {
+        (None, Some(_)) => {
+            staged = stage(parts, &offsets, total, align);
+            Some(&staged)
+        }
+        (packed_in, _) => packed_in,
+    };
+    let scaler = match &scaling {
+        Some(s) => bridge::float_f32_strided(s.scaler)?.handle,
+        // Bound and never read.
+        None => bridge::upload_u32(&client, &[0; 10]),
+    };
+    let x_out = bridge::empty_1d(&first, total, DType::F32);
+    let m_out = bridge::empty_1d(&first, total, DType::F32);
+    let v_out = bridge::empty_1d(&first, total, DType::F32);
     match packed_in {
         Some(previous) => {
             let x = bridge::float_f32_strided(&previous.x)?;
             let m = bridge::float_f32_strided(&previous.m)?;
             let v = bridge::float_f32_strided(&previous.v)?;
-            for (chunk, chunk_offsets) in parts
+            let chunks: Vec<(&[Part], &[usize])> = parts
                 .chunks(gradients_per_launch)
                 .zip(offsets.chunks(gradients_per_launch))
-            {
-                let mut table = vec![chunk.len() as u32];
-                table.extend(shared);
+                .collect();
+            let mut launches = Vec::new();
+            match &scaling {
+                None => launches.extend(chunks.iter().map(|&c| (c, Mode::Plain))),
+                Some(_) => {
+                    launches.extend(chunks.iter().map(|&c| (c, Mode::Check)));
+                    for (i, &c) in chunks.iter().enumerate() {
+                        let mode = match i {
+                            0 => Mode::ScaledMovingTheScale,
+                            _ => Mode::Scaled,
+                        };
+                        launches.push((c, mode));
+                    }
+                }
+            }
+            let (parity, lr, interval) = scaling
+                .as_ref()
+                .map_or((0, 0.0, 0), |s| (s.parity, s.lr, s.interval));
+            for ((chunk, chunk_offsets), mode) in launches {
+                let mut table = vec![
+                    chunk.len() as u32,
+                    beta_1.to_bits(),
+                    (1.0 - beta_1).to_bits(),
+                    beta_2.to_bits(),
+                    (1.0 - beta_2).to_bits(),
+                    epsilon.to_bits(),
+                    lr.to_bits(),
+                    mode as u32,
+                    parity,
+                    interval,
+                ];
                 let mut groups = 0u32;
                 let mut gradients = Vec::with_capacity(chunk.len());
                 for (part, &o) in chunk.iter().zip(chunk_offsets) {
@@ -265,6 +335,7 @@ pub fn step_packed(parts: &[Part], previous: Option<&Packed>) -> Option<Packed> 
                         groups,
                         part.scalars.correction_2.to_bits(),
                         part.scalars.step_size.to_bits(),
+                        part.time as u32,
                     ]);
                     groups += n.div_ceil(WORKGROUP);
                     gradients.push(bridge::float_f32(&part.g)?);
@@ -278,6 +349,7 @@ pub fn step_packed(parts: &[Part], previous: Option<&Packed>) -> Option<Packed> 
                     &m_out.handle,
                     &v_out.handle,
                     &table,
+                    &scaler,
                 ];
                 buffers.extend(gradients.iter().map(|g| &g.handle));
                 bridge::launch(
@@ -307,6 +379,36 @@ pub fn step_packed(parts: &[Part], previous: Option<&Packed>) -> Option<Packed> 
         offsets,
         align,
     })
+}
+
+/// The packed buffers of `parts` as they are (weights, and moments or zeros), each at its
+/// offset in `total` values, the gaps zero.
+fn stage(parts: &[Part], offsets: &[usize], total: usize, align: usize) -> Packed {
+    let device = parts[0].x.device();
+    let pack = |of: &dyn Fn(&Part) -> Tensor<1>| {
+        let mut pieces = Vec::with_capacity(2 * parts.len());
+        for (j, (part, &o)) in parts.iter().zip(offsets).enumerate() {
+            let piece = of(part);
+            let end = o + piece.dims()[0];
+            pieces.push(piece);
+            let next = offsets.get(j + 1).copied().unwrap_or(total);
+            if next > end {
+                pieces.push(Tensor::zeros([next - end], &device));
+            }
+        }
+        Tensor::cat(pieces, 0)
+    };
+    let moment = |p: &Part, i: usize| match &p.moments {
+        Some((m, v)) => [m, v][i].clone(),
+        None => Tensor::zeros(p.x.dims(), &device),
+    };
+    Packed {
+        x: pack(&|p| p.x.clone()),
+        m: pack(&|p| moment(p, 0)),
+        v: pack(&|p| moment(p, 1)),
+        offsets: offsets.to_vec(),
+        align,
+    }
 }
 
 /// At most this many gradients per packed launch (a bound on the generated shader's

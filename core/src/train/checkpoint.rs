@@ -111,10 +111,19 @@ impl Trainer {
             let values = read_floats(t.values, "the network weights").await?;
             tensors.insert(network_name(&t.name), Saved::f32(t.dims, values));
         }
+        // Steps skipped on the device do not count for Adam.
+        let (loss_scale, skipped) = match &self.loss_scale {
+            Some(scaler) => {
+                let (scale, skipped) = scaler.read().await?;
+                (Some(scale), skipped)
+            }
+            None => (None, 0),
+        };
         let mut adam_steps = Vec::new();
         for (i, m) in self.adam.moments().iter().enumerate() {
-            adam_steps.push(m.as_ref().map(|m| m.time));
-            if let Some(m) = m {
+            let time = self.adam.time_without(i, skipped);
+            adam_steps.push(time);
+            if let (Some(m), Some(_)) = (m, time) {
                 let (first, second) = moment_names(i);
                 let a = read_floats(m.first.clone(), "Adam's moments").await?;
                 let b = read_floats(m.second.clone(), "Adam's moments").await?;
@@ -146,7 +155,7 @@ impl Trainer {
             preparation,
             adam_steps,
             history: history.to_vec(),
-            loss_scale: self.loss_scale,
+            loss_scale,
         };
         let state = serde_json::to_value(&state)
             .map_err(|e| Error::Config(format!("cannot serialise the run state: {e}")))?;
@@ -269,7 +278,9 @@ impl Trainer {
             }
             _ => {}
         }
-        self.loss_scale = state.loss_scale;
+        self.loss_scale = state
+            .loss_scale
+            .map(|scale| super::loss_scale::DeviceLossScale::new(scale, &self.device));
         self.shuffle = SplitMix64::new(state.batch_order);
         self.total_selection_risk = state.total_selection_risk;
         self.epoch = state.epoch;

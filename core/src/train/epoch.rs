@@ -7,6 +7,7 @@ use burn::tensor::{Int, Tensor, TensorData};
 
 use super::Trainer;
 use super::evaluate::{inputs, score};
+use super::loss_scale::DeviceLossScale;
 use crate::Result;
 use crate::methods::{self, BatchAt, EpochSet, Rule};
 use crate::model::Networks;
@@ -167,15 +168,31 @@ impl Trainer {
                 .collect()
         });
         let gate = step.apply.map(|g| g.detach().without_autodiff());
+        let mut networks = networks;
         let grads = match self.loss_scale.as_mut() {
             None => GradientsParams::from_grads(step.loss.backward(), &networks),
             // f16: the loss scaled up for the backward pass, the gradients scaled back
-            // down, and no step where they overflowed.
-            Some(loss_scale) => {
-                let scaled = step.loss.mul_scalar(loss_scale.scale);
+            // down, and no step where they overflowed; decided on the device where the
+            // packed Adam runs, else here.
+            Some(scaler) => {
+                let scaled = step.loss * Tensor::from_inner(scaler.scale());
                 let mut grads = GradientsParams::from_grads(scaled.backward(), &networks);
-                let finite = super::loss_scale::unscale(&mut grads, &networks, loss_scale.scale);
-                if !loss_scale.after(finite) {
+                if gate.is_none() {
+                    let scaling = scaler.scaling(lr);
+                    match self.adam.step_scaled(lr, beta_1, networks, grads, scaling) {
+                        Ok(networks) => {
+                            scaler.stepped();
+                            return (networks, BatchSums { loss_sum, picked });
+                        }
+                        Err(unstepped) => (networks, grads) = unstepped,
+                    }
+                }
+                let (mut host, skipped) = scaler.read_now();
+                self.adam.forget_skipped(skipped);
+                let finite = super::loss_scale::unscale(&mut grads, &networks, host.scale);
+                let applied = host.after(finite);
+                *scaler = DeviceLossScale::new(host, &self.device);
+                if !applied {
                     return (networks, BatchSums { loss_sum, picked });
                 }
                 grads

@@ -8,13 +8,26 @@
 //!
 //! It is part of a checkpoint: a resumed f16 run scales its next step as the run that
 //! stopped would have.
+//!
+//! Where the packed Adam runs (a wgpu adapter that binds enough buffers, and a step
+//! without a method's gate), the scale lives on the device ([`DeviceLossScale`]) and the packed
+//! step checks the gradients, skips or takes the step and moves the scale on there, as
+//! PyTorch's fused Adam does with `found_inf`: the step reads nothing back, and the
+//! unscaling and the check are two launches for every parameter together instead of
+//! two per parameter. A skipped step does not count for Adam's bias correction: it is
+//! counted on the device and taken back from the step numbers when the host next
+//! decides a step or saves a checkpoint. The host's way ([`unscale`] and
+//! [`LossScale::after`]) stays for the steps the packed Adam does not take (too few
+//! bindings, as in a browser, or Decouple's gated step), each with one read.
 
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
-use burn::tensor::Tensor;
+use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
+use crate::Result;
 use crate::model::Networks;
+use crate::optim::adam_gpu::Scaling;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LossScale {
@@ -52,6 +65,73 @@ impl LossScale {
             self.good_steps = 0;
         }
         true
+    }
+}
+
+/// The loss scale on the device: `shaders/adam_packed.wgsl`'s scaler words (two states
+/// of [scale, good steps, skipped steps, unused] and a found flag per state, as the bits
+/// of an f32 `[10]`), and which state the next step reads.
+pub(crate) struct DeviceLossScale {
+    words: Tensor<1>,
+    parity: u32,
+}
+
+impl DeviceLossScale {
+    /// `scale` on `device`, no step skipped yet.
+    pub(crate) fn new(scale: LossScale, device: &Device) -> Self {
+        let mut words = [0u32; 10];
+        words[0] = scale.scale.to_bits();
+        words[1] = scale.good_steps;
+        let words = words.map(f32::from_bits).to_vec();
+        DeviceLossScale {
+            words: Tensor::from_data(TensorData::new(words, [10]), device),
+            parity: 0,
+        }
+    }
+
+    /// The scale the next step's loss is multiplied by, `[1]` on the device (a view).
+    pub(crate) fn scale(&self) -> Tensor<1> {
+        let at = 4 * self.parity as usize;
+        self.words.clone().slice([at..at + 1])
+    }
+
+    /// What the packed Adam step needs to scale, check and skip with learning rate
+    /// `lr`; [`DeviceLossScale::stepped`] after it ran.
+    pub(crate) fn scaling(&self, lr: f64) -> Scaling<'_> {
+        Scaling {
+            scaler: &self.words,
+            parity: self.parity,
+            lr: lr as f32,
+            interval: LossScale::GROWTH_INTERVAL,
+        }
+    }
+
+    /// The packed step ran: the next reads the state it wrote.
+    pub(crate) fn stepped(&mut self) {
+        self.parity ^= 1;
+    }
+
+    /// The scale as the host keeps it, and the steps skipped on the device since this
+    /// was made. Reads the words back.
+    pub(crate) async fn read(&self) -> Result<(LossScale, usize)> {
+        let words = crate::selection::read_floats(self.words.clone(), "the loss scale").await?;
+        Ok(self.state_in(&words))
+    }
+
+    /// [`DeviceLossScale::read`] inside a training step, which waits for the device.
+    pub(crate) fn read_now(&self) -> (LossScale, usize) {
+        let words = self.words.clone().into_data().try_to_vec::<f32>();
+        self.state_in(&words.expect("the loss scale's words are f32"))
+    }
+
+    fn state_in(&self, words: &[f32]) -> (LossScale, usize) {
+        let at = 4 * self.parity as usize;
+        let word = |i: usize| words[at + i].to_bits();
+        let scale = LossScale {
+            scale: f32::from_bits(word(0)),
+            good_steps: word(1),
+        };
+        (scale, word(2) as usize)
     }
 }
 
@@ -120,49 +200,119 @@ mod gpu_tests {
     use crate::test_support::host;
     use crate::train::Trainer;
 
-    /// On lavapipe, through the training step itself: an f16 step whose scaled loss
-    /// overflows f16 in the backward pass (a scale of 1e30) leaves every weight as it was
-    /// and halves the scale; the next step, at PyTorch's first scale, moves the weights
-    /// and counts one finite step.
-    #[test]
-    fn an_f16_step_that_overflows_is_skipped() {
-        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+    /// A trainer of `method` in f16 on 256 of the bundled digits, and a function that
+    /// trains it on one batch.
+    fn f16_trainer(method: Method, device: &Device) -> (Trainer, impl Fn(&mut Trainer)) {
         let split = DatasetKind::MnistDigits.load(None).unwrap();
-        let mut config = TrainConfig::paper(
-            DatasetKind::MnistDigits,
-            NoiseKind::Symmetric,
-            0.5,
-            Method::STANDARD,
-        );
+        let mut config =
+            TrainConfig::paper(DatasetKind::MnistDigits, NoiseKind::Symmetric, 0.5, method);
         config.precision = Precision::F16;
         config.train_limit = Some(256);
         config.test_limit = Some(64);
-        let mut trainer = Trainer::new(config, split, &device).unwrap();
-        let weights = |t: &Trainer| -> Vec<Vec<f32>> {
-            float_tensors(&t.networks())
-                .into_iter()
-                .map(|t| host(t.values))
-                .collect()
-        };
+        let trainer = Trainer::new(config, split, device).unwrap();
         let picked: Vec<u32> = (0..128).collect();
         let at = BatchAt {
             epoch: 1,
             batch: 0,
             forget_rate: 0.0,
         };
-        let step = |t: &mut Trainer| {
+        let step = move |t: &mut Trainer| {
             let rule = t.rule.take().unwrap();
             let networks = t.networks.take().unwrap();
             let (networks, _) = t.train_batch(rule.as_ref(), networks, &picked, at, 1e-3, 0.9);
             t.networks = Some(networks);
             t.rule = Some(rule);
         };
-        let before = weights(&trainer);
+        (trainer, step)
+    }
 
-        trainer.loss_scale = Some(LossScale {
-            scale: 1e30,
-            good_steps: 7,
-        });
+    fn weights(t: &Trainer) -> Vec<Vec<f32>> {
+        float_tensors(&t.networks())
+            .into_iter()
+            .map(|t| host(t.values))
+            .collect()
+    }
+
+    fn set_scale(t: &mut Trainer, scale: f32, good_steps: u32) {
+        let scale = LossScale { scale, good_steps };
+        t.loss_scale = Some(DeviceLossScale::new(scale, &t.device));
+    }
+
+    fn state(t: &Trainer) -> (LossScale, usize) {
+        t.loss_scale.as_ref().unwrap().read_now()
+    }
+
+    const HALVED: LossScale = LossScale {
+        scale: 5e29,
+        good_steps: 0,
+    };
+
+    /// On lavapipe, through the training step itself, decided on the device (the
+    /// packed Adam): a scaled loss that overflows f16 in the backward pass (a scale of
+    /// 1e30) leaves every weight as it was, halves the scale and counts the skip, which
+    /// Adam's step numbers leave out once taken back (as a checkpoint takes them: a
+    /// parameter with no step taken has none); the next step, at PyTorch's first scale,
+    /// moves every weight and counts a finite step; a second overflow is skipped too.
+    #[test]
+    fn an_f16_step_that_overflows_is_skipped() {
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+        let (mut trainer, step) = f16_trainer(Method::STANDARD, &device);
+        let before = weights(&trainer);
+        let params = before.len();
+        let times = |t: &Trainer, skipped: usize| -> Vec<Option<usize>> {
+            (0..params)
+                .map(|i| t.adam.time_without(i, skipped))
+                .collect()
+        };
+
+        set_scale(&mut trainer, 1e30, 7);
+        step(&mut trainer);
+        assert_eq!(
+            weights(&trainer),
+            before,
+            "an overflowed first step moved the weights"
+        );
+        assert_eq!(
+            state(&trainer),
+            (HALVED, 1),
+            "one skip counted on the device"
+        );
+        assert_eq!(times(&trainer, 0), vec![Some(1); params]);
+        assert_eq!(times(&trainer, 1), vec![None; params], "no step taken");
+
+        set_scale(&mut trainer, LossScale::START, 0);
+        trainer.adam.forget_skipped(1);
+        step(&mut trainer);
+        let after = weights(&trainer);
+        let moved = before.iter().zip(&after).filter(|(b, a)| b != a).count();
+        assert_eq!(moved, params, "every parameter steps");
+        let one_good = LossScale {
+            scale: LossScale::START,
+            good_steps: 1,
+        };
+        assert_eq!(state(&trainer), (one_good, 0));
+        assert_eq!(times(&trainer, 0), vec![Some(1); params]);
+
+        set_scale(&mut trainer, 1e30, 7);
+        step(&mut trainer);
+        assert_eq!(
+            weights(&trainer),
+            after,
+            "a second overflow moved the weights"
+        );
+        assert_eq!(state(&trainer), (HALVED, 1));
+        assert_eq!(times(&trainer, 1), vec![Some(1); params]);
+    }
+
+    /// The same decided on the host, where the packed Adam does not step (Decouple's
+    /// step is gated): the overflow is skipped and the scale halved there, and the next
+    /// step counts a finite one.
+    #[test]
+    fn an_f16_step_decided_on_the_host_skips_an_overflow() {
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+        let (mut trainer, step) = f16_trainer(Method::DECOUPLE, &device);
+        let before = weights(&trainer);
+        set_scale(&mut trainer, 1e30, 7);
         step(&mut trainer);
         assert_eq!(
             weights(&trainer),
@@ -170,24 +320,16 @@ mod gpu_tests {
             "an overflowed step moved the weights"
         );
         assert_eq!(
-            trainer.loss_scale,
-            Some(LossScale {
-                scale: 5e29,
-                good_steps: 0
-            })
+            state(&trainer),
+            (HALVED, 0),
+            "decided on the host, nothing counted"
         );
-
-        trainer.loss_scale = Some(LossScale::default());
+        set_scale(&mut trainer, LossScale::START, 0);
         step(&mut trainer);
-        let after = weights(&trainer);
-        let moved = before.iter().zip(&after).filter(|(b, a)| b != a).count();
-        assert_eq!(moved, before.len(), "every parameter steps");
-        assert_eq!(
-            trainer.loss_scale,
-            Some(LossScale {
-                scale: LossScale::START,
-                good_steps: 1
-            })
-        );
+        let one_good = LossScale {
+            scale: LossScale::START,
+            good_steps: 1,
+        };
+        assert_eq!(state(&trainer), (one_good, 0));
     }
 }
