@@ -176,8 +176,8 @@ pub struct Scaling<'a> {
     pub scaler: &'a Tensor<1>,
     /// Which of its two states this step reads (it writes the other).
     pub parity: u32,
-    /// The learning rate, for steps after skipped ones (their bias corrections are
-    /// computed on the device).
+    /// The learning rate: a scaled step's bias corrections are computed on the device,
+    /// from the steps taken, which only the device knows.
     pub lr: f32,
     /// Finite steps in a row before the scale doubles.
     pub interval: u32,
