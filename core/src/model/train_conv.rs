@@ -337,14 +337,18 @@ fn forward_with(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> Tensor<4> {
     match unbiased(conv, x, how) {
         (y, Some(bias)) => {
             let channels = bias.dims()[0];
+            let bias = match is_low(y.dtype()) {
+                Some(low) => bias.cast(low),
+                None => bias,
+            };
             y + bias.reshape([1, channels, 1, 1])
         }
         (y, None) => y,
     }
 }
 
-/// [`forward`], but where it runs through [`Im2colConv`] the bias comes back beside the
-/// output instead of added to it, for the batch norm after the convolution to fold in
+/// [`forward`], but where it runs through [`Im2colConv`] (or in a mixed-precision step's
+/// 16 bits) the bias comes back beside the output instead of added to it, for the batch norm after the convolution to fold in
 /// ([`super::train_batch_norm::forward_shifted`]). Elsewhere (burn's own convolution, whose
 /// bits the CPU results keep) the output has its bias and none comes back.
 pub(crate) fn forward_leaving_bias(conv: &Conv2d, x: Tensor<4>) -> (Tensor<4>, Option<Tensor<1>>) {
@@ -352,13 +356,13 @@ pub(crate) fn forward_leaving_bias(conv: &Conv2d, x: Tensor<4>) -> (Tensor<4>, O
 }
 
 /// The convolution through [`Im2colConv`] with its bias apart, when `how` and the device
-/// offer it; burn's with its bias otherwise (in the input's type, for a mixed-precision
-/// step's 16-bit input).
+/// offer it, and for a mixed-precision step's 16-bit input (burn's convolution in that
+/// type); burn's with its bias otherwise.
 fn unbiased(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> (Tensor<4>, Option<Tensor<1>>) {
     // A mixed-precision step's 16-bit input: burn's convolution in that type (taks's
     // kernels are f32).
     if let Some(low) = is_low(x.dtype()) {
-        return (super::mixed_precision::conv(conv, x, low), None);
+        return super::mixed_precision::conv(conv, x, low);
     }
     let geometry = Geometry::of(conv);
     let Some(Geometry {

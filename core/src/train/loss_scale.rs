@@ -92,7 +92,7 @@ impl DeviceLossScale {
     /// The scale the next step's loss is multiplied by, `[1]` on the device (a view).
     pub(crate) fn scale(&self) -> Tensor<1> {
         let at = 4 * self.parity as usize;
-        self.words.clone().slice([at..at + 1])
+        self.words.clone().narrow(0, at, 1)
     }
 
     /// What the packed Adam step needs to scale, check and skip with learning rate
