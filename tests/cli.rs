@@ -74,7 +74,10 @@ fn copy_tree(from: &Path, to: &Path) {
 /// flags for every subcommand, each with the error it must give.
 #[test]
 fn bad_input_corpus() {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus");
+    let corpus = PathBuf::from(
+        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../tests/corpus");
     let files = scratch("corpus");
     copy_tree(&corpus.join("files"), &files);
     // The working folder of every case: a refused run must not leave a run folder.

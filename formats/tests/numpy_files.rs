@@ -11,14 +11,16 @@
 //! np.save('f4-3d.npy', np.zeros((2, 2, 2), dtype=np.float32))
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use taks_formats::npy::{Matrix, read_labels, read_matrix};
 
 fn file(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/numpy")
-        .join(name)
+    PathBuf::from(
+        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("tests/numpy")
+    .join(name)
 }
 
 #[test]

@@ -1,14 +1,16 @@
 //! Real files `torch.save` wrote (PyTorch 2.15; how: the comment on each), read by
 //! `state_dict::read` without PyTorch.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use taks_formats::state_dict::{self, Weight};
 
-fn fixture(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(
+        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("tests/fixtures")
+    .join(name)
 }
 
 /// `a = torch.arange(6.).reshape(2, 3)`; `torch.save({"a": a, "t": a.t(), "h": fp16
@@ -45,7 +47,10 @@ fn a_training_checkpoint_of_a_data_parallel_model() {
 /// zip64 records), and a pickled function refused by name.
 #[test]
 fn small_archives_open_and_a_pickled_function_is_refused() {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/files");
+    let corpus = PathBuf::from(
+        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../tests/corpus/files");
     let err = state_dict::read(&corpus.join("init-pickled-function.pth"))
         .unwrap_err()
         .to_string();

@@ -301,7 +301,10 @@ mod tests {
         assert_eq!(names.len(), ALL.len());
         // Every .wgsl file of the crate is a shader of ALL, one of the four preludes or
         // the common helpers.
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = std::path::PathBuf::from(
+            std::env::var("CARGO_MANIFEST_DIR")
+                .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
+        );
         let files = std::fs::read_dir(dir)
             .unwrap()
             .filter_map(|e| e.ok())

@@ -285,7 +285,11 @@ mod tests {
     fn logits_match_torchvision_for_each_depth() {
         let dir = std::env::temp_dir().join(format!("taks-parity-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/resnet-parity");
+        let fixtures = std::path::PathBuf::from(
+            std::env::var("CARGO_MANIFEST_DIR")
+                .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
+        )
+        .join("tests/fixtures/resnet-parity");
         let input: Vec<f32> = uniform("input", 2 * 3 * 64 * 64)
             .iter()
             .map(|v| *v as f32)
