@@ -10,15 +10,15 @@
 //! stopped would have.
 //!
 //! Where the packed Adam runs (a wgpu adapter that binds enough buffers, and a step
-//! without a method's gate), the scale lives on the device ([`DeviceLossScale`]) and the packed
-//! step checks the gradients, skips or takes the step and moves the scale on there, as
-//! PyTorch's fused Adam does with `found_inf`: the step reads nothing back, and the
-//! unscaling and the check are two launches for every parameter together instead of
-//! two per parameter. A skipped step does not count for Adam's bias correction: it is
-//! counted on the device and taken back from the step numbers when the host next
-//! decides a step or saves a checkpoint. The host's way ([`unscale`] and
-//! [`LossScale::after`]) stays for the steps the packed Adam does not take (too few
-//! bindings, as in a browser, or Decouple's gated step), each with one read.
+//! without a method's gate), the scale lives on the device ([`DeviceLossScale`]) and
+//! the packed step checks the gradients, skips or takes the step and moves the scale on
+//! there, as PyTorch's fused Adam does with `found_inf`: the step reads nothing back,
+//! and the unscaling and the check are two launches for every parameter together
+//! instead of two per parameter. A skipped step does not count for Adam's bias
+//! correction: it is counted on the device and taken back from the step numbers when
+//! the host next decides a step or saves a checkpoint. The host's way ([`unscale`] and
+//! [`LossScale::after`]) stays for the steps the packed Adam does not take (an adapter
+//! with too few bindings, or Decouple's gated step), each with one read.
 
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
