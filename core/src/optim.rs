@@ -99,7 +99,8 @@ impl Adam {
     /// step number advances either way; the skipped steps are counted in the scale's
     /// state, and [`Adam::forget_skipped`] takes them back. `Err` gives the module
     /// back untouched where the packed step does not run (off wgpu, or too few
-    /// bindings), for a step decided on the host.
+    /// bindings) or would step other parameters than the last packed step (whose
+    /// skips are not taken back yet), for a step decided on the host.
     pub fn step_scaled<M: Module>(
         &mut self,
         lr: f64,
@@ -192,6 +193,15 @@ impl Adam {
         if off_wgpu || stepped.is_empty() {
             return Err((module, grads));
         }
+        // The skips counted on the device belong to the parameters the packed steps
+        // stepped: another set is stepped after the host took them back.
+        let positions: Vec<usize> = stepped.iter().map(|(p, _, _)| *p).collect();
+        if scaling.is_some()
+            && !self.packed_positions.is_empty()
+            && positions != self.packed_positions
+        {
+            return Err((module, grads));
+        }
         if self.moments.len() < found.position {
             self.moments.resize(found.position, None);
         }
@@ -222,7 +232,7 @@ impl Adam {
         };
         let module = module.map(&mut place);
         self.packed = Some(packed);
-        self.packed_positions = stepped.iter().map(|(p, _, _)| *p).collect();
+        self.packed_positions = positions;
         Ok(module)
     }
 

@@ -165,7 +165,8 @@ fn words(scaler: &Tensor<1>) -> Vec<u32> {
 ///   bias correction from the steps taken (2, not 3): the plain run's second step, to
 ///   f32 rounding (the device computes beta^t with `pow`, the host by multiplying);
 /// - a finite step counts a good step, and at `interval` of them the scale doubles;
-/// - the step numbers, with the skip taken back, are the plain run's.
+/// - the step numbers, with the skip taken back, are the plain run's;
+/// - a step of another set of parameters is refused, for the host to decide.
 #[test]
 fn a_scaled_step_is_checked_and_skipped_on_the_device() {
     let plain = gpu::direct::start().expect("a wgpu adapter").0;
@@ -273,4 +274,14 @@ fn a_scaled_step_is_checked_and_skipped_on_the_device() {
     );
     adam_scaled.forget_skipped(1);
     assert_eq!(times(&adam_scaled), times(&adam_reference));
+
+    // A step of other parameters (one without a gradient) is left to the host, which
+    // takes the device's skips back first: only those stepped since count them.
+    let mut g = scaled_grads(&scaled, &weights, 4.0, 8.0);
+    g.remove::<1>(scaled.scale.id);
+    let refused = adam_scaled.step_scaled(1e-2, 0.9, scaled, g, scaling(1, 2));
+    assert!(
+        refused.is_err(),
+        "another set of parameters stepped on the device"
+    );
 }
