@@ -19,6 +19,23 @@ struct Small {
     scale: Param<Tensor<1>>,
 }
 
+impl Small {
+    fn new(device: &Device) -> Self {
+        Small {
+            linear: LinearConfig::new(5, 7).init(device),
+            conv: Conv2dConfig::new([2, 3], [3, 3]).init(device),
+            norm: BatchNormConfig::new(3).init(device),
+            scale: Param::from_tensor(Tensor::random([300], Distribution::Default, device)),
+        }
+    }
+}
+
+/// The weights [`grads`]'s loss gives the convolution's weights, random.
+fn loss_weights(device: &Device) -> [Tensor<4>; 2] {
+    [0, 1]
+        .map(|_| Tensor::<4>::random([3, 2, 3, 3], Distribution::Normal(0.0, 1.0), device).detach())
+}
+
 /// A loss that weighs every weight differently, and its gradients.
 fn grads(model: &Small, weights: &[Tensor<4>; 2], shift: f32) -> GradientsParams {
     scaled_grads(model, weights, shift, 1.0)
@@ -62,15 +79,8 @@ fn flat(model: &Small) -> Vec<Vec<f32>> {
 #[test]
 fn packed_adam_is_the_generic_update() {
     let device = gpu::direct::start().expect("a wgpu adapter").0.autodiff();
-    let start = Small {
-        linear: LinearConfig::new(5, 7).init(&device),
-        conv: Conv2dConfig::new([2, 3], [3, 3]).init(&device),
-        norm: BatchNormConfig::new(3).init(&device),
-        scale: Param::from_tensor(Tensor::random([300], Distribution::Default, &device)),
-    };
-    let weights = [0, 1].map(|_| {
-        Tensor::<4>::random([3, 2, 3, 3], Distribution::Normal(0.0, 1.0), &device).detach()
-    });
+    let start = Small::new(&device);
+    let weights = loss_weights(&device);
     let (mut packed, mut generic) = (start.clone(), start);
     let (mut adam_packed, mut adam_generic) = (Adam::default(), Adam::default());
     let gate = Tensor::<1>::ones([1], &device).inner();
@@ -129,12 +139,7 @@ fn packed_adam_is_the_generic_update() {
     }
     // Off wgpu the packed path steps nothing: the flex step is the per-parameter one.
     let flex = Device::flex().autodiff();
-    let small = Small {
-        linear: LinearConfig::new(5, 7).init(&flex),
-        conv: Conv2dConfig::new([2, 3], [3, 3]).init(&flex),
-        norm: BatchNormConfig::new(3).init(&flex),
-        scale: Param::from_tensor(Tensor::random([300], Distribution::Default, &flex)),
-    };
+    let small = Small::new(&flex);
     let weights = weights.map(|w| w.to_device(&flex));
     let g = grads(&small, &weights, 1.0);
     let before = flat(&small);
@@ -171,15 +176,8 @@ fn words(scaler: &Tensor<1>) -> Vec<u32> {
 fn a_scaled_step_is_checked_and_skipped_on_the_device() {
     let plain = gpu::direct::start().expect("a wgpu adapter").0;
     let device = plain.clone().autodiff();
-    let start = Small {
-        linear: LinearConfig::new(5, 7).init(&device),
-        conv: Conv2dConfig::new([2, 3], [3, 3]).init(&device),
-        norm: BatchNormConfig::new(3).init(&device),
-        scale: Param::from_tensor(Tensor::random([300], Distribution::Default, &device)),
-    };
-    let weights = [0, 1].map(|_| {
-        Tensor::<4>::random([3, 2, 3, 3], Distribution::Normal(0.0, 1.0), &device).detach()
-    });
+    let start = Small::new(&device);
+    let weights = loss_weights(&device);
     let (mut scaled, mut reference) = (start.clone(), start);
     let (mut adam_scaled, mut adam_reference) = (Adam::default(), Adam::default());
     let g = grads(&scaled, &weights, 1.0);
