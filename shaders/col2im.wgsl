@@ -14,13 +14,16 @@
 // consecutive invocations read neighbouring columns of one row. Parts of a batch write
 // disjoint images of one dx buffer: n0 is the part's first image.
 //
+// `elem` is f32 or f16, as in im2col.wgsl; the sum is taken in f32 either way (a 3x3
+// kernel at stride 1 adds up to nine entries) and rounded once when it is written.
+//
 // Bindings (group 0, all storage read_write):
-//   0 dcols [Np * Ho * Wo, C * kh * kw] f32, Np the part's images
-//   1 dx out [N, H, W, C] f32, written for images n0 .. n0 + Np
+//   0 dcols [Np * Ho * Wo, C * kh * kw] elem, Np the part's images
+//   1 dx out [N, H, W, C] elem, written for images n0 .. n0 + Np
 //   2 params u32 [12]: Np, C, H, W, kh, kw, sh, sw, ph, pw, Ho, Wo, then n0 at [12]
 
-@group(0) @binding(0) var<storage, read_write> dcols: array<f32>;
-@group(0) @binding(1) var<storage, read_write> dx: array<f32>;
+@group(0) @binding(0) var<storage, read_write> dcols: array<elem>;
+@group(0) @binding(1) var<storage, read_write> dx: array<elem>;
 @group(0) @binding(2) var<storage, read_write> params: array<u32>;
 
 const WG: u32 = 256u;
@@ -54,7 +57,7 @@ fn main(
     let h = (q / width) % height;
     let n = q / (width * height);
     let k_total = channels * kh * kw;
-    var sum = 0.0;
+    var sum: f32 = 0.0;
     for (var i = 0u; i < kh; i = i + 1u) {
         // Unsigned: a tap above the image wraps to a huge value and fails the test
         // like one below it.
@@ -70,8 +73,8 @@ fn main(
             }
             let ow = left / sw;
             let row = (n * out_h + oh) * out_w + ow;
-            sum = sum + dcols[row * k_total + (c * kh + i) * kw + j];
+            sum = sum + f32(dcols[row * k_total + (c * kh + i) * kw + j]);
         }
     }
-    dx[first * height * width * channels + e] = sum;
+    dx[first * height * width * channels + e] = elem(sum);
 }

@@ -12,13 +12,17 @@
 // [N, Ho, Wo, O]. One invocation per element of cols (workgroup size 256, 2-D grid as
 // in noise_risk.wgsl); consecutive invocations write consecutive columns of one row.
 //
+// `elem` is f32 or f16 (IM2COL and IM2COL_F16 in src/lib.rs put the alias, and for f16
+// the `enable f16;` directive, before this file): a mixed-precision step builds its f16
+// patches for burn's f16 matmul the same way.
+//
 // Bindings (group 0, all storage read_write):
-//   0 x    f32, element (n, c, h, w) at n sn + c sc + h sh_ + w sw_ (in elements)
-//   1 cols out [P * K] f32
+//   0 x    elem, element (n, c, h, w) at n sn + c sc + h sh_ + w sw_ (in elements)
+//   1 cols out [P * K] elem
 //   2 params u32 [16]: N, C, H, W, sn, sc, sh_, sw_, kh, kw, sh, sw, ph, pw, Ho, Wo
 
-@group(0) @binding(0) var<storage, read_write> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> cols: array<f32>;
+@group(0) @binding(0) var<storage, read_write> x: array<elem>;
+@group(0) @binding(1) var<storage, read_write> cols: array<elem>;
 @group(0) @binding(2) var<storage, read_write> params: array<u32>;
 
 const WG: u32 = 256u;
@@ -58,7 +62,7 @@ fn main(
     // the bounds test like one past the edge.
     let ih = oh * params[10] + i - params[12];
     let iw = ow * params[11] + j - params[13];
-    var v = 0.0;
+    var v = elem(0.0);
     if (ih < height && iw < width) {
         v = x[n * params[4] + c * params[5] + ih * params[6] + iw * params[7]];
     }

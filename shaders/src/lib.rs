@@ -16,15 +16,24 @@
 pub struct Shader {
     /// Unique per shader (it keys the GPU stack's pipeline cache).
     pub name: &'static str,
+    /// Declarations the pass uses. It comes first in [`Shader::text`], so it may open
+    /// with a directive (`enable f16;` in [`ELEM_F16`]), which WGSL wants before any
+    /// declaration; module-scope declarations may come in any order.
     pub prelude: &'static str,
     pub body: &'static str,
 }
 
 impl Shader {
-    /// The complete WGSL text a device compiles: [`COMMON`], the prelude and the pass,
+    /// The complete WGSL text a device compiles: the prelude, [`COMMON`] and the pass,
     /// a newline between each.
     pub fn text(&self) -> String {
-        [COMMON, self.prelude, self.body].join("\n")
+        [self.prelude, COMMON, self.body].join("\n")
+    }
+
+    /// Whether the shader computes in f16, which the device must offer (WebGPU's
+    /// `shader-f16`).
+    pub fn is_f16(&self) -> bool {
+        self.prelude.starts_with("enable f16;")
     }
 }
 
@@ -45,6 +54,11 @@ pub const BN_COMMON: &str = include_str!("../bn_common.wgsl");
 pub const CROSS_ENTROPY_COMMON: &str = include_str!("../cross_entropy_common.wgsl");
 /// Shared prelude (parameters, strided indexing) of the `residual_*` passes.
 pub const RESIDUAL_COMMON: &str = include_str!("../residual_common.wgsl");
+/// The element type of the passes written for either float width (`im2col.wgsl`,
+/// `col2im.wgsl`): f32 ...
+pub const ELEM_F32: &str = "alias elem = f32;";
+/// ... or f16, for a mixed-precision step ([`IM2COL_F16`], [`COL2IM_F16`]).
+pub const ELEM_F16: &str = "enable f16;\nalias elem = f16;";
 
 macro_rules! shader {
     ($(#[$doc:meta])* $konst:ident, $name:literal, $prelude:expr, $file:literal) => {
@@ -112,11 +126,19 @@ shader!(
 );
 shader!(
     /// A convolution's patches as the rows of a matrix.
-    IM2COL, "taks_im2col", "", "im2col.wgsl"
+    IM2COL, "taks_im2col", ELEM_F32, "im2col.wgsl"
+);
+shader!(
+    /// The same in f16, for a mixed-precision step's convolutions.
+    IM2COL_F16, "taks_im2col_f16", ELEM_F16, "im2col.wgsl"
 );
 shader!(
     /// A convolution's input gradient from its patches' gradient (im2col's inverse).
-    COL2IM, "taks_col2im", "", "col2im.wgsl"
+    COL2IM, "taks_col2im", ELEM_F32, "col2im.wgsl"
+);
+shader!(
+    /// The same in f16 (summed in f32).
+    COL2IM_F16, "taks_col2im_f16", ELEM_F16, "col2im.wgsl"
 );
 shader!(
     /// A tiled matrix product of two strided f32 matrices, with a bias and ReLU after it
@@ -152,7 +174,7 @@ shader!(
 );
 
 /// Every shader.
-pub const ALL: [Shader; 22] = [
+pub const ALL: [Shader; 24] = [
     NOISE_RISK,
     SELECT_HISTOGRAM,
     SELECT_DIGIT,
@@ -167,7 +189,9 @@ pub const ALL: [Shader; 22] = [
     CROSS_ENTROPY,
     CROSS_ENTROPY_GRAD,
     IM2COL,
+    IM2COL_F16,
     COL2IM,
+    COL2IM_F16,
     MATMUL,
     RESIDUAL_RELU,
     RESIDUAL_RELU_GRAD,
@@ -223,12 +247,15 @@ mod tests {
             let text = shader.text();
             let module = naga::front::wgsl::parse_str(&text)
                 .unwrap_or_else(|e| panic!("{}: {}", shader.name, e.emit_to_string(&text)));
-            naga::valid::Validator::new(
-                naga::valid::ValidationFlags::all(),
-                naga::valid::Capabilities::empty(),
-            )
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{}: {}", shader.name, e.emit_to_string(&text)));
+            // f16 only where the shader enables it: naga then refuses it without the
+            // capability, as a device without `shader-f16` would.
+            let capabilities = match shader.is_f16() {
+                true => naga::valid::Capabilities::SHADER_FLOAT16,
+                false => naga::valid::Capabilities::empty(),
+            };
+            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities)
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{}: {}", shader.name, e.emit_to_string(&text)));
             let main = module.entry_points.iter().find(|ep| ep.name == "main");
             let main = main.unwrap_or_else(|| panic!("{}: no `main` entry point", shader.name));
             assert_eq!(
@@ -299,8 +326,8 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ALL.len());
-        // Every .wgsl file of the crate is a shader of ALL, one of the four preludes or
-        // the common helpers.
+        // Every .wgsl file of the crate is a shader of ALL (two of them twice, in f32
+        // and in f16), one of the four preludes or the common helpers.
         let dir = std::path::PathBuf::from(
             std::env::var("CARGO_MANIFEST_DIR")
                 .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
@@ -310,6 +337,9 @@ mod tests {
             .filter_map(|e| e.ok())
             .filter(|e| e.path().extension().is_some_and(|x| x == "wgsl"))
             .count();
-        assert_eq!(files, ALL.len() + 5, "a .wgsl file that no shader uses");
+        let mut bodies: Vec<_> = ALL.iter().map(|s| s.body).collect();
+        bodies.sort_unstable();
+        bodies.dedup();
+        assert_eq!(files, bodies.len() + 5, "a .wgsl file that no shader uses");
     }
 }

@@ -48,19 +48,29 @@ pub(crate) fn is_wgpu<const D: usize>(t: &Tensor<D>) -> bool {
 /// tensor lives elsewhere. Autodiff is dropped (the kernels are not differentiable) and other
 /// float dtypes are cast to f32 on the device.
 pub(crate) fn float_f32<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
-    Some(into_contiguous(float_f32_strided(t)?))
+    float_as(t, DType::F32)
+}
+
+/// As [`float_f32`], in `dtype` (a kernel's f16 variant reads f16).
+pub(crate) fn float_as<const D: usize>(t: &Tensor<D>, dtype: DType) -> Option<CubeTensor> {
+    Some(into_contiguous(float_strided_as(t, dtype)?))
 }
 
 /// As [`float_f32`], but the buffer as the tensor lays it out (a permuted or narrowed
 /// view is not copied): for kernels that read through the tensor's strides
 /// (`prim.meta.strides()`, in elements, from the handle's start).
 pub(crate) fn float_f32_strided<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
+    float_strided_as(t, DType::F32)
+}
+
+/// As [`float_f32_strided`], in `dtype`.
+pub(crate) fn float_strided_as<const D: usize>(t: &Tensor<D>, dtype: DType) -> Option<CubeTensor> {
     let prim = wgpu_float(t)?;
-    if prim.dtype == DType::F32 {
+    if prim.dtype == dtype {
         Some(prim)
     } else {
         Tensor::<D>::from_primitive::<CubeBackend>(prim)
-            .cast(DType::F32)
+            .cast(dtype)
             .try_into_primitive::<CubeBackend>()
             .ok()
     }
@@ -97,9 +107,9 @@ pub(crate) fn max_buffer_bytes<const D: usize>(t: &Tensor<D>) -> Option<usize> {
     wgpu_float(t).map(|prim| prim.client.properties().memory.max_page_size as usize)
 }
 
-/// A fresh, uninitialised 1-D buffer of `len` 32-bit elements of `dtype` on `like`'s device.
+/// A fresh, uninitialised 1-D buffer of `len` elements of `dtype` on `like`'s device.
 pub(crate) fn empty_1d(like: &CubeTensor, len: usize, dtype: DType) -> CubeTensor {
-    let handle = like.client.empty(len.max(1) * 4);
+    let handle = like.client.empty(len.max(1) * dtype.size());
     CubeTensor::new_contiguous(
         like.client.clone(),
         like.device.clone(),

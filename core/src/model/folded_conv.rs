@@ -91,6 +91,7 @@ impl FoldedConv {
             stride: g.stride,
             padding: g.padding,
             epilogue: if with_relu { "bias, relu" } else { "bias" },
+            low: false,
         };
         forward_fastest(self.how, shape, &x.device(), |way| match way {
             Way::Burn => Some(direct()),

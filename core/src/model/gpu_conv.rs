@@ -66,9 +66,10 @@ impl GpuConv {
 }
 
 /// A convolution's shape, as far as its speed goes: input `[N, C, H, W]`, weights
-/// `[O, C, kh, kw]`, stride, padding, and what follows it in the same kernel (bias, ReLU).
-/// Measurements are kept per power-of-two bucket of N, so that an epoch's last, shorter
-/// batch or chunk is not measured again.
+/// `[O, C, kh, kw]`, stride, padding, what follows it in the same kernel (bias, ReLU), and
+/// whether it runs in a 16-bit type (a mixed-precision step's; f32 otherwise). Measurements are
+/// kept per power-of-two bucket of N, so that an epoch's last, shorter batch or chunk is
+/// not measured again.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct ConvShape {
     pub input: [usize; 4],
@@ -76,6 +77,7 @@ pub(crate) struct ConvShape {
     pub stride: [usize; 2],
     pub padding: [usize; 2],
     pub epilogue: &'static str,
+    pub low: bool,
 }
 
 /// One way to run a convolution's forward pass on a wgpu device.
@@ -102,12 +104,14 @@ impl Way {
 }
 
 /// The ways `auto` chooses among, as `TAKS_GPU_MATMUL` leaves them: all three by default,
-/// im2col on burn's matmul only under `burn`, the implicit one only under `tiled`.
-pub(crate) fn candidates() -> &'static [Way] {
-    match GpuMatmul::current() {
-        GpuMatmul::Auto => &[Way::Burn, Way::Im2col, Way::Implicit],
-        GpuMatmul::Burn => &[Way::Burn, Way::Im2col],
-        GpuMatmul::Tiled => &[Way::Burn, Way::Implicit],
+/// im2col on burn's matmul only under `burn`, the implicit one only under `tiled`. In 16
+/// bits (`low`) burn's matmul is the only one (taks's tiled matmul is an f32 kernel), so
+/// the candidates are burn's kernel and im2col whatever `TAKS_GPU_MATMUL` says.
+pub(crate) fn candidates(low: bool) -> &'static [Way] {
+    match (GpuMatmul::current(), low) {
+        (_, true) | (GpuMatmul::Burn, false) => &[Way::Burn, Way::Im2col],
+        (GpuMatmul::Auto, false) => &[Way::Burn, Way::Im2col, Way::Implicit],
+        (GpuMatmul::Tiled, false) => &[Way::Burn, Way::Implicit],
     }
 }
 
@@ -181,7 +185,7 @@ pub(crate) fn forward_fastest(
     let burn = || run(Way::Burn).expect("burn's convolution always runs");
     let way = match how {
         _ if !how.offers_im2col() => Way::Burn,
-        GpuConv::Im2col if GpuMatmul::current() == GpuMatmul::Tiled => Way::Implicit,
+        GpuConv::Im2col if GpuMatmul::current() == GpuMatmul::Tiled && !shape.low => Way::Implicit,
         GpuConv::Im2col => Way::Im2col,
         _ => chosen(shape, device, &run),
     };
@@ -193,9 +197,11 @@ pub(crate) fn forward_fastest(
 
 /// The way a training step's backward pass takes for a convolution of `shape`: the
 /// implicit one under `TAKS_GPU_MATMUL=tiled`, or by default where the forward pass
-/// measured it fastest; im2col otherwise (the backward passes have no direct kernel).
+/// measured it fastest; im2col otherwise (the backward passes have no direct kernel),
+/// and always in 16 bits (the implicit one is f32 only).
 pub(crate) fn backward_way(shape: &ConvShape) -> Way {
     match GpuMatmul::current() {
+        _ if shape.low => Way::Im2col,
         GpuMatmul::Tiled => Way::Implicit,
         GpuMatmul::Burn => Way::Im2col,
         GpuMatmul::Auto => {
@@ -239,7 +245,7 @@ fn chosen(shape: ConvShape, device: &Device, run: &dyn Fn(Way) -> Option<Tensor<
     }
     // Where nothing can be measured (the device cannot be waited for): burn's kernel,
     // without asking again for this shape.
-    let m = measure(device, run).unwrap_or(Measured {
+    let m = measure(device, candidates(shape.low), run).unwrap_or(Measured {
         direct: 0.0,
         ..Measured::NONE
     });
@@ -284,6 +290,7 @@ impl ConvShape {
             stride: self.stride,
             padding: self.padding,
             epilogue: self.epilogue.to_string(),
+            low: self.low,
             direct_s: m.direct,
             im2col_s: m.im2col.is_finite().then_some(m.im2col),
             implicit_s: m.implicit.is_finite().then_some(m.implicit),
@@ -301,13 +308,14 @@ impl ConvShape {
             stride: k.stride,
             padding: k.padding,
             epilogue,
+            low: k.low,
         };
         let mut measured = Measured {
             direct: k.direct_s,
             earlier: true,
             ..Measured::NONE
         };
-        for way in candidates() {
+        for way in candidates(shape.low) {
             match way {
                 Way::Burn => {}
                 Way::Im2col => measured.im2col = k.im2col_s?,
@@ -327,14 +335,15 @@ pub fn measured_shapes() -> Vec<(String, Measured)> {
             let [n, c, h, w] = s.input;
             let [o, _, kh, kw] = s.weight;
             let name = format!(
-                "(up to {n})x{c}x{h}x{w} -> {o}, {kh}x{kw}/{} pad {}{}",
+                "(up to {n})x{c}x{h}x{w} -> {o}, {kh}x{kw}/{} pad {}{}{}",
                 s.stride[0],
                 s.padding[0],
                 if s.epilogue.is_empty() {
                     String::new()
                 } else {
                     format!(", {}", s.epilogue)
-                }
+                },
+                if s.low { ", 16-bit" } else { "" }
             );
             (name, m)
         })
@@ -345,7 +354,11 @@ pub fn measured_shapes() -> Vec<(String, Measured)> {
 /// that cannot run for this shape stays infinite. `None` when the device cannot be
 /// waited for.
 #[cfg(not(target_arch = "wasm32"))]
-fn measure(device: &Device, run: &dyn Fn(Way) -> Option<Tensor<4>>) -> Option<Measured> {
+fn measure(
+    device: &Device,
+    candidates: &[Way],
+    run: &dyn Fn(Way) -> Option<Tensor<4>>,
+) -> Option<Measured> {
     use std::time::Instant;
     let time = |way: Way| -> Option<Option<f64>> {
         device.sync().ok()?;
@@ -360,7 +373,7 @@ fn measure(device: &Device, run: &dyn Fn(Way) -> Option<Tensor<4>>) -> Option<Me
     let mut best = Measured::NONE;
     // First runs compile the kernels (and let burn autotune its own): not counted.
     let mut ways = Vec::new();
-    for &way in candidates() {
+    for &way in candidates {
         if time(way)?.is_some() {
             ways.push(way);
         }
@@ -376,7 +389,7 @@ fn measure(device: &Device, run: &dyn Fn(Way) -> Option<Tensor<4>>) -> Option<Me
 }
 
 #[cfg(target_arch = "wasm32")]
-fn measure(_: &Device, _: &dyn Fn(Way) -> Option<Tensor<4>>) -> Option<Measured> {
+fn measure(_: &Device, _: &[Way], _: &dyn Fn(Way) -> Option<Tensor<4>>) -> Option<Measured> {
     None
 }
 
@@ -417,6 +430,7 @@ mod tests {
             stride: [1, 1],
             padding: [1, 1],
             epilogue: "",
+            low: false,
         };
         let mut bucket = shape.clone();
         bucket.input[0] = 8;
@@ -440,7 +454,22 @@ mod tests {
                 "{fastest:?} fastest, {matmul:?}"
             );
         }
+        // In 16 bits, im2col whatever was measured.
+        let low = ConvShape { low: true, ..shape };
+        let mut low_bucket = low.clone();
+        low_bucket.input[0] = 8;
+        MEASURED.lock().unwrap().insert(
+            low_bucket.clone(),
+            Measured {
+                direct: 3.0,
+                im2col: 2.0,
+                implicit: 1.0,
+                earlier: false,
+            },
+        );
+        assert_eq!(backward_way(&low), Way::Im2col);
         MEASURED.lock().unwrap().remove(&bucket);
+        MEASURED.lock().unwrap().remove(&low_bucket);
     }
 
     /// A kept line without a time for one of this process's candidates (an older
@@ -454,6 +483,7 @@ mod tests {
             stride: [1, 1],
             padding: [1, 1],
             epilogue: "bias",
+            low: false,
         };
         let full = Measured {
             direct: 3.0,
@@ -465,7 +495,7 @@ mod tests {
         assert_eq!(read, shape);
         assert!(m.earlier);
         // Every candidate's time comes back; a way that is not one stays infinite.
-        for &way in candidates() {
+        for &way in candidates(false) {
             assert_eq!(m.of(way), full.of(way), "{way:?}");
         }
         let old: Kept = serde_json::from_str(
@@ -474,9 +504,25 @@ mod tests {
         .expect("the older format parses");
         assert_eq!(old.implicit_s, None);
         let read = ConvShape::from_kept(old);
-        match candidates().contains(&Way::Implicit) {
+        match candidates(false).contains(&Way::Implicit) {
             true => assert!(read.is_none(), "no implicit time: measure again"),
             false => assert_eq!(read.map(|(_, m)| m.im2col), Some(2.0)),
+        }
+        // A 16-bit shape never has an implicit time (not a candidate there): its line is
+        // read, and kept apart from the f32 shape's.
+        let low = ConvShape { low: true, ..shape };
+        assert!(!candidates(true).contains(&Way::Implicit));
+        let half = Measured {
+            implicit: f64::INFINITY,
+            ..full
+        };
+        let kept = low.kept(half);
+        assert_eq!(kept.implicit_s, None);
+        let (read, m) = ConvShape::from_kept(kept).expect("a 16-bit line is whole without it");
+        assert_eq!(read, low);
+        assert_ne!(read, shape);
+        for &way in candidates(true) {
+            assert_eq!(m.of(way), half.of(way), "{way:?}");
         }
     }
 
@@ -495,6 +541,7 @@ mod tests {
             stride: [1, 1],
             padding: [1, 1],
             epilogue: "",
+            low: false,
         };
         let x = Tensor::<4>::random([4, 5, 13, 11], Distribution::Default, &device);
         let w = Tensor::<4>::random([4, 5, 3, 3], Distribution::Default, &device);
@@ -511,7 +558,7 @@ mod tests {
         let run = |_: Way| Some(direct());
         let first = forward_fastest(GpuConv::Auto, shape.clone(), &device, run);
         // Measuring runs each way three times, then the chosen one.
-        let ways = candidates().len();
+        let ways = candidates(false).len();
         assert!(ways >= 2);
         assert_eq!(runs.get(), 3 * ways + 1, "the first process measures");
         let text = std::fs::read_to_string(folder.join(gpu_conv_store::FILE_NAME)).unwrap();

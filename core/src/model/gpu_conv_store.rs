@@ -43,6 +43,9 @@ pub(crate) struct Kept {
     pub stride: [usize; 2],
     pub padding: [usize; 2],
     pub epilogue: String,
+    /// Timed in a 16-bit type (absent, so false, from an older version's lines).
+    #[serde(default)]
+    pub low: bool,
     pub direct_s: f64,
     /// `None` where im2col was not measured (not a candidate, or it cannot run).
     #[serde(default)]

@@ -17,6 +17,11 @@
 //! buffer (channels last, what the matmul writes); the next im2col, pool or elementwise
 //! operation reads it through its strides, so it is never transposed.
 //! `None` off wgpu.
+//!
+//! Both kernels come in f32 and in f16 ([`Elem`]): a mixed-precision step's convolutions
+//! are im2col, burn's f16 matmul and col2im too, so their arithmetic is a matrix product
+//! in f16 (what a GPU's matrix units take) rather than burn's direct f16 kernels and the
+//! slices of their backward passes.
 
 use burn::tensor::{DType, Tensor};
 
@@ -24,28 +29,80 @@ use super::conv_geometry::Geometry;
 use super::gpu_layers::bias_relu;
 use super::gpu_matmul::{self, GpuMatmul};
 use crate::gpu::bridge;
-use crate::gpu::kernels::{COL2IM, IM2COL, WORKGROUP};
+use crate::gpu::kernels::{COL2IM, COL2IM_F16, IM2COL, IM2COL_F16, Shader, WORKGROUP};
 
 /// At most this many bytes of patches at once.
 const PATCH_BYTES: usize = 512 << 20;
 
+/// The float types the kernels come in, by the tensor they read.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Elem {
+    F32,
+    F16,
+}
+
+impl Elem {
+    /// `t`'s type, `None` for a type the kernels lack (bf16: WGSL has no such type).
+    fn of<const D: usize>(t: &Tensor<D>) -> Option<Self> {
+        Self::of_dtype(t.dtype())
+    }
+
+    fn of_dtype(dtype: DType) -> Option<Self> {
+        match dtype {
+            DType::F32 => Some(Self::F32),
+            DType::F16 => Some(Self::F16),
+            _ => None,
+        }
+    }
+
+    fn dtype(self) -> DType {
+        match self {
+            Self::F32 => DType::F32,
+            Self::F16 => DType::F16,
+        }
+    }
+
+    fn im2col(self) -> Shader {
+        match self {
+            Self::F32 => IM2COL,
+            Self::F16 => IM2COL_F16,
+        }
+    }
+
+    fn col2im(self) -> Shader {
+        match self {
+            Self::F32 => COL2IM,
+            Self::F16 => COL2IM_F16,
+        }
+    }
+}
+
+/// The most elements of patches (or output) a part may hold on `x`'s device: the smaller
+/// of [`PATCH_BYTES`] and the device's largest buffer, in `x`'s type.
+fn part_limit(x: &Tensor<4>) -> Option<usize> {
+    let largest = bridge::max_buffer_bytes(x)?;
+    Some(PATCH_BYTES.min(largest) / x.dtype().size())
+}
+
 /// The patches of `x` `[N, C, H, W]` (any layout) as `[N Ho Wo, C kh kw]`, row
-/// (n, oh, ow), column (c, i, j). `None` off wgpu, or when the patches of even this many
-/// images would pass the kernel's 32-bit indices (the caller then runs burn's kernel).
+/// (n, oh, ow), column (c, i, j), in `x`'s type. `None` off wgpu, for a type the kernel
+/// lacks, or when the patches of even this many images would pass the kernel's 32-bit
+/// indices (the caller then runs burn's kernel).
 pub(crate) fn im2col(x: &Tensor<4>, g: Geometry) -> Option<Tensor<2>> {
     let [n, c, h, w] = x.dims();
     let [out_h, out_w] = g.output(h, w);
-    let prim = bridge::float_f32_strided(x)?;
+    let elem = Elem::of(x)?;
+    let prim = bridge::float_strided_as(x, elem.dtype())?;
     let s = prim.meta.strides();
     let (rows, cols) = (n * out_h * out_w, c * g.kernel[0] * g.kernel[1]);
     let total = rows.checked_mul(cols).filter(|&t| t < u32::MAX as usize)?;
     let mut sizes = vec![n];
     sizes.extend(g.words([c, h, w], s));
     let p = bridge::upload_sizes(&prim.client, &sizes)?;
-    let out = bridge::empty_1d(&prim, total, DType::F32);
+    let out = bridge::empty_1d(&prim, total, elem.dtype());
     bridge::launch(
         &prim.client,
-        IM2COL,
+        elem.im2col(),
         bridge::grid((total as u32).div_ceil(WORKGROUP)),
         &[&prim.handle, &out.handle, &p],
     );
@@ -61,7 +118,7 @@ pub(crate) fn columns(weight: Tensor<4>) -> Tensor<2> {
 }
 
 /// `conv(x, weight) + bias` (where there is one), then ReLU when `relu`: `x`
-/// `[N, C, H, W]`, `columns` the weight as `[C kh kw, O]`, `bias` `[O]`;
+/// `[N, C, H, W]`, `columns` the weight as `[C kh kw, O]` in `x`'s type, `bias` `[O]`;
 /// `[N, O, Ho, Wo]` laid out channels last.
 pub(crate) fn conv2d(
     x: &Tensor<4>,
@@ -70,8 +127,7 @@ pub(crate) fn conv2d(
     g: Geometry,
     relu: bool,
 ) -> Option<Tensor<4>> {
-    let largest = bridge::max_buffer_bytes(x)?;
-    conv2d_in_parts(x, columns, bias, g, relu, PATCH_BYTES.min(largest) / 4)
+    conv2d_in_parts(x, columns, bias, g, relu, part_limit(x)?)
 }
 
 /// [`conv2d`] with at most `limit` elements of patches, and of output, per part (at
@@ -122,15 +178,7 @@ pub(crate) fn conv2d_backward(
     want_x: bool,
     want_weight: bool,
 ) -> Option<(Option<Tensor<4>>, Option<Tensor<4>>)> {
-    let largest = bridge::max_buffer_bytes(x)?;
-    backward_in_parts(
-        x,
-        weight,
-        dy,
-        g,
-        [want_x, want_weight],
-        PATCH_BYTES.min(largest) / 4,
-    )
+    backward_in_parts(x, weight, dy, g, [want_x, want_weight], part_limit(x)?)
 }
 
 /// [`conv2d_backward`] with at most `limit` elements of patches (or of their gradient)
@@ -150,11 +198,12 @@ fn backward_in_parts(
     let k = c * kh * kw;
     let images = (limit / (out_h * out_w * k.max(o)).max(1)).clamp(1, n.max(1));
     let weight_rows = weight.clone().reshape([o, k]);
+    let elem = Elem::of(x)?;
     let dx = match want_x {
         true => {
             let total = (n * h * w * c) as u64;
-            let like = bridge::float_f32_strided(x)?;
-            (total < u32::MAX as u64).then(|| bridge::empty_1d(&like, n * h * w * c, DType::F32))
+            let like = bridge::float_strided_as(x, elem.dtype())?;
+            (total < u32::MAX as u64).then(|| bridge::empty_1d(&like, n * h * w * c, elem.dtype()))
         }
         false => None,
     };
@@ -203,17 +252,32 @@ pub(crate) fn from_rows(rows: Tensor<2>, [n, h, w, c]: [usize; 4]) -> Tensor<4> 
 
 /// `a` times `b`, plus `bias` (one per column) where there is one, then ReLU when `relu`,
 /// through the matmul `TAKS_GPU_MATMUL` chose ([`GpuMatmul`]): ours with the bias and
-/// ReLU in the same pass, or burn's with one fused bias and ReLU after it.
+/// ReLU in the same pass, or burn's with one fused bias and ReLU after it. In f16, burn's
+/// matmul (ours and the fused bias and ReLU are f32 kernels), and where a mixed-precision
+/// step asks for them (it does not: its biases go to the batch norms), the bias and ReLU
+/// as tensor operations.
 fn product(
     a: &Tensor<2>,
     b: &Tensor<2>,
     bias: Option<&Tensor<1>>,
     relu: bool,
 ) -> Option<Tensor<2>> {
-    if GpuMatmul::current() == GpuMatmul::Tiled {
+    let f32s = a.dtype() == DType::F32;
+    if f32s && GpuMatmul::current() == GpuMatmul::Tiled {
         return gpu_matmul::matmul(a, b, bias, relu);
     }
     let y = a.clone().matmul(b.clone());
+    if !f32s {
+        let y = match bias {
+            Some(b) => y.clone() + b.clone().cast(y.dtype()).unsqueeze::<2>(),
+            None => y,
+        };
+        return Some(if relu {
+            burn::tensor::activation::relu(y)
+        } else {
+            y
+        });
+    }
     Some(match (bias, relu) {
         (Some(b), true) => bias_relu(&y, b)?,
         (Some(b), false) => y + b.clone().unsqueeze::<2>(),
@@ -223,7 +287,8 @@ fn product(
 }
 
 /// Sum the patches' gradient `dcols` `[len Ho Wo, C kh kw]` of images `start..start + len`
-/// back onto those images of `dx` (`[N, H, W, C]`, `[c, h, w]` its image's shape).
+/// back onto those images of `dx` (`[N, H, W, C]`, `[c, h, w]` its image's shape), in
+/// `dx`'s type.
 fn col2im(
     dcols: &Tensor<2>,
     dx: &burn::backend::wgpu::CubeTensor,
@@ -233,7 +298,8 @@ fn col2im(
     len: usize,
 ) -> Option<()> {
     let [out_h, out_w] = g.output(h, w);
-    let dcols = bridge::float_f32(dcols)?;
+    let elem = Elem::of_dtype(dx.dtype)?;
+    let dcols = bridge::float_as(dcols, elem.dtype())?;
     let total = len * h * w * c;
     let sizes = [
         len,
@@ -253,7 +319,7 @@ fn col2im(
     let p = bridge::upload_sizes(&dcols.client, &sizes)?;
     bridge::launch(
         &dcols.client,
-        COL2IM,
+        elem.col2im(),
         bridge::grid((total as u32).div_ceil(WORKGROUP)),
         &[&dcols.handle, &dx.handle, &p],
     );
@@ -264,7 +330,7 @@ fn col2im(
 /// tests that must know which kernel ran).
 #[cfg(test)]
 pub(crate) fn is_channels_last(y: &Tensor<4>) -> bool {
-    bridge::float_f32_strided(y)
+    bridge::float_strided_as(y, y.dtype())
         .is_some_and(|p| super::channels_last::lies_channels_last(y.dims(), p.meta.strides()))
 }
 
