@@ -16,6 +16,10 @@
 //! - the scoring pass over all n samples and the test accuracy, which rank and count in
 //!   f32 exactly as an f32 run does.
 //!
+//! What runs in 16 bits: the linear layers (burn's matmul) and the convolutions, on a
+//! wgpu device as taks's im2col and col2im in f16 around burn's f16 matmul, or burn's
+//! direct f16 kernels where timing finds those faster ([`crate::model`]'s `train_conv`).
+//!
 //! f16's range stops at 65,504 and its smallest normal is 6.1e-5, so small gradients
 //! would flush to zero: an f16 step scales its loss up first ([`crate::train::LossScale`]).
 //! bf16 has f32's range and needs no scale.

@@ -90,8 +90,8 @@ mod tests {
         read.1
     }
 
-    /// On lavapipe: the gradients of an f16 step of the CNN (burn's f16 convolutions and
-    /// linear layer, the batch norms in f32 between casts, the loss scaled by 2^16 and
+    /// On lavapipe: the gradients of an f16 step of the CNN (f16 convolutions, by im2col
+    /// or burn's kernel as timing chose, burn's f16 linear layer, the batch norms in f32 between casts, the loss scaled by 2^16 and
     /// the gradients scaled back) point where those of the f32 step (taks's own
     /// convolution and batch-norm kernels) do, with the same norm, for every parameter.
     /// Not closer: burn's f16 kernels round as they go (measured here on one 3x3
