@@ -6,15 +6,15 @@
 // bn_common.wgsl.
 //
 // Bindings (group 0, all storage read_write):
-//   0 x [N, C, H, W] f32 (strided)   3 stats [2 C] f32: mean, var (bn_moments.wgsl)
-//   1 gamma [C] f32                  4 y out [N, C, H, W] f32
+//   0 x [N, C, H, W] elem (strided)  3 stats [2 C] f32: mean, var (bn_moments.wgsl)
+//   1 gamma [C] f32                  4 y out [N, C, H, W] elem
 //   2 beta [C] f32                   5 params u32 [16]
 
-@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+@group(0) @binding(0) var<storage, read_write> x: array<elem>;
 @group(0) @binding(1) var<storage, read_write> gamma: array<f32>;
 @group(0) @binding(2) var<storage, read_write> beta: array<f32>;
 @group(0) @binding(3) var<storage, read_write> stats: array<f32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<elem>;
 @group(0) @binding(5) var<storage, read_write> params: array<u32>;
 
 @compute @workgroup_size(256)
@@ -35,10 +35,10 @@ fn main(
         j = i / channels;
     }
     let inv_std = 1.0 / sqrt(stats[channels + c] + eps_of());
-    let v = gamma[c] * (x[x_at(c, j)] - stats[c]) * inv_std + beta[c];
+    let v = gamma[c] * (f32(x[x_at(c, j)]) - stats[c]) * inv_std + beta[c];
     if (relu_of()) {
-        y[i] = select(0.0, v, v > 0.0 || is_nan(v));
+        y[i] = elem(select(0.0, v, v > 0.0 || is_nan(v)));
     } else {
-        y[i] = v;
+        y[i] = elem(v);
     }
 }

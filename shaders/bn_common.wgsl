@@ -14,6 +14,10 @@
 //   only) whether a shift is bound.
 // stats (f32, 4 C): mean, var, then (backward) sum g, sum g * xhat, where g is dy
 //   times ReLU's mask.
+//
+// x, dy and the passes' outputs y and dx are `elem`, f32 or f16 (a mixed-precision
+// step's activations: BN_COMMON and BN_COMMON_F16 in src/lib.rs put the alias before
+// this file); every sum, the statistics and gamma and beta are f32 either way.
 
 const WG: u32 = 256u;
 

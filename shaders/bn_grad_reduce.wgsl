@@ -3,13 +3,13 @@
 // sum g * xhat (gamma's gradient). See bn_common.wgsl.
 //
 // Bindings (group 0, all storage read_write):
-//   0 x [N, C, H, W] f32 (strided)    4 stats [2 C] f32: mean, var
-//   1 dy [N, C, H, W] f32 (strided)   5 sums out [4 C] f32: mean, var, sum g, sum g xhat
+//   0 x [N, C, H, W] elem (strided)   4 stats [2 C] f32: mean, var
+//   1 dy [N, C, H, W] elem (strided)  5 sums out [4 C] f32: mean, var, sum g, sum g xhat
 //   2 gamma [C] f32                   6 params u32 [16]
 //   3 beta [C] f32
 
-@group(0) @binding(0) var<storage, read_write> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> dy: array<f32>;
+@group(0) @binding(0) var<storage, read_write> x: array<elem>;
+@group(0) @binding(1) var<storage, read_write> dy: array<elem>;
 @group(0) @binding(2) var<storage, read_write> gamma: array<f32>;
 @group(0) @binding(3) var<storage, read_write> beta: array<f32>;
 @group(0) @binding(4) var<storage, read_write> stats: array<f32>;
@@ -35,8 +35,8 @@ fn main(
     var sg = 0.0;
     var sgx = 0.0;
     for (var j = lid; j < m; j = j + WG) {
-        let xhat = (x[x_at(c, j)] - mean) * inv_std;
-        var g = dy[dy_at(c, j)];
+        let xhat = (f32(x[x_at(c, j)]) - mean) * inv_std;
+        var g = f32(dy[dy_at(c, j)]);
         if (relu_of() && !(gamma[c] * xhat + beta[c] > 0.0)) {
             g = 0.0;
         }

@@ -5,17 +5,17 @@
 // convolution's backward reads its output's gradient without a copy. See bn_common.wgsl.
 //
 // Bindings (group 0, all storage read_write):
-//   0 x [N, C, H, W] f32 (strided)    4 sums [4 C] f32 (bn_grad_reduce.wgsl)
-//   1 dy [N, C, H, W] f32 (strided)   5 dx out [N, C, H, W] f32
+//   0 x [N, C, H, W] elem (strided)   4 sums [4 C] f32 (bn_grad_reduce.wgsl)
+//   1 dy [N, C, H, W] elem (strided)  5 dx out [N, C, H, W] elem
 //   2 gamma [C] f32                   6 params u32 [16]
 //   3 beta [C] f32
 
-@group(0) @binding(0) var<storage, read_write> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> dy: array<f32>;
+@group(0) @binding(0) var<storage, read_write> x: array<elem>;
+@group(0) @binding(1) var<storage, read_write> dy: array<elem>;
 @group(0) @binding(2) var<storage, read_write> gamma: array<f32>;
 @group(0) @binding(3) var<storage, read_write> beta: array<f32>;
 @group(0) @binding(4) var<storage, read_write> sums: array<f32>;
-@group(0) @binding(5) var<storage, read_write> dx: array<f32>;
+@group(0) @binding(5) var<storage, read_write> dx: array<elem>;
 @group(0) @binding(6) var<storage, read_write> params: array<u32>;
 
 @compute @workgroup_size(256)
@@ -37,10 +37,10 @@ fn main(
     }
     let m = f32(n_of() * hw_of());
     let inv_std = 1.0 / sqrt(sums[channels + c] + eps_of());
-    let xhat = (x[x_at(c, j)] - sums[c]) * inv_std;
-    var g = dy[dy_at(c, j)];
+    let xhat = (f32(x[x_at(c, j)]) - sums[c]) * inv_std;
+    var g = f32(dy[dy_at(c, j)]);
     if (relu_of() && !(gamma[c] * xhat + beta[c] > 0.0)) {
         g = 0.0;
     }
-    dx[i] = gamma[c] * inv_std / m * (m * g - sums[2u * channels + c] - xhat * sums[3u * channels + c]);
+    dx[i] = elem(gamma[c] * inv_std / m * (m * g - sums[2u * channels + c] - xhat * sums[3u * channels + c]));
 }

@@ -12,7 +12,7 @@
 // params[16] is 1; else binding 7 holds any buffer and is not read.
 //
 // Bindings (group 0, all storage read_write):
-//   0 x [N, C, H, W] f32 (strided)   3 stats out [2 C] f32: mean, var
+//   0 x [N, C, H, W] elem (strided)  3 stats out [2 C] f32: mean, var
 //   1 running mean [C] f32           4 running mean out [C] f32
 //   2 running var [C] f32            5 running var out [C] f32
 //                                    6 params u32 [17]
@@ -21,7 +21,7 @@
 // part of one [2 C] buffer would be copied out where C floats are not a multiple of the
 // device's buffer-offset alignment.
 
-@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+@group(0) @binding(0) var<storage, read_write> x: array<elem>;
 @group(0) @binding(1) var<storage, read_write> running_mean: array<f32>;
 @group(0) @binding(2) var<storage, read_write> running_var: array<f32>;
 @group(0) @binding(3) var<storage, read_write> stats: array<f32>;
@@ -46,12 +46,12 @@ fn main(
     let m = select(0u, n_of() * hw_of(), live);
     var s = 0.0;
     for (var j = lid; j < m; j = j + WG) {
-        s = s + x[x_at(c, j)];
+        s = s + f32(x[x_at(c, j)]);
     }
     let mean = workgroup_sum(lid, s) / f32(m);
     var q = 0.0;
     for (var j = lid; j < m; j = j + WG) {
-        let d = x[x_at(c, j)] - mean;
+        let d = f32(x[x_at(c, j)]) - mean;
         q = q + d * d;
     }
     let variance = workgroup_sum(lid, q) / f32(m);

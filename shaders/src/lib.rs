@@ -47,8 +47,23 @@ pub const HISTOGRAM_SPAN: u32 = WORKGROUP * 16;
 
 /// Shared prelude (`order_key`, state layout) prepended to every `select_*` pass.
 pub const SELECT_COMMON: &str = include_str!("../select_common.wgsl");
-/// Shared prelude (parameters, strided indexing, the workgroup sum) of the `bn_*` passes.
-pub const BN_COMMON: &str = include_str!("../bn_common.wgsl");
+/// The directive and alias of [`ELEM_F32`] and [`ELEM_F16`], as literals for `concat!`.
+macro_rules! elem_f32 {
+    () => {
+        "alias elem = f32;"
+    };
+}
+macro_rules! elem_f16 {
+    () => {
+        "enable f16;\nalias elem = f16;"
+    };
+}
+
+/// Shared prelude (parameters, strided indexing, the workgroup sum) of the `bn_*` passes,
+/// their activations f32 ...
+pub const BN_COMMON: &str = concat!(elem_f32!(), "\n", include_str!("../bn_common.wgsl"));
+/// ... or f16, a mixed-precision step's (statistics and sums f32 still).
+pub const BN_COMMON_F16: &str = concat!(elem_f16!(), "\n", include_str!("../bn_common.wgsl"));
 /// Shared prelude (a row's maximum, exponential sum and label) of the `cross_entropy*`
 /// passes.
 pub const CROSS_ENTROPY_COMMON: &str = include_str!("../cross_entropy_common.wgsl");
@@ -56,9 +71,9 @@ pub const CROSS_ENTROPY_COMMON: &str = include_str!("../cross_entropy_common.wgs
 pub const RESIDUAL_COMMON: &str = include_str!("../residual_common.wgsl");
 /// The element type of the passes written for either float width (`im2col.wgsl`,
 /// `col2im.wgsl`): f32 ...
-pub const ELEM_F32: &str = "alias elem = f32;";
+pub const ELEM_F32: &str = elem_f32!();
 /// ... or f16, for a mixed-precision step ([`IM2COL_F16`], [`COL2IM_F16`]).
-pub const ELEM_F16: &str = "enable f16;\nalias elem = f16;";
+pub const ELEM_F16: &str = elem_f16!();
 
 macro_rules! shader {
     ($(#[$doc:meta])* $konst:ident, $name:literal, $prelude:expr, $file:literal) => {
@@ -172,9 +187,25 @@ shader!(
     /// The batch norm's backward, pass 2: the input's gradient.
     BN_GRAD_X, "taks_bn_grad_x", BN_COMMON, "bn_grad_x.wgsl"
 );
+shader!(
+    /// [`BN_MOMENTS`] of f16 activations.
+    BN_MOMENTS_F16, "taks_bn_moments_f16", BN_COMMON_F16, "bn_moments.wgsl"
+);
+shader!(
+    /// [`BN_APPLY`] of f16 activations, its output f16.
+    BN_APPLY_F16, "taks_bn_apply_f16", BN_COMMON_F16, "bn_apply.wgsl"
+);
+shader!(
+    /// [`BN_GRAD_REDUCE`] of f16 activations and gradients.
+    BN_GRAD_REDUCE_F16, "taks_bn_grad_reduce_f16", BN_COMMON_F16, "bn_grad_reduce.wgsl"
+);
+shader!(
+    /// [`BN_GRAD_X`] of f16 activations and gradients, the input's gradient f16.
+    BN_GRAD_X_F16, "taks_bn_grad_x_f16", BN_COMMON_F16, "bn_grad_x.wgsl"
+);
 
 /// Every shader.
-pub const ALL: [Shader; 24] = [
+pub const ALL: [Shader; 28] = [
     NOISE_RISK,
     SELECT_HISTOGRAM,
     SELECT_DIGIT,
@@ -199,6 +230,10 @@ pub const ALL: [Shader; 24] = [
     BN_APPLY,
     BN_GRAD_REDUCE,
     BN_GRAD_X,
+    BN_MOMENTS_F16,
+    BN_APPLY_F16,
+    BN_GRAD_REDUCE_F16,
+    BN_GRAD_X_F16,
 ];
 
 /// The WGSL text of `adam_packed.wgsl` for `gradients` gradient buffers (at least one):
@@ -326,7 +361,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ALL.len());
-        // Every .wgsl file of the crate is a shader of ALL (two of them twice, in f32
+        // Every .wgsl file of the crate is a shader of ALL (six of them twice, in f32
         // and in f16), one of the four preludes or the common helpers.
         let dir = std::path::PathBuf::from(
             std::env::var("CARGO_MANIFEST_DIR")

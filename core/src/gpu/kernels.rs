@@ -1,13 +1,51 @@
 //! The WGSL shaders of the `taks-shaders` crate, wrapped as burn `KernelSource`s.
 
 use burn::backend::wgpu::{KernelSource, SourceTemplate};
+use burn::tensor::DType;
 use cubecl::prelude::KernelId;
 pub(crate) use taks_shaders::{
-    ADAM, BIAS_RELU, BN_APPLY, BN_GRAD_REDUCE, BN_GRAD_X, BN_MOMENTS, COL2IM, COL2IM_F16,
-    CROSS_ENTROPY, CROSS_ENTROPY_GRAD, HISTOGRAM_SPAN, IM2COL, IM2COL_F16, MATMUL, MLP_RELU_GRAD,
+    ADAM, BIAS_RELU, BN_APPLY, BN_APPLY_F16, BN_GRAD_REDUCE, BN_GRAD_REDUCE_F16, BN_GRAD_X,
+    BN_GRAD_X_F16, BN_MOMENTS, BN_MOMENTS_F16, COL2IM, COL2IM_F16, CROSS_ENTROPY,
+    CROSS_ENTROPY_GRAD, HISTOGRAM_SPAN, IM2COL, IM2COL_F16, MATMUL, MLP_RELU_GRAD,
     MLP_SOFTMAX_GRAD, NOISE_RISK, RESIDUAL_RELU, RESIDUAL_RELU_GRAD, SELECT_COUNT, SELECT_DIGIT,
     SELECT_HISTOGRAM, SELECT_SCAN, SELECT_SCATTER, Shader, WORKGROUP,
 };
+
+/// The float types of the activations taks's kernels read and write: f32, or f16 in a
+/// mixed-precision step (the kernels written for both declare `alias elem`; see
+/// `taks_shaders::ELEM_F16`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Elem {
+    F32,
+    F16,
+}
+
+impl Elem {
+    /// The kernels' type for `dtype`; `None` for one they lack (bf16: WGSL has no such
+    /// type), where the caller runs burn's operations instead.
+    pub(crate) fn of(dtype: DType) -> Option<Self> {
+        match dtype {
+            DType::F32 => Some(Self::F32),
+            DType::F16 => Some(Self::F16),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn dtype(self) -> DType {
+        match self {
+            Self::F32 => DType::F32,
+            Self::F16 => DType::F16,
+        }
+    }
+
+    /// The shader of this type out of a kernel's two.
+    pub(crate) fn pick(self, f32: Shader, f16: Shader) -> Shader {
+        match self {
+            Self::F32 => f32,
+            Self::F16 => f16,
+        }
+    }
+}
 
 /// `shaders/adam_packed.wgsl` for `gradients` gradient buffers. The text is generated
 /// once per count and kept for the process (a shader's name and text are `'static`, and

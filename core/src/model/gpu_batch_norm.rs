@@ -9,13 +9,19 @@
 //! (`ModuleOps::batch_norm_train` and its backward: biased variance, the running
 //! statistics updated with it) in two launches each way. Every function takes `x`
 //! `[N, C, H, W]` in any layout (read through its strides) and returns `None` off wgpu.
+//! `x`, `dy` and the outputs `y` and `dx` are f32, or f16 in a mixed-precision step (the
+//! kernels' f16 variants read and write f16 and sum in f32), so that step's batch norms
+//! need no casts around them; the statistics, sums, gamma and beta are f32 either way.
 //! The autodiff operation that uses them is [`super::train_batch_norm`].
 
 use burn::tensor::{DType, Tensor};
 
 use super::channels_last::{from_flat, lies_channels_last};
 use crate::gpu::bridge;
-use crate::gpu::kernels::{BN_APPLY, BN_GRAD_REDUCE, BN_GRAD_X, BN_MOMENTS, Shader, WORKGROUP};
+use crate::gpu::kernels::{
+    BN_APPLY, BN_APPLY_F16, BN_GRAD_REDUCE, BN_GRAD_REDUCE_F16, BN_GRAD_X, BN_GRAD_X_F16,
+    BN_MOMENTS, BN_MOMENTS_F16, Elem, Shader, WORKGROUP,
+};
 
 /// The settings every pass reads (`shaders/bn_common.wgsl`'s `params`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -74,7 +80,8 @@ pub(crate) fn moments(
 ) -> Option<(Tensor<1>, [Tensor<1>; 2])> {
     let dims = x.dims();
     let channels = dims[1];
-    let x = bridge::float_f32_strided(x)?;
+    let elem = Elem::of(x.dtype())?;
+    let x = bridge::float_strided_as(x, elem.dtype())?;
     let mean = bridge::float_f32(running_mean)?;
     let var = bridge::float_f32(running_var)?;
     let shift = match shift {
@@ -90,7 +97,7 @@ pub(crate) fn moments(
     let var_out = bridge::empty_1d(&x, channels, DType::F32);
     bridge::launch(
         &x.client,
-        BN_MOMENTS,
+        elem.pick(BN_MOMENTS, BN_MOMENTS_F16),
         per_channel(channels),
         &[
             &x.handle,
@@ -111,8 +118,8 @@ pub(crate) fn moments(
 }
 
 /// The batch norm of `x` with the batch's `stats` (from [`moments`]), then ReLU if
-/// `settings.relu`: `[N, C, H, W]`, laid out channels last where `x` is (the pool or
-/// convolution after it then reads it without a copy), else contiguous.
+/// `settings.relu`: `[N, C, H, W]` in `x`'s type, laid out channels last where `x` is (the
+/// pool or convolution after it then reads it without a copy), else contiguous.
 pub(crate) fn apply(
     x: &Tensor<4>,
     gamma: &Tensor<1>,
@@ -122,17 +129,18 @@ pub(crate) fn apply(
 ) -> Option<Tensor<4>> {
     let dims = x.dims();
     let total = dims.iter().product::<usize>();
-    let x = bridge::float_f32_strided(x)?;
+    let elem = Elem::of(x.dtype())?;
+    let x = bridge::float_strided_as(x, elem.dtype())?;
     let gamma = bridge::float_f32(gamma)?;
     let beta = bridge::float_f32(beta)?;
     let stats = bridge::float_f32(stats)?;
     let strides = x.meta.strides();
     let last = lies_channels_last(dims, strides);
     let p = bridge::upload_u32(&x.client, &words(dims, strides, strides, settings)?);
-    let y = bridge::empty_1d(&x, total, DType::F32);
+    let y = bridge::empty_1d(&x, total, elem.dtype());
     bridge::launch(
         &x.client,
-        BN_APPLY,
+        elem.pick(BN_APPLY, BN_APPLY_F16),
         per_element(total),
         &[
             &x.handle,
@@ -160,18 +168,18 @@ pub(crate) fn grad_sums(
 ) -> Option<Tensor<1>> {
     let channels = x.dims()[1];
     backward_pass(
-        BN_GRAD_REDUCE,
+        [BN_GRAD_REDUCE, BN_GRAD_REDUCE_F16],
         [x, dy],
         [gamma, beta, stats],
         settings,
-        4 * channels,
+        (4 * channels, None),
         per_channel(channels),
     )
 }
 
-/// The backward pass, part 2: the input's gradient `[N, C, H, W]` from [`grad_sums`]'s
-/// `sums`, laid out channels last where `x` is (the convolution's backward then reads it
-/// without a copy), else contiguous.
+/// The backward pass, part 2: the input's gradient `[N, C, H, W]` in `x`'s type from
+/// [`grad_sums`]'s `sums`, laid out channels last where `x` is (the convolution's backward
+/// then reads it without a copy), else contiguous.
 pub(crate) fn grad_x(
     x: &Tensor<4>,
     dy: &Tensor<4>,
@@ -182,43 +190,45 @@ pub(crate) fn grad_x(
 ) -> Option<Tensor<4>> {
     let dims = x.dims();
     let total = dims.iter().product::<usize>();
-    let last =
-        bridge::float_f32_strided(x).is_some_and(|p| lies_channels_last(dims, p.meta.strides()));
+    let last = bridge::float_strided_as(x, x.dtype())
+        .is_some_and(|p| lies_channels_last(dims, p.meta.strides()));
     let dx = backward_pass(
-        BN_GRAD_X,
+        [BN_GRAD_X, BN_GRAD_X_F16],
         [x, dy],
         [gamma, beta, sums],
         settings,
-        total,
+        (total, Some(x.dtype())),
         per_element(total),
     )?;
     Some(from_flat(dx, dims, last))
 }
 
-/// One backward pass: `kernel` over `x` and `dy` (both `[N, C, H, W]`, any layout) and
-/// gamma, beta and the per-channel figures (the forward's statistics for part 1, its
-/// sums for part 2), bound in that order before `len` floats of output and the
+/// One backward pass: `kernel` (its f32 and f16 variants, for `x`'s type) over `x` and
+/// `dy` (both `[N, C, H, W]`, any layout; `dy` read in `x`'s type) and gamma, beta and the
+/// per-channel figures (the forward's statistics for part 1, its sums for part 2), bound
+/// in that order before the output (`len` elements, f32 unless it names a type) and the
 /// parameters.
 fn backward_pass(
-    kernel: Shader,
+    [kernel, kernel_f16]: [Shader; 2],
     [x, dy]: [&Tensor<4>; 2],
     [gamma, beta, per_channel]: [&Tensor<1>; 3],
     settings: Settings,
-    len: usize,
+    (len, out_dtype): (usize, Option<DType>),
     grid: cubecl::CubeCount,
 ) -> Option<Tensor<1>> {
     let dims = x.dims();
-    let x = bridge::float_f32_strided(x)?;
-    let dy = bridge::float_f32_strided(dy)?;
+    let elem = Elem::of(x.dtype())?;
+    let x = bridge::float_strided_as(x, elem.dtype())?;
+    let dy = bridge::float_strided_as(dy, elem.dtype())?;
     let gamma = bridge::float_f32(gamma)?;
     let beta = bridge::float_f32(beta)?;
     let per_channel = bridge::float_f32(per_channel)?;
     let words = words(dims, x.meta.strides(), dy.meta.strides(), settings)?;
     let p = bridge::upload_u32(&x.client, &words);
-    let out = bridge::empty_1d(&x, len, DType::F32);
+    let out = bridge::empty_1d(&x, len, out_dtype.unwrap_or(DType::F32));
     bridge::launch(
         &x.client,
-        kernel,
+        elem.pick(kernel, kernel_f16),
         grid,
         &[
             &x.handle,

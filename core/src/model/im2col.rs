@@ -29,53 +29,10 @@ use super::conv_geometry::Geometry;
 use super::gpu_layers::bias_relu;
 use super::gpu_matmul::{self, GpuMatmul};
 use crate::gpu::bridge;
-use crate::gpu::kernels::{COL2IM, COL2IM_F16, IM2COL, IM2COL_F16, Shader, WORKGROUP};
+use crate::gpu::kernels::{COL2IM, COL2IM_F16, Elem, IM2COL, IM2COL_F16, WORKGROUP};
 
 /// At most this many bytes of patches at once.
 const PATCH_BYTES: usize = 512 << 20;
-
-/// The float types the kernels come in, by the tensor they read.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Elem {
-    F32,
-    F16,
-}
-
-impl Elem {
-    /// `t`'s type, `None` for a type the kernels lack (bf16: WGSL has no such type).
-    fn of<const D: usize>(t: &Tensor<D>) -> Option<Self> {
-        Self::of_dtype(t.dtype())
-    }
-
-    fn of_dtype(dtype: DType) -> Option<Self> {
-        match dtype {
-            DType::F32 => Some(Self::F32),
-            DType::F16 => Some(Self::F16),
-            _ => None,
-        }
-    }
-
-    fn dtype(self) -> DType {
-        match self {
-            Self::F32 => DType::F32,
-            Self::F16 => DType::F16,
-        }
-    }
-
-    fn im2col(self) -> Shader {
-        match self {
-            Self::F32 => IM2COL,
-            Self::F16 => IM2COL_F16,
-        }
-    }
-
-    fn col2im(self) -> Shader {
-        match self {
-            Self::F32 => COL2IM,
-            Self::F16 => COL2IM_F16,
-        }
-    }
-}
 
 /// The most elements of patches (or output) a part may hold on `x`'s device: the smaller
 /// of [`PATCH_BYTES`] and the device's largest buffer, in `x`'s type.
@@ -91,7 +48,7 @@ fn part_limit(x: &Tensor<4>) -> Option<usize> {
 pub(crate) fn im2col(x: &Tensor<4>, g: Geometry) -> Option<Tensor<2>> {
     let [n, c, h, w] = x.dims();
     let [out_h, out_w] = g.output(h, w);
-    let elem = Elem::of(x)?;
+    let elem = Elem::of(x.dtype())?;
     let prim = bridge::float_strided_as(x, elem.dtype())?;
     let s = prim.meta.strides();
     let (rows, cols) = (n * out_h * out_w, c * g.kernel[0] * g.kernel[1]);
@@ -102,7 +59,7 @@ pub(crate) fn im2col(x: &Tensor<4>, g: Geometry) -> Option<Tensor<2>> {
     let out = bridge::empty_1d(&prim, total, elem.dtype());
     bridge::launch(
         &prim.client,
-        elem.im2col(),
+        elem.pick(IM2COL, IM2COL_F16),
         bridge::grid((total as u32).div_ceil(WORKGROUP)),
         &[&prim.handle, &out.handle, &p],
     );
@@ -198,7 +155,7 @@ fn backward_in_parts(
     let k = c * kh * kw;
     let images = (limit / (out_h * out_w * k.max(o)).max(1)).clamp(1, n.max(1));
     let weight_rows = weight.clone().reshape([o, k]);
-    let elem = Elem::of(x)?;
+    let elem = Elem::of(x.dtype())?;
     let dx = match want_x {
         true => {
             let total = (n * h * w * c) as u64;
@@ -298,7 +255,7 @@ fn col2im(
     len: usize,
 ) -> Option<()> {
     let [out_h, out_w] = g.output(h, w);
-    let elem = Elem::of_dtype(dx.dtype)?;
+    let elem = Elem::of(dx.dtype)?;
     let dcols = bridge::float_as(dcols, elem.dtype())?;
     let total = len * h * w * c;
     let sizes = [
@@ -319,7 +276,7 @@ fn col2im(
     let p = bridge::upload_sizes(&dcols.client, &sizes)?;
     bridge::launch(
         &dcols.client,
-        elem.col2im(),
+        elem.pick(COL2IM, COL2IM_F16),
         bridge::grid((total as u32).div_ceil(WORKGROUP)),
         &[&dcols.handle, &dx.handle, &p],
     );
