@@ -5,6 +5,10 @@
 // params (u32): 0 N, 1 C, 2 H, 3 W, 4..8 the first input's strides (n, c, h, w), 8..12
 //   the second's, 12 the output's layout (1 channels last, [N, H, W, C] in memory, else
 //   NCHW).
+//
+// Inputs and output are `elem`, f32 or f16 (a mixed-precision step's activations;
+// RESIDUAL_COMMON and RESIDUAL_COMMON_F16 in src/lib.rs put the alias before this file);
+// the sum is taken in f32 and rounded once.
 
 const WG: u32 = 256u;
 

@@ -10,13 +10,13 @@
 // See residual_common.wgsl for the indexing.
 //
 // Bindings (group 0, all storage read_write):
-//   0 h [N, C, H, W] f32 (strided)   2 y out [N, C, H, W] f32
-//   1 s [N, C, H, W] f32 (strided)   3 params u32 [13]: N, C, H, W, h's strides (n, c,
+//   0 h [N, C, H, W] elem (strided)  2 y out [N, C, H, W] elem
+//   1 s [N, C, H, W] elem (strided)  3 params u32 [13]: N, C, H, W, h's strides (n, c,
 //                                      h, w), s's strides, y channels last (0 or 1)
 
-@group(0) @binding(0) var<storage, read_write> h: array<f32>;
-@group(0) @binding(1) var<storage, read_write> s: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(0) var<storage, read_write> h: array<elem>;
+@group(0) @binding(1) var<storage, read_write> s: array<elem>;
+@group(0) @binding(2) var<storage, read_write> y: array<elem>;
 @group(0) @binding(3) var<storage, read_write> params: array<u32>;
 
 @compute @workgroup_size(256)
@@ -29,6 +29,6 @@ fn main(
     if (i >= params[0] * params[1] * params[2] * params[3]) {
         return;
     }
-    let v = h[at(i, 4u)] + s[at(i, 8u)];
-    y[i] = select(0.0, v, v > 0.0 || is_nan(v));
+    let v = f32(h[at(i, 4u)]) + f32(s[at(i, 8u)]);
+    y[i] = elem(select(0.0, v, v > 0.0 || is_nan(v)));
 }

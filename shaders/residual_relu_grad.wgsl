@@ -10,13 +10,13 @@
 // See residual_common.wgsl for the indexing.
 //
 // Bindings (group 0, all storage read_write):
-//   0 y [N, C, H, W] f32 (strided)    2 dx out [N, C, H, W] f32
-//   1 dy [N, C, H, W] f32 (strided)   3 params u32 [13]: N, C, H, W, y's strides,
+//   0 y [N, C, H, W] elem (strided)   2 dx out [N, C, H, W] elem
+//   1 dy [N, C, H, W] elem (strided)  3 params u32 [13]: N, C, H, W, y's strides,
 //                                       dy's strides, channels last (0 or 1)
 
-@group(0) @binding(0) var<storage, read_write> y: array<f32>;
-@group(0) @binding(1) var<storage, read_write> dy: array<f32>;
-@group(0) @binding(2) var<storage, read_write> dx: array<f32>;
+@group(0) @binding(0) var<storage, read_write> y: array<elem>;
+@group(0) @binding(1) var<storage, read_write> dy: array<elem>;
+@group(0) @binding(2) var<storage, read_write> dx: array<elem>;
 @group(0) @binding(3) var<storage, read_write> params: array<u32>;
 
 @compute @workgroup_size(256)
@@ -29,6 +29,6 @@ fn main(
     if (i >= params[0] * params[1] * params[2] * params[3]) {
         return;
     }
-    let v = y[at(i, 4u)];
-    dx[i] = select(0.0, dy[at(i, 8u)], v > 0.0 || is_nan(v));
+    let v = f32(y[at(i, 4u)]);
+    dx[i] = select(elem(0.0), dy[at(i, 8u)], v > 0.0 || is_nan(v));
 }

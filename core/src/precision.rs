@@ -9,16 +9,18 @@
 //! - the weights and Adam's moments (the master copy): each layer casts its weights to
 //!   the step's type where it uses them, so the gradients come back to the f32 weights
 //!   through the cast;
-//! - batch norm: its input is cast to f32, normalised by the f32 kernels (statistics and
-//!   running statistics in f32) and cast back;
+//! - batch norm's statistics, running statistics, gamma and beta: on a wgpu device its
+//!   kernels read the f16 activations and sum in f32; elsewhere its input is cast to f32
+//!   and its output back;
 //! - the logits, the loss and everything a method computes from them (noise risk,
 //!   selection, the co-training methods' exchanges);
 //! - the scoring pass over all n samples and the test accuracy, which rank and count in
 //!   f32 exactly as an f32 run does.
 //!
-//! What runs in 16 bits: the linear layers (burn's matmul) and the convolutions, on a
-//! wgpu device as taks's im2col and col2im in f16 around burn's f16 matmul, or burn's
-//! direct f16 kernels where timing finds those faster ([`crate::model`]'s `train_conv`).
+//! What runs in 16 bits: the linear layers (burn's matmul), the convolutions (on a wgpu
+//! device taks's im2col and col2im in f16 around burn's f16 matmul, or burn's direct f16
+//! kernels where timing finds those faster: `model::train_conv`) and the activations
+//! between them.
 //!
 //! f16's range stops at 65,504 and its smallest normal is 6.1e-5, so small gradients
 //! would flush to zero: an f16 step scales its loss up first ([`crate::train::LossScale`]).

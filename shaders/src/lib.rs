@@ -67,8 +67,12 @@ pub const BN_COMMON_F16: &str = concat!(elem_f16!(), "\n", include_str!("../bn_c
 /// Shared prelude (a row's maximum, exponential sum and label) of the `cross_entropy*`
 /// passes.
 pub const CROSS_ENTROPY_COMMON: &str = include_str!("../cross_entropy_common.wgsl");
-/// Shared prelude (parameters, strided indexing) of the `residual_*` passes.
-pub const RESIDUAL_COMMON: &str = include_str!("../residual_common.wgsl");
+/// Shared prelude (parameters, strided indexing) of the `residual_*` passes, f32 ...
+pub const RESIDUAL_COMMON: &str =
+    concat!(elem_f32!(), "\n", include_str!("../residual_common.wgsl"));
+/// ... or f16.
+pub const RESIDUAL_COMMON_F16: &str =
+    concat!(elem_f16!(), "\n", include_str!("../residual_common.wgsl"));
 /// The element type of the passes written for either float width (`im2col.wgsl`,
 /// `col2im.wgsl`): f32 ...
 pub const ELEM_F32: &str = elem_f32!();
@@ -170,6 +174,14 @@ shader!(
     RESIDUAL_RELU_GRAD, "taks_residual_relu_grad", RESIDUAL_COMMON, "residual_relu_grad.wgsl"
 );
 shader!(
+    /// [`RESIDUAL_RELU`] of f16 activations.
+    RESIDUAL_RELU_F16, "taks_residual_relu_f16", RESIDUAL_COMMON_F16, "residual_relu.wgsl"
+);
+shader!(
+    /// [`RESIDUAL_RELU_GRAD`] of f16 activations and gradients.
+    RESIDUAL_RELU_GRAD_F16, "taks_residual_relu_grad_f16", RESIDUAL_COMMON_F16, "residual_relu_grad.wgsl"
+);
+shader!(
     /// A training step's batch norm, pass 1: per channel, the batch's mean and variance
     /// and the running statistics' update.
     BN_MOMENTS, "taks_bn_moments", BN_COMMON, "bn_moments.wgsl"
@@ -205,7 +217,7 @@ shader!(
 );
 
 /// Every shader.
-pub const ALL: [Shader; 28] = [
+pub const ALL: [Shader; 30] = [
     NOISE_RISK,
     SELECT_HISTOGRAM,
     SELECT_DIGIT,
@@ -226,6 +238,8 @@ pub const ALL: [Shader; 28] = [
     MATMUL,
     RESIDUAL_RELU,
     RESIDUAL_RELU_GRAD,
+    RESIDUAL_RELU_F16,
+    RESIDUAL_RELU_GRAD_F16,
     BN_MOMENTS,
     BN_APPLY,
     BN_GRAD_REDUCE,
@@ -361,7 +375,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ALL.len());
-        // Every .wgsl file of the crate is a shader of ALL (six of them twice, in f32
+        // Every .wgsl file of the crate is a shader of ALL (eight of them twice, in f32
         // and in f16), one of the four preludes or the common helpers.
         let dir = std::path::PathBuf::from(
             std::env::var("CARGO_MANIFEST_DIR")

@@ -11,9 +11,9 @@
 //! output itself, the gradient both the block's last batch norm and its shortcut
 //! receive. The scoring pass's folded blocks use the same forward kernel.
 //!
-//! Only for f32 inputs on a wgpu device; elsewhere (flex, a mixed-precision step's 16-bit
-//! activations, a size past 32 bits) burn's add and relu run, so CPU results keep their
-//! bits.
+//! Only for f32 or f16 inputs (a mixed-precision step's: the kernels' f16 variants add in
+//! f32 and round once) on a wgpu device; elsewhere (flex, bf16, a size past 32 bits)
+//! burn's add and relu run, so CPU results keep their bits.
 
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
@@ -21,12 +21,15 @@ use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Backend, Cube, Dispatch, Flex, backend_extension};
+use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
-use burn::tensor::{DType, Tensor};
 
 use super::channels_last::{from_flat, lies_channels_last};
 use crate::gpu::bridge;
-use crate::gpu::kernels::{RESIDUAL_RELU, RESIDUAL_RELU_GRAD, Shader, WORKGROUP};
+use crate::gpu::kernels::{
+    Elem, RESIDUAL_RELU, RESIDUAL_RELU_F16, RESIDUAL_RELU_GRAD, RESIDUAL_RELU_GRAD_F16, Shader,
+    WORKGROUP,
+};
 
 #[backend_extension(Autodiff, Cube, Flex)]
 pub trait ResidualRelu: Backend {
@@ -38,11 +41,14 @@ pub trait ResidualRelu: Backend {
     fn residual_relu_backward(y: FloatTensor<Self>, dy: FloatTensor<Self>) -> FloatTensor<Self>;
 }
 
-/// `relu(h + shortcut)`: one launch forward and one backward where both are f32 on a wgpu
-/// device, burn's add and relu elsewhere.
+/// `relu(h + shortcut)`: one launch forward and one backward where both are f32, or both
+/// f16, on a wgpu device; burn's add and relu elsewhere.
 pub(crate) fn relu_of_sum(h: Tensor<4>, shortcut: Tensor<4>) -> Tensor<4> {
-    let f32_on_gpu = |t: &Tensor<4>| t.dtype() == DType::F32 && crate::gpu::supports(t);
-    if !(f32_on_gpu(&h) && f32_on_gpu(&shortcut)) || h.dims() != shortcut.dims() {
+    let ours = Elem::of(h.dtype()).is_some()
+        && h.dtype() == shortcut.dtype()
+        && crate::gpu::supports(&h)
+        && crate::gpu::supports(&shortcut);
+    if !ours || h.dims() != shortcut.dims() {
         return relu(h + shortcut);
     }
     let y = Dispatch::residual_relu(h.into_dispatch(), shortcut.into_dispatch());
@@ -54,14 +60,16 @@ fn composed_backward(y: Tensor<4>, dy: Tensor<4>) -> Tensor<4> {
     dy.mask_fill(y.lower_equal_elem(0.0), 0.0)
 }
 
-/// `kernel` over `a` and `b` (both `[N, C, H, W]`, read through their strides) into a
-/// fresh f32 tensor, channels last where `a` is; `None` off wgpu or past 32 bits.
-fn launch(kernel: Shader, a: &Tensor<4>, b: &Tensor<4>) -> Option<Tensor<4>> {
+/// `kernel` (its f32 or f16 variant, as `a` is) over `a` and `b` (both `[N, C, H, W]`,
+/// read through their strides, `b` in `a`'s type) into a fresh tensor of `a`'s type,
+/// channels last where `a` is; `None` off wgpu, for another type, or past 32 bits.
+fn launch([kernel, kernel_f16]: [Shader; 2], a: &Tensor<4>, b: &Tensor<4>) -> Option<Tensor<4>> {
     let dims = a.dims();
     let total = dims.iter().product::<usize>();
     u32::try_from(total).ok()?;
-    let a = bridge::float_f32_strided(a)?;
-    let b = bridge::float_f32_strided(b)?;
+    let elem = Elem::of(a.dtype())?;
+    let a = bridge::float_strided_as(a, elem.dtype())?;
+    let b = bridge::float_strided_as(b, elem.dtype())?;
     let (sa, sb) = (a.meta.strides(), b.meta.strides());
     let last = lies_channels_last(dims, sa);
     let mut sizes = dims.to_vec();
@@ -69,10 +77,10 @@ fn launch(kernel: Shader, a: &Tensor<4>, b: &Tensor<4>) -> Option<Tensor<4>> {
     sizes.extend_from_slice(&sb[..4]);
     sizes.push(last as usize);
     let params = bridge::upload_sizes(&a.client, &sizes)?;
-    let out = bridge::empty_1d(&a, total, DType::F32);
+    let out = bridge::empty_1d(&a, total, elem.dtype());
     bridge::launch(
         &a.client,
-        kernel,
+        elem.pick(kernel, kernel_f16),
         bridge::grid((total as u32).div_ceil(WORKGROUP)),
         &[&a.handle, &b.handle, &out.handle, &params],
     );
@@ -83,7 +91,7 @@ impl ResidualRelu for Cube {
     fn residual_relu(h: FloatTensor<Self>, shortcut: FloatTensor<Self>) -> FloatTensor<Self> {
         let h = Tensor::<4>::from_primitive::<Cube>(h);
         let shortcut = Tensor::<4>::from_primitive::<Cube>(shortcut);
-        launch(RESIDUAL_RELU, &h, &shortcut)
+        launch([RESIDUAL_RELU, RESIDUAL_RELU_F16], &h, &shortcut)
             .unwrap_or_else(|| relu(h + shortcut))
             .try_into_primitive::<Cube>()
             .expect("a Cube tensor stays on Cube")
@@ -92,7 +100,7 @@ impl ResidualRelu for Cube {
     fn residual_relu_backward(y: FloatTensor<Self>, dy: FloatTensor<Self>) -> FloatTensor<Self> {
         let y = Tensor::<4>::from_primitive::<Cube>(y);
         let dy = Tensor::<4>::from_primitive::<Cube>(dy);
-        launch(RESIDUAL_RELU_GRAD, &y, &dy)
+        launch([RESIDUAL_RELU_GRAD, RESIDUAL_RELU_GRAD_F16], &y, &dy)
             .unwrap_or_else(|| composed_backward(y, dy))
             .try_into_primitive::<Cube>()
             .expect("a Cube tensor stays on Cube")
@@ -165,17 +173,19 @@ impl<B: Backend + ResidualRelu, C: CheckpointStrategy> ResidualRelu for Autodiff
 
 #[cfg(test)]
 mod tests {
-    use burn::tensor::{Distribution, TensorData};
+    use burn::tensor::{DType, Distribution, FloatDType, TensorData};
 
     use super::*;
     use crate::gpu::launches::count;
     use crate::model::im2col::is_channels_last;
     use crate::test_support::{gap, host};
 
-    /// On lavapipe: the output and both gradients against burn's add and relu, with the
-    /// block's output channels last or not, the shortcut in either layout, a NaN and
-    /// exact zeros among the sums; one launch forward; the output and the gradient lie as
-    /// `h` does.
+    /// On lavapipe: the output and both gradients against burn's add and relu, in f32 and
+    /// in f16 (a mixed-precision step's; the f16 variants add in f32 and round once,
+    /// which for two f16 values is f16's own correctly rounded sum), with the block's
+    /// output channels last or not, the shortcut in either layout, a NaN and exact zeros
+    /// among the sums; one launch forward; the output and the gradient lie as `h` does,
+    /// in its type.
     #[test]
     fn the_residual_ending_is_burns() {
         let device = crate::gpu::direct::start()
@@ -185,14 +195,19 @@ mod tests {
         let dims = [2, 5, 3, 4];
         let nhwc = [2, 3, 4, 5];
         let normal = Distribution::Normal(0.0, 1.0);
-        for (h_last, s_last) in [(true, true), (true, false), (false, true), (false, false)] {
+        let layouts = [(true, true), (true, false), (false, true), (false, false)];
+        for (dtype, (h_last, s_last)) in [FloatDType::F32, FloatDType::F16]
+            .into_iter()
+            .flat_map(|d| layouts.map(|l| (d, l)))
+        {
             let make = |last: bool, values: Option<Vec<f32>>| -> Tensor<4> {
                 let t = match (last, values) {
                     (true, Some(v)) => Tensor::<4>::from_data(TensorData::new(v, nhwc), &device),
                     (true, None) => Tensor::<4>::random(nhwc, normal, &device),
                     (false, Some(v)) => Tensor::<4>::from_data(TensorData::new(v, dims), &device),
                     (false, None) => Tensor::<4>::random(dims, normal, &device),
-                };
+                }
+                .cast(dtype);
                 match last {
                     true => t.permute([0, 3, 1, 2]),
                     false => t,
@@ -223,7 +238,8 @@ mod tests {
             assert_eq!(is_channels_last(&h), h_last);
 
             let (ours, launches) = count(|| relu_of_sum(h.clone(), s.clone()));
-            assert_eq!(launches, 1, "one launch forward");
+            assert_eq!(launches, 1, "{dtype:?}: one launch forward");
+            assert_eq!(ours.dtype(), DType::from(dtype));
             assert_eq!(is_channels_last(&ours), h_last, "the output lies as h does");
             let theirs = relu(h.clone() + s.clone());
             let (o, t) = (host(ours.clone()), host(theirs.clone()));
@@ -234,12 +250,16 @@ mod tests {
                 t[0]
             );
             assert_eq!(o[nchw_of(1)], 0.0);
-            assert!(gap(&o[1..], &t[1..]) <= 1e-6, "{h_last} {s_last}: output");
+            assert!(
+                gap(&o[1..], &t[1..]) <= 1e-6,
+                "{dtype:?} {h_last} {s_last}: output"
+            );
 
-            let w = Tensor::<4>::random(dims, normal, &device);
+            let w = Tensor::<4>::random(dims, normal, &device).cast(dtype);
             let g_ours = (ours * w.clone()).sum().backward();
             let g_theirs = (theirs * w).sum().backward();
             let dh = h.grad(&g_ours).expect("h's gradient");
+            assert_eq!(dh.dtype(), DType::from(dtype));
             assert_eq!(is_channels_last(&dh), h_last, "the gradient lies as h does");
             for (name, x) in [("h", &h), ("shortcut", &s)] {
                 let a = host(x.grad(&g_ours).expect("a gradient"));
@@ -247,7 +267,7 @@ mod tests {
                 assert_eq!(a[nchw_of(1)], 0.0, "{name}: no gradient through a zero");
                 assert!(
                     gap(&a, &b) <= 1e-6,
-                    "{h_last} {s_last}: {name}'s gradient {a:?} against {b:?}"
+                    "{dtype:?} {h_last} {s_last}: {name}'s gradient {a:?} against {b:?}"
                 );
             }
         }
