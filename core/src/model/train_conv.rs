@@ -493,15 +493,14 @@ mod tests {
             );
             let (truth, _) = unbiased(&conv, x32.clone(), GpuConv::Plain);
             let truth = truth - conv.bias.as_ref().unwrap().val().reshape([1, 6, 1, 1]);
-            let off = |a: &[f32], b: &[f32]| gap(a, b);
-            let out = off(&host(ours.clone()), &host(truth.clone()));
+            let out = gap(&host(ours.clone()), &host(truth.clone()));
             let w = Tensor::<4>::random(ours.dims(), Distribution::Normal(0.0, 1.0), &device);
             let g_ours = (ours.cast(FloatDType::F32) * w.clone()).sum().backward();
             let g_truth = (truth * w).sum().backward();
             let dx16 = x16.grad(&g_ours).unwrap();
             assert_eq!(dx16.dtype(), DType::F16);
-            let dx = off(&host(dx16), &host(x32.grad(&g_truth).unwrap()));
-            let dw = off(
+            let dx = gap(&host(dx16), &host(x32.grad(&g_truth).unwrap()));
+            let dw = gap(
                 &host(conv.weight.val().grad(&g_ours).unwrap()),
                 &host(conv.weight.val().grad(&g_truth).unwrap()),
             );
