@@ -113,8 +113,19 @@ impl Operand<'_> {
     }
 
     /// What the kernel is told about this operand as `side` (0 for A, 1 for B); `None`
-    /// off wgpu, where an address passes 32 bits, or for a kind that side cannot be.
+    /// off wgpu, for a tensor that is not f32 (the kernel is f32 only, and a cast would
+    /// hand a 16-bit step an f32 result), where an address passes 32 bits, or for a kind
+    /// that side cannot be.
     fn load(&self, side: usize) -> Option<Loaded> {
+        let tensor_dtype = match *self {
+            Operand::Matrix(m) => m.dtype(),
+            Operand::Patches(x, _) => x.dtype(),
+            Operand::OutputTaps(dy, _, _) => dy.dtype(),
+            Operand::WeightTaps(weight) => weight.dtype(),
+        };
+        if tensor_dtype != DType::F32 {
+            return None;
+        }
         let under_32 = |v: usize| (v < u32::MAX as usize).then_some(v);
         // The furthest element a strided tensor reaches.
         let reach = |dims: &[usize], strides: &[usize]| {
@@ -326,6 +337,11 @@ mod tests {
                 }
             }
         }
+        // An f16 operand is declined, not cast to an f32 result.
+        let a = Tensor::<2>::random([8, 4], Distribution::Default, &device);
+        let half = a.clone().cast(burn::tensor::FloatDType::F16);
+        assert!(matmul(&half, &a.clone().transpose(), None, false).is_none());
+        assert!(matmul(&a, &half.transpose(), None, false).is_none());
     }
 
     #[test]

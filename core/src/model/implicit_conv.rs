@@ -12,8 +12,8 @@
 //! GPU hides behind the loads themselves; on lavapipe, a CPU, it does not.
 //!
 //! The results are burn's convolution and its two gradients (the tests compare them on
-//! lavapipe). `None` off wgpu or where an address passes 32 bits (the caller then goes
-//! through im2col).
+//! lavapipe). `None` off wgpu, for a 16-bit input (the tiled matmul is f32 only), or
+//! where an address passes 32 bits (the caller then goes through im2col).
 
 use burn::tensor::Tensor;
 

@@ -101,19 +101,17 @@ impl Im2colConv for Cube {
         } else {
             GpuConv::Auto
         };
-        let low = x.dtype() != DType::F32;
         let shape = ConvShape {
             input: x.dims(),
             weight: weight.dims(),
             stride: [sh, sw],
             padding: [ph, pw],
             epilogue: "",
-            low,
+            low: x.dtype() != DType::F32,
         };
         let y = forward_fastest(how, shape, &x.device(), |way| match way {
             Way::Burn => Some(conv2d(x.clone(), weight.clone(), None, options.clone())),
             Way::Im2col => conv::conv2d(&x, &columns, None, geometry, false),
-            Way::Implicit if low => None,
             Way::Implicit => implicit_conv::conv2d(&x, &columns, None, geometry, false),
         });
         y.try_into_primitive::<Cube>()
