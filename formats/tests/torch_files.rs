@@ -5,12 +5,16 @@ use std::path::PathBuf;
 
 use taks_formats::state_dict::{self, Weight};
 
-fn fixture(name: &str) -> PathBuf {
+/// This crate's folder: cargo's at run time (a shared target folder may hold a binary
+/// built from another checkout), the compile-time one otherwise.
+fn crate_dir() -> PathBuf {
     PathBuf::from(
         std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
     )
-    .join("tests/fixtures")
-    .join(name)
+}
+
+fn fixture(name: &str) -> PathBuf {
+    crate_dir().join("tests/fixtures").join(name)
 }
 
 /// `a = torch.arange(6.).reshape(2, 3)`; `torch.save({"a": a, "t": a.t(), "h": fp16
@@ -47,10 +51,7 @@ fn a_training_checkpoint_of_a_data_parallel_model() {
 /// zip64 records), and a pickled function refused by name.
 #[test]
 fn small_archives_open_and_a_pickled_function_is_refused() {
-    let corpus = PathBuf::from(
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
-    )
-    .join("../tests/corpus/files");
+    let corpus = crate_dir().join("../tests/corpus/files");
     let err = state_dict::read(&corpus.join("init-pickled-function.pth"))
         .unwrap_err()
         .to_string();

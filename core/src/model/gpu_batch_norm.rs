@@ -172,7 +172,7 @@ pub(crate) fn grad_sums(
         [x, dy],
         [gamma, beta, stats],
         settings,
-        (4 * channels, None),
+        (4 * channels, DType::F32),
         per_channel(channels),
     )
 }
@@ -197,7 +197,7 @@ pub(crate) fn grad_x(
         [x, dy],
         [gamma, beta, sums],
         settings,
-        (total, Some(x.dtype())),
+        (total, x.dtype()),
         per_element(total),
     )?;
     Some(from_flat(dx, dims, last))
@@ -206,14 +206,13 @@ pub(crate) fn grad_x(
 /// One backward pass: `kernel` (its f32 and f16 variants, for `x`'s type) over `x` and
 /// `dy` (both `[N, C, H, W]`, any layout; `dy` read in `x`'s type) and gamma, beta and the
 /// per-channel figures (the forward's statistics for part 1, its sums for part 2), bound
-/// in that order before the output (`len` elements, f32 unless it names a type) and the
-/// parameters.
+/// in that order before the output (`len` elements of `out_dtype`) and the parameters.
 fn backward_pass(
     [kernel, kernel_f16]: [Shader; 2],
     [x, dy]: [&Tensor<4>; 2],
     [gamma, beta, per_channel]: [&Tensor<1>; 3],
     settings: Settings,
-    (len, out_dtype): (usize, Option<DType>),
+    (len, out_dtype): (usize, DType),
     grid: cubecl::CubeCount,
 ) -> Option<Tensor<1>> {
     let dims = x.dims();
@@ -225,7 +224,7 @@ fn backward_pass(
     let per_channel = bridge::float_f32(per_channel)?;
     let words = words(dims, x.meta.strides(), dy.meta.strides(), settings)?;
     let p = bridge::upload_u32(&x.client, &words);
-    let out = bridge::empty_1d(&x, len, out_dtype.unwrap_or(DType::F32));
+    let out = bridge::empty_1d(&x, len, out_dtype);
     bridge::launch(
         &x.client,
         elem.pick(kernel, kernel_f16),
