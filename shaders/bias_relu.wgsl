@@ -6,13 +6,17 @@
 // as in noise_risk.wgsl): h_i = a_i + b_(i mod cols) where that is positive or NaN (NaN
 // stays NaN, as in burn's relu), else 0.
 //
+// `elem` is f32 or f16 (BIAS_RELU and BIAS_RELU_F16 in src/lib.rs): a mixed-precision
+// MLP step's f16 activations, its bias f32 (the master weight, as autocast leaves it
+// before its cast); the sum is taken in f32 and rounded once.
+//
 // Bindings (group 0, all storage read_write):
-//   0 a [rows * cols] f32     2 h out [rows * cols] f32
+//   0 a [rows * cols] elem    2 h out [rows * cols] elem
 //   1 b [cols] f32            3 params u32 [2]: rows, cols
 
-@group(0) @binding(0) var<storage, read_write> a: array<f32>;
+@group(0) @binding(0) var<storage, read_write> a: array<elem>;
 @group(0) @binding(1) var<storage, read_write> b: array<f32>;
-@group(0) @binding(2) var<storage, read_write> h: array<f32>;
+@group(0) @binding(2) var<storage, read_write> h: array<elem>;
 @group(0) @binding(3) var<storage, read_write> params: array<u32>;
 
 const WG: u32 = 256u;
@@ -29,6 +33,6 @@ fn main(
     if (i >= rows * cols) {
         return;
     }
-    let v = a[i] + b[i % cols];
-    h[i] = select(0.0, v, v > 0.0 || is_nan(v));
+    let v = f32(a[i]) + b[i % cols];
+    h[i] = elem(select(0.0, v, v > 0.0 || is_nan(v)));
 }

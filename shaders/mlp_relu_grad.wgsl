@@ -8,14 +8,17 @@
 // One invocation per column c (workgroup size 256, 2-D grid as in noise_risk.wgsl),
 // walking its rows: neighbouring invocations read neighbouring words.
 //
+// `elem` is f32 or f16 (MLP_RELU_GRAD and MLP_RELU_GRAD_F16 in src/lib.rs): in a
+// mixed-precision step g, h and dh are f16 and the bias's gradient is summed in f32.
+//
 // Bindings (group 0, all storage read_write):
-//   0 g [rows * cols] f32       2 dh out [rows * cols] f32
-//   1 h [rows * cols] f32       3 db out [cols] f32
+//   0 g [rows * cols] elem      2 dh out [rows * cols] elem
+//   1 h [rows * cols] elem      3 db out [cols] f32
 //                               4 params u32 [2]: rows, cols
 
-@group(0) @binding(0) var<storage, read_write> g: array<f32>;
-@group(0) @binding(1) var<storage, read_write> h: array<f32>;
-@group(0) @binding(2) var<storage, read_write> dh: array<f32>;
+@group(0) @binding(0) var<storage, read_write> g: array<elem>;
+@group(0) @binding(1) var<storage, read_write> h: array<elem>;
+@group(0) @binding(2) var<storage, read_write> dh: array<elem>;
 @group(0) @binding(3) var<storage, read_write> db: array<f32>;
 @group(0) @binding(4) var<storage, read_write> params: array<u32>;
 
@@ -36,9 +39,9 @@ fn main(
     var sum = 0.0;
     for (var r = 0u; r < rows; r++) {
         let i = r * cols + c;
-        let out = h[i];
-        let d = select(0.0, g[i], out > 0.0 || out != out);
-        dh[i] = d;
+        let out = f32(h[i]);
+        let d = select(0.0, f32(g[i]), out > 0.0 || out != out);
+        dh[i] = elem(d);
         sum += d;
     }
     db[c] = sum;

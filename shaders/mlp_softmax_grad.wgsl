@@ -1,9 +1,10 @@
 // mlp_softmax_grad.wgsl — the MLP's output layer and loss in one workgroup
 // (core/src/model/mlp_gpu.rs; the CPU twin is the loop in mlp_cpu.rs): for the
-// logits z = s + b of a batch of B rows and C classes and labels y,
+// logits z = s + b of a batch of B rows and C classes, labels y and the loss scale
+// sigma (1 in an f32 step),
 //
 //   loss  = sum_r ( log sum_j exp(z_rj - max_r) - (z_ry - max_r) )    (summed cross-entropy)
-//   dz_rj = exp(z_rj - max_r) / (sum_r * B) - [j = y_r] / B            (its gradient in z)
+//   dz_rj = sigma ( exp(z_rj - max_r) / (sum_r * B) - [j = y_r] / B ) (its gradient in z)
 //   db_j  = sum_r dz_rj                                                 (the bias gradient)
 //
 // written as the CPU loop writes them, so that a step's gradients match it and burn's
@@ -13,53 +14,64 @@
 // columns t, t + 256, ... of dz. A step's batch is small (128 rows), so one workgroup
 // is a handful of microseconds and saves the launches of a reduction.
 //
+// `elem` is f32 or f16 (MLP_SOFTMAX_GRAD and MLP_SOFTMAX_GRAD_F16 in src/lib.rs). In a
+// mixed-precision step s is f16 and dz is written in f16 scaled by the dynamic loss
+// scale (what autodiff gives for the scaled loss, so that small gradients survive f16);
+// everything between (z, the maximum, the exponentials, the loss) is f32, dz is rounded
+// once, and db sums the rounded dz in f32. The loss is not scaled.
+//
 // Bindings (group 0, all storage read_write):
-//   0 s [B * C] f32 (the batch's h w2)   4 db out [C] f32
-//   1 b [C] f32                           5 loss out [1] f32 (the batch's sum)
-//   2 y [B] u32 labels (< C)              6 params u32 [2]: B, C
-//   3 dz out [B * C] f32
+//   0 s [B * C] elem (the batch's h w2)   4 db out [C] f32
+//   1 b [C] f32                            5 loss out [1] f32 (the batch's sum)
+//   2 y [B] u32 labels (< C)               6 scaler f32, sigma at params[2]
+//   3 dz out [B * C] elem                  7 params u32 [3]: B, C, sigma's index
 
-@group(0) @binding(0) var<storage, read_write> s: array<f32>;
+@group(0) @binding(0) var<storage, read_write> s: array<elem>;
 @group(0) @binding(1) var<storage, read_write> b: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<u32>;
-@group(0) @binding(3) var<storage, read_write> dz: array<f32>;
+@group(0) @binding(3) var<storage, read_write> dz: array<elem>;
 @group(0) @binding(4) var<storage, read_write> db: array<f32>;
 @group(0) @binding(5) var<storage, read_write> loss: array<f32>;
-@group(0) @binding(6) var<storage, read_write> params: array<u32>;
+@group(0) @binding(6) var<storage, read_write> scaler: array<f32>;
+@group(0) @binding(7) var<storage, read_write> params: array<u32>;
 
 const WG: u32 = 256u;
 
 var<workgroup> partial: array<f32, 256>;
 
+fn logit(row: u32, j: u32) -> f32 {
+    return f32(s[row + j]) + b[j];
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     let rows = params[0];
     let classes = params[1];
+    let sigma = scaler[params[2]];
     let batch = f32(rows);
     var total = 0.0;
     for (var r = lid.x; r < rows; r += WG) {
         let row = r * classes;
         // The row's first logit to start the maximum (a constant -inf is a
         // shader-creation error in WebGPU's compilers).
-        var top = s[row] + b[0];
+        var top = logit(row, 0u);
         for (var j = 0u; j < classes; j++) {
-            let z = s[row + j] + b[j];
-            dz[row + j] = z;
-            top = max(top, z);
+            top = max(top, logit(row, j));
         }
-        let label = row + min(y[r], classes - 1u);
-        let shifted = dz[label] - top;
+        let label = min(y[r], classes - 1u);
+        let shifted = logit(row, label) - top;
         var sum = 0.0;
         for (var j = 0u; j < classes; j++) {
-            let e = exp(dz[row + j] - top);
-            dz[row + j] = e;
-            sum += e;
+            sum += exp(logit(row, j) - top);
         }
         total += log(sum) - shifted;
         for (var j = 0u; j < classes; j++) {
-            dz[row + j] = dz[row + j] / (sum * batch);
+            var g = exp(logit(row, j) - top) / (sum * batch);
+            if (j == label) {
+                g -= 1.0 / batch;
+            }
+            dz[row + j] = elem(g * sigma);
         }
-        dz[label] -= 1.0 / batch;
     }
     partial[lid.x] = total;
     storageBarrier();
@@ -76,7 +88,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     for (var j = lid.x; j < classes; j += WG) {
         var column = 0.0;
         for (var r = 0u; r < rows; r++) {
-            column += dz[r * classes + j];
+            column += f32(dz[r * classes + j]);
         }
         db[j] = column;
     }

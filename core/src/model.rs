@@ -37,7 +37,9 @@ mod scorer;
 pub(crate) mod torch_names;
 mod train_batch_norm;
 mod train_conv;
+
 pub use gpu_conv::{GpuConv, Measured, Way, measured_shapes};
+pub(crate) use gpu_layers::ScaleAt;
 pub use gpu_matmul::GpuMatmul;
 pub use resnet::ResNet;
 pub use scorer::Scorer;
@@ -112,8 +114,9 @@ impl Mlp {
 }
 
 /// One step of the MLP without a graph ([`Mlp::cross_entropy_step_by_hand`]): the
-/// gradients of mean cross-entropy, registered under the weights' ids, and the batch's
-/// summed loss `[1]` (what the epoch adds up), on the weights' device.
+/// gradients of mean cross-entropy (f32, times the loss scale in a mixed-precision
+/// step), registered under the weights' ids, and the batch's summed loss `[1]` (what the
+/// epoch adds up), on the weights' device.
 pub(crate) struct MlpStep {
     pub grads: burn::optim::GradientsParams,
     pub loss_sum: Tensor<1>,
@@ -122,16 +125,19 @@ pub(crate) struct MlpStep {
 impl Mlp {
     /// The gradients of `mean(cross_entropy(forward(x), labels))` and the loss, written out
     /// by hand without an autodiff graph: on flex by host loops (`mlp_cpu`), on a wgpu
-    /// device by five matmuls and three kernels (`mlp_gpu`). `None` elsewhere.
+    /// device by five matmuls and three kernels (`mlp_gpu`). With a loss `scale`, the
+    /// step of a mixed-precision (f16) run, which only the wgpu device takes. `None`
+    /// elsewhere.
     pub(crate) fn cross_entropy_step_by_hand(
         &self,
         x: Tensor<2>,
         labels: Tensor<1, burn::tensor::Int>,
+        scale: Option<ScaleAt>,
     ) -> Option<MlpStep> {
-        if crate::flex_buffers::is_f32(&x) {
-            self.cpu_cross_entropy_step(x, labels)
-        } else {
-            self.gpu_cross_entropy_step(x, labels)
+        match (crate::flex_buffers::is_f32(&x), scale) {
+            (true, None) => self.cpu_cross_entropy_step(x, labels),
+            (true, Some(_)) => None,
+            (false, scale) => self.gpu_cross_entropy_step(x, labels, scale),
         }
     }
 }

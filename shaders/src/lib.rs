@@ -74,9 +74,10 @@ pub const RESIDUAL_COMMON: &str =
 pub const RESIDUAL_COMMON_F16: &str =
     concat!(elem_f16!(), "\n", include_str!("../residual_common.wgsl"));
 /// The element type of the passes written for either float width (`im2col.wgsl`,
-/// `col2im.wgsl`): f32 ...
+/// `col2im.wgsl`, `bias_relu.wgsl`, `mlp_*.wgsl`): f32 ...
 pub const ELEM_F32: &str = elem_f32!();
-/// ... or f16, for a mixed-precision step ([`IM2COL_F16`], [`COL2IM_F16`]).
+/// ... or f16, for a mixed-precision step ([`IM2COL_F16`], [`COL2IM_F16`],
+/// [`BIAS_RELU_F16`], [`MLP_SOFTMAX_GRAD_F16`], [`MLP_RELU_GRAD_F16`]).
 pub const ELEM_F16: &str = elem_f16!();
 
 macro_rules! shader {
@@ -125,15 +126,27 @@ shader!(
 );
 shader!(
     /// A layer's bias and ReLU after its matmul.
-    BIAS_RELU, "taks_bias_relu", "", "bias_relu.wgsl"
+    BIAS_RELU, "taks_bias_relu", ELEM_F32, "bias_relu.wgsl"
+);
+shader!(
+    /// The same of f16 activations (the bias f32), a mixed-precision MLP step's.
+    BIAS_RELU_F16, "taks_bias_relu_f16", ELEM_F16, "bias_relu.wgsl"
 );
 shader!(
     /// The MLP's softmax, cross-entropy, its gradient and the output bias's gradient.
-    MLP_SOFTMAX_GRAD, "taks_mlp_softmax_grad", "", "mlp_softmax_grad.wgsl"
+    MLP_SOFTMAX_GRAD, "taks_mlp_softmax_grad", ELEM_F32, "mlp_softmax_grad.wgsl"
+);
+shader!(
+    /// The same from f16 logits, the gradient f16 and scaled by the loss scale.
+    MLP_SOFTMAX_GRAD_F16, "taks_mlp_softmax_grad_f16", ELEM_F16, "mlp_softmax_grad.wgsl"
 );
 shader!(
     /// ReLU's backward with the hidden bias's gradient.
-    MLP_RELU_GRAD, "taks_mlp_relu_grad", "", "mlp_relu_grad.wgsl"
+    MLP_RELU_GRAD, "taks_mlp_relu_grad", ELEM_F32, "mlp_relu_grad.wgsl"
+);
+shader!(
+    /// The same of f16 activations and gradients (the bias's gradient f32).
+    MLP_RELU_GRAD_F16, "taks_mlp_relu_grad_f16", ELEM_F16, "mlp_relu_grad.wgsl"
 );
 shader!(
     /// Each sample's cross-entropy from its logits.
@@ -217,7 +230,7 @@ shader!(
 );
 
 /// Every shader.
-pub const ALL: [Shader; 30] = [
+pub const ALL: [Shader; 33] = [
     NOISE_RISK,
     SELECT_HISTOGRAM,
     SELECT_DIGIT,
@@ -227,8 +240,11 @@ pub const ALL: [Shader; 30] = [
     ADAM,
     ADAM_PACKED,
     BIAS_RELU,
+    BIAS_RELU_F16,
     MLP_SOFTMAX_GRAD,
+    MLP_SOFTMAX_GRAD_F16,
     MLP_RELU_GRAD,
+    MLP_RELU_GRAD_F16,
     CROSS_ENTROPY,
     CROSS_ENTROPY_GRAD,
     IM2COL,
@@ -375,7 +391,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ALL.len());
-        // Every .wgsl file of the crate is a shader of ALL (eight of them twice, in f32
+        // Every .wgsl file of the crate is a shader of ALL (eleven of them twice, in f32
         // and in f16), one of the four preludes or the common helpers.
         let dir = std::path::PathBuf::from(
             std::env::var("CARGO_MANIFEST_DIR")

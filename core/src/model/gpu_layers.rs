@@ -5,52 +5,74 @@
 //! backward with the hidden bias's gradient. The CPU twins are host loops in
 //! [`super::mlp_cpu`].
 //!
-//! Each function returns `None` when its inputs are not on a wgpu device; all outputs are
-//! fresh f32 buffers on the input's device. Nothing blocks or reads back.
+//! Each function returns `None` when its inputs are not on a wgpu device or their type is
+//! one the kernels lack (bf16). Activations and their gradients come out in the input's
+//! type, f32 or f16 (a mixed-precision MLP step's, [`Elem`]); biases and their gradients,
+//! the loss and every sum are f32. All outputs are fresh buffers on the input's device.
+//! Nothing blocks or reads back.
 
 use burn::tensor::{DType, Int, Tensor};
 
 use crate::gpu::bridge;
-use crate::gpu::kernels::{BIAS_RELU, MLP_RELU_GRAD, MLP_SOFTMAX_GRAD, WORKGROUP};
+use crate::gpu::kernels::{
+    BIAS_RELU, BIAS_RELU_F16, Elem, MLP_RELU_GRAD, MLP_RELU_GRAD_F16, MLP_SOFTMAX_GRAD,
+    MLP_SOFTMAX_GRAD_F16, WORKGROUP,
+};
 
-/// `relu(a + b)` for `a` `[rows, cols]` and `b` `[cols]`, NaN kept.
+/// `relu(a + b)` for `a` `[rows, cols]` and `b` `[cols]`, NaN kept, in `a`'s type.
 pub(crate) fn bias_relu(a: &Tensor<2>, b: &Tensor<1>) -> Option<Tensor<2>> {
     let [rows, cols] = a.dims();
     assert_eq!(b.dims(), [cols], "one bias per column");
-    let a = bridge::float_f32(a)?;
+    let elem = Elem::of(a.dtype())?;
+    let a = bridge::float_as(a, elem.dtype())?;
     let b = bridge::float_f32(b)?;
-    let h = bridge::empty_1d(&a, rows * cols, DType::F32);
+    let h = bridge::empty_1d(&a, rows * cols, elem.dtype());
     let p = bridge::upload_u32(&a.client, &[rows as u32, cols as u32]);
     bridge::launch(
         &a.client,
-        BIAS_RELU,
+        elem.pick(BIAS_RELU, BIAS_RELU_F16),
         bridge::grid(((rows * cols) as u32).div_ceil(WORKGROUP)),
         &[&a.handle, &b.handle, &h.handle, &p],
     );
     Some(bridge::to_matrix(h, rows, cols))
 }
 
+/// The loss scale a mixed-precision step multiplies its gradients by, where it lies on
+/// the device: word `at` of the f32 `words` (`train::DeviceLossScale`'s state).
+pub(crate) struct ScaleAt<'a> {
+    pub words: &'a Tensor<1>,
+    pub at: usize,
+}
+
 /// The cross-entropy of the logits `s + b` (`s` `[B, C]`, `b` `[C]`) against `labels`
 /// `[B]` (each below C) summed over the batch, the gradient of its mean in the logits
-/// `[B, C]` and the bias's gradient `[C]`: `(loss sum [1], dz, db)`.
+/// `[B, C]` in `s`'s type and times the loss `scale` where one is given, and the bias's
+/// gradient `[C]` (the sum of those): `(loss sum [1], dz, db)`.
 pub(crate) fn softmax_cross_entropy_grad(
     s: &Tensor<2>,
     b: &Tensor<1>,
     labels: &Tensor<1, Int>,
+    scale: Option<ScaleAt>,
 ) -> Option<(Tensor<1>, Tensor<2>, Tensor<1>)> {
     let [rows, classes] = s.dims();
     assert_eq!(b.dims(), [classes], "one bias per class");
     assert_eq!(labels.dims(), [rows], "one label per row");
-    let s = bridge::float_f32(s)?;
+    let elem = Elem::of(s.dtype())?;
+    let s = bridge::float_as(s, elem.dtype())?;
     let b = bridge::float_f32(b)?;
     let y = bridge::int_32(labels)?;
-    let dz = bridge::empty_1d(&s, rows * classes, DType::F32);
+    // An f32 step's scale is one, from a word of its own (an upload, not a launch).
+    let (scaler, at) = match scale {
+        Some(ScaleAt { words, at }) => (bridge::float_f32(words)?.handle, at as u32),
+        None => (bridge::upload_u32(&s.client, &[1f32.to_bits()]), 0),
+    };
+    let dz = bridge::empty_1d(&s, rows * classes, elem.dtype());
     let db = bridge::empty_1d(&s, classes, DType::F32);
     let loss = bridge::empty_1d(&s, 1, DType::F32);
-    let p = bridge::upload_u32(&s.client, &[rows as u32, classes as u32]);
+    let p = bridge::upload_u32(&s.client, &[rows as u32, classes as u32, at]);
     bridge::launch(
         &s.client,
-        MLP_SOFTMAX_GRAD,
+        elem.pick(MLP_SOFTMAX_GRAD, MLP_SOFTMAX_GRAD_F16),
         bridge::grid(1),
         &[
             &s.handle,
@@ -59,6 +81,7 @@ pub(crate) fn softmax_cross_entropy_grad(
             &dz.handle,
             &db.handle,
             &loss.handle,
+            &scaler,
             &p,
         ],
     );
@@ -70,7 +93,7 @@ pub(crate) fn softmax_cross_entropy_grad(
 }
 
 /// Relu's backward and the hidden bias's gradient: `g` where `h` is positive (or NaN),
-/// else 0 (`[rows, cols]`), and its column sums `[cols]`.
+/// else 0 (`[rows, cols]`, in `g`'s type), and its column sums `[cols]` (f32).
 pub(crate) fn relu_grad(g: &Tensor<2>, h: &Tensor<2>) -> Option<(Tensor<2>, Tensor<1>)> {
     let [rows, cols] = g.dims();
     assert_eq!(
@@ -78,14 +101,15 @@ pub(crate) fn relu_grad(g: &Tensor<2>, h: &Tensor<2>) -> Option<(Tensor<2>, Tens
         [rows, cols],
         "gradient and activations must have one shape"
     );
-    let g = bridge::float_f32(g)?;
-    let h = bridge::float_f32(h)?;
-    let dh = bridge::empty_1d(&g, rows * cols, DType::F32);
+    let elem = Elem::of(g.dtype())?;
+    let g = bridge::float_as(g, elem.dtype())?;
+    let h = bridge::float_as(h, elem.dtype())?;
+    let dh = bridge::empty_1d(&g, rows * cols, elem.dtype());
     let db = bridge::empty_1d(&g, cols, DType::F32);
     let p = bridge::upload_u32(&g.client, &[rows as u32, cols as u32]);
     bridge::launch(
         &g.client,
-        MLP_RELU_GRAD,
+        elem.pick(MLP_RELU_GRAD, MLP_RELU_GRAD_F16),
         bridge::grid((cols as u32).div_ceil(WORKGROUP)),
         &[&g.handle, &h.handle, &dh.handle, &db.handle, &p],
     );

@@ -11,6 +11,7 @@ use super::loss_scale::DeviceLossScale;
 use crate::Result;
 use crate::methods::{self, BatchAt, EpochSet, Rule};
 use crate::model::Networks;
+use crate::precision::Precision;
 use crate::selection::{self, indices_tensor};
 
 impl Trainer {
@@ -130,76 +131,79 @@ impl Trainer {
         let y: Vec<i32> = picked.iter().map(|&i| noisy[i as usize] as i32).collect();
         let y = Tensor::<1, Int>::from_data(TensorData::new(y, [len]), &self.device);
         // The MLP with plain cross-entropy: gradients by hand, no graph (CPU or GPU), in
-        // f32.
+        // f32 or, on the GPU, f16 (bf16 takes burn's layers).
         let precision = self.config.precision;
-        let by_hand = match networks.first().as_mlp() {
-            Some(mlp)
-                if networks.len() == 1 && rule.is_mean_cross_entropy() && precision.is_f32() =>
+        let by_hand = match (networks.first().as_mlp(), precision, &self.loss_scale) {
+            (Some(mlp), Precision::F32 | Precision::F16, scaler)
+                if networks.len() == 1 && rule.is_mean_cross_entropy() =>
             {
-                mlp.cross_entropy_step_by_hand(x.clone(), y.clone())
+                let scale = scaler.as_ref().map(DeviceLossScale::scale_at);
+                mlp.cross_entropy_step_by_hand(x.clone(), y.clone(), scale)
             }
             _ => None,
         };
-        if let Some(step) = by_hand {
-            let networks = self.adam.step(lr, beta_1, networks, step.grads, None);
-            return (
-                networks,
-                BatchSums {
+        let (grads, sums, gate) = match by_hand {
+            Some(step) => {
+                let sums = BatchSums {
                     loss_sum: step.loss_sum,
                     picked: None,
-                },
-            );
-        }
-        let step = rule.batch(&networks.forward_in(x, precision), &y, at);
-        let loss_sum = step
-            .loss
-            .clone()
-            .detach()
-            .without_autodiff()
-            .mul_scalar(len as f32);
-        let picked = step.picked.map(|masks| {
-            let clean = self.clean.clone().select(0, idx);
-            masks
-                .into_iter()
-                .map(|mask| {
-                    let mask = mask.detach().without_autodiff();
-                    ((mask.clone() * clean.clone()).sum(), mask.sum())
-                })
-                .collect()
-        });
-        let gate = step.apply.map(|g| g.detach().without_autodiff());
-        let mut networks = networks;
-        let grads = match self.loss_scale.as_mut() {
-            None => GradientsParams::from_grads(step.loss.backward(), &networks),
-            // f16: the loss scaled up for the backward pass, the gradients scaled back
-            // down, and no step where they overflowed; decided on the device where the
-            // packed Adam runs, else here.
-            Some(scaler) => {
-                let scaled = step.loss * Tensor::from_inner(scaler.scale());
-                let mut grads = GradientsParams::from_grads(scaled.backward(), &networks);
-                if gate.is_none() {
-                    let scaling = scaler.scaling(lr);
-                    match self.adam.step_scaled(lr, beta_1, networks, grads, scaling) {
-                        Ok(networks) => {
-                            scaler.stepped();
-                            return (networks, BatchSums { loss_sum, picked });
-                        }
-                        Err(unstepped) => (networks, grads) = unstepped,
-                    }
-                }
-                let (mut host, skipped) = scaler.read_now();
-                self.adam.forget_skipped(skipped);
-                let finite = super::loss_scale::unscale(&mut grads, &networks, host.scale);
-                let applied = host.after(finite);
-                *scaler = DeviceLossScale::new(host, &self.device);
-                if !applied {
-                    return (networks, BatchSums { loss_sum, picked });
-                }
-                grads
+                };
+                (step.grads, sums, None)
+            }
+            None => {
+                let step = rule.batch(&networks.forward_in(x, precision), &y, at);
+                let loss_sum = step
+                    .loss
+                    .clone()
+                    .detach()
+                    .without_autodiff()
+                    .mul_scalar(len as f32);
+                let picked = step.picked.map(|masks| {
+                    let clean = self.clean.clone().select(0, idx);
+                    masks
+                        .into_iter()
+                        .map(|mask| {
+                            let mask = mask.detach().without_autodiff();
+                            ((mask.clone() * clean.clone()).sum(), mask.sum())
+                        })
+                        .collect()
+                });
+                let gate = step.apply.map(|g| g.detach().without_autodiff());
+                // f16: the loss scaled up for the backward pass (the step by hand scales
+                // its logits' gradient itself).
+                let loss = match &self.loss_scale {
+                    Some(scaler) => step.loss * Tensor::from_inner(scaler.scale()),
+                    None => step.loss,
+                };
+                let grads = GradientsParams::from_grads(loss.backward(), &networks);
+                (grads, BatchSums { loss_sum, picked }, gate)
             }
         };
-        let networks = self.adam.step(lr, beta_1, networks, grads, gate);
-        (networks, BatchSums { loss_sum, picked })
+        let Some(scaler) = self.loss_scale.as_mut() else {
+            return (self.adam.step(lr, beta_1, networks, grads, gate), sums);
+        };
+        // f16: the gradients scaled back down, and no step where they overflowed; decided
+        // on the device where the packed Adam runs, else here.
+        let (mut networks, mut grads) = (networks, grads);
+        if gate.is_none() {
+            let scaling = scaler.scaling(lr);
+            match self.adam.step_scaled(lr, beta_1, networks, grads, scaling) {
+                Ok(networks) => {
+                    scaler.stepped();
+                    return (networks, sums);
+                }
+                Err(unstepped) => (networks, grads) = unstepped,
+            }
+        }
+        let (mut host, skipped) = scaler.read_now();
+        self.adam.forget_skipped(skipped);
+        let finite = super::loss_scale::unscale(&mut grads, &networks, host.scale);
+        let applied = host.after(finite);
+        *scaler = DeviceLossScale::new(host, &self.device);
+        if !applied {
+            return (networks, sums);
+        }
+        (self.adam.step(lr, beta_1, networks, grads, gate), sums)
     }
 }
 

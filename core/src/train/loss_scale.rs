@@ -26,7 +26,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
-use crate::model::Networks;
+use crate::model::{Networks, ScaleAt};
 use crate::optim::adam_gpu::Scaling;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -93,6 +93,15 @@ impl DeviceLossScale {
     pub(crate) fn scale(&self) -> Tensor<1> {
         let at = 4 * self.parity as usize;
         self.words.clone().narrow(0, at, 1)
+    }
+
+    /// The same scale as a word of the state, for a kernel that reads it there (the
+    /// MLP's step by hand).
+    pub(crate) fn scale_at(&self) -> ScaleAt<'_> {
+        ScaleAt {
+            words: &self.words,
+            at: 4 * self.parity as usize,
+        }
     }
 
     /// What the packed Adam step needs to scale, check and skip with learning rate
