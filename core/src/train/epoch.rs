@@ -125,14 +125,14 @@ impl Trainer {
     ) -> (Networks, BatchSums) {
         let len = picked.len();
         let idx = indices_tensor(picked, &self.device);
-        let x = inputs(&self.train.samples, picked, &idx, &self.device);
+        let precision = self.config.precision;
+        let x = inputs(&self.train.samples, picked, &idx, &self.device, precision);
         // The batch's noisy labels from the host copy: an upload, not a gather kernel.
         let noisy = &self.labels.noisy_labels;
         let y: Vec<i32> = picked.iter().map(|&i| noisy[i as usize] as i32).collect();
         let y = Tensor::<1, Int>::from_data(TensorData::new(y, [len]), &self.device);
         // The MLP with plain cross-entropy: gradients by hand, no graph (CPU or GPU), in
         // f32 or, on the GPU, f16 (bf16 takes burn's layers).
-        let precision = self.config.precision;
         let by_hand = match (networks.first().as_mlp(), precision, &self.loss_scale) {
             (Some(mlp), Precision::F32 | Precision::F16, scaler)
                 if networks.len() == 1 && rule.is_mean_cross_entropy() =>

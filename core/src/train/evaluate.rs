@@ -3,11 +3,12 @@
 //! the test set (and the validation set, where a run has one), which is not part of the
 //! timed epoch.
 
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::{DType, Device, FloatDType, Int, Tensor, TensorData};
 
 use super::{PartSet, Trainer};
 use crate::data::Samples;
 use crate::model::{Classifier, Scorer};
+use crate::precision::Precision;
 use crate::{Error, Result};
 
 impl Trainer {
@@ -114,24 +115,70 @@ pub(super) fn upload(samples: &Samples, start: usize, len: usize, device: &Devic
 }
 
 /// The network inputs of `samples` at positions `picked` (a training batch; `idx` the
-/// same positions on `device`), on `device`. On flex, f32 samples used as stored are
-/// selected by flex itself; everything else is gathered on the host and uploaded.
+/// same positions on `device`), on `device`, in the step's type. On flex, f32 samples
+/// used as stored are selected by flex itself; everything else is gathered on the host
+/// and uploaded, a mixed-precision step's batch converted to its 16-bit type on the way
+/// (half the bytes, and no cast on the device).
 pub(super) fn inputs(
     samples: &Samples,
     picked: &[u32],
     idx: &Tensor<1, Int>,
     device: &Device,
+    precision: Precision,
 ) -> Tensor<2> {
     if *device == Device::flex()
+        && precision.is_f32()
         && let Some(x) = samples.flex_select(idx.clone())
     {
         return x;
     }
-    on_device(samples.gather(picked), samples.size(), device)
+    let dtype = precision.low().unwrap_or(FloatDType::F32);
+    on_device_as(samples.gather(picked), samples.size(), device, dtype)
 }
 
 /// Whole samples of `size` values as a `[rows, size]` tensor on `device`.
 fn on_device(values: Vec<f32>, size: usize, device: &Device) -> Tensor<2> {
+    on_device_as(values, size, device, FloatDType::F32)
+}
+
+/// The same in `dtype`, converted on the host (burn's `TensorData::convert_dtype`).
+fn on_device_as(values: Vec<f32>, size: usize, device: &Device, dtype: FloatDType) -> Tensor<2> {
     let rows = values.len() / size;
-    Tensor::from_data(TensorData::new(values, [rows, size]), device)
+    let data = TensorData::new(values, [rows, size]);
+    Tensor::from_data(data, (device, DType::from(dtype)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::host;
+
+    /// On lavapipe: a mixed-precision step's batch arrives in f16, each value f16's
+    /// rounding of the stored one (the device's cast gives the same), in the order
+    /// picked; an f32 step's arrives as stored.
+    #[test]
+    fn an_f16_batch_is_uploaded_in_f16() {
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+        // Values that f16 rounds (1/3, 0.1, and 1e-6, below its smallest normal).
+        let values = vec![1.0 / 3.0, 0.1, -2.5, 7.0, 1.0e-6, 42.0];
+        let samples = Samples::from_values(values.clone(), 2);
+        let picked = [2u32, 0];
+        let idx = crate::selection::indices_tensor(&picked, &device);
+        let x16 = inputs(&samples, &picked, &idx, &device, Precision::F16);
+        assert_eq!(x16.dtype(), DType::F16);
+        let x32 = inputs(&samples, &picked, &idx, &device, Precision::F32);
+        assert_eq!(x32.dtype(), DType::F32);
+        let stored = [1.0e-6, 42.0, 1.0 / 3.0, 0.1];
+        assert_eq!(host(x32.clone()), stored);
+        let rounded: Vec<f32> = stored
+            .iter()
+            .map(|&v| burn::tensor::f16::from_f32(v).to_f32())
+            .collect();
+        assert_ne!(rounded, stored, "f16 rounds these values");
+        assert_eq!(host(x16.clone().cast(FloatDType::F32)), rounded);
+        assert_eq!(
+            host(x16.cast(FloatDType::F32)),
+            host(x32.cast(FloatDType::F16).cast(FloatDType::F32))
+        );
+    }
 }
