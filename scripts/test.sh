@@ -50,6 +50,15 @@ TAKS_GPU_DIRECT=1 cargo test --release --workspace --test 'gpu_*'
 # where it measures fastest: `core/src/model/implicit_conv.rs`). Same build, a minute.
 TAKS_GPU_MATMUL=tiled cargo test --release --workspace --lib -- im2col train_conv scorer gpu_conv
 
+# The Metal build (burn's MSL compiler, `--features metal-shaders`) cannot run here, but
+# it can be type-checked for macOS: clippy for aarch64-apple-darwin (rustup's standard
+# library for it; nothing is linked, so no Apple SDK). About 2.5 minutes the first time,
+# reusing the release build's proc macros and build scripts; seconds after.
+if ! rustup target list --installed | grep -qx aarch64-apple-darwin; then
+    rustup target add aarch64-apple-darwin
+fi
+cargo clippy --release --target aarch64-apple-darwin -p taks --features metal-shaders -- -D warnings
+
 # The browser demo, end to end in headless chromium (installs chromium and the npm
 # test packages when missing, builds the wasm package).
 scripts/test-web.sh
