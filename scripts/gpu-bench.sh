@@ -18,10 +18,10 @@
 #   6. when TAKS_SPIRV names a `--features native-shaders` build (burn's SPIR-V
 #      compiler), the MLP and the CNN again through it, without PyTorch (70 s more: a
 #      second call on a 15-minute lease);
-#   7. when F16=1, the CNN and ResNet-18 in mixed precision (`--precision f16`: f16
-#      forward and backward passes, f32 weights, a loss scale) beside PyTorch's autocast
-#      to f16 with its gradient scaler (F16=only runs these two alone: a second call on
-#      a 15-minute lease);
+#   7. when F16=1, the CNN, ResNet-18 and the MLP in mixed precision (`--precision f16`:
+#      f16 forward and backward passes, f32 weights, a loss scale; the MLP's step
+#      without a graph in f16) beside PyTorch's autocast to f16 with its gradient scaler
+#      (F16=only runs these three alone: a second call on a 15-minute lease);
 #   8. when EMBED=1, `taks embed` of 2,000 224x224 PNGs with a ResNet-18 on the GPU
 #      against PyTorch's eval loop on CUDA, after checking its features against
 #      torchvision's (scripts/torchvision-parity.py --device gpu).
@@ -103,6 +103,7 @@ if [ -n "${F16:-}" ]; then
     # Limits not measured on a GPU yet: burn autotunes its f16 kernels in the first epoch.
     step cnn-32x32-f16 200 "$TAKS" "${CNN[@]}" --precision f16 --torch "$PYTHON"
     step resnet18-224x224-f16 150 "$TAKS" "${RESNET[@]}" --precision f16 --torch "$PYTHON"
+    step mlp-28x28-f16 45 "$TAKS" "${MLP[@]}" --precision f16 --torch "$PYTHON"
 fi
 
 if [ -n "${EMBED:-}" ]; then
