@@ -179,18 +179,30 @@ impl Trainer {
                 (grads, BatchSums { loss_sum, picked }, gate)
             }
         };
+        (self.adam_step(lr, beta_1, networks, grads, gate), sums)
+    }
+
+    /// Adam's step with `grads` (and the method's `gate`). In f16 the gradients are
+    /// scaled: they are scaled back down first, and no step is taken where they
+    /// overflowed; decided on the device where the packed Adam runs, else here.
+    fn adam_step(
+        &mut self,
+        lr: f64,
+        beta_1: f32,
+        networks: Networks,
+        grads: GradientsParams,
+        gate: Option<Tensor<1>>,
+    ) -> Networks {
         let Some(scaler) = self.loss_scale.as_mut() else {
-            return (self.adam.step(lr, beta_1, networks, grads, gate), sums);
+            return self.adam.step(lr, beta_1, networks, grads, gate);
         };
-        // f16: the gradients scaled back down, and no step where they overflowed; decided
-        // on the device where the packed Adam runs, else here.
         let (mut networks, mut grads) = (networks, grads);
         if gate.is_none() {
             let scaling = scaler.scaling(lr);
             match self.adam.step_scaled(lr, beta_1, networks, grads, scaling) {
                 Ok(networks) => {
                     scaler.stepped();
-                    return (networks, sums);
+                    return networks;
                 }
                 Err(unstepped) => (networks, grads) = unstepped,
             }
@@ -200,10 +212,10 @@ impl Trainer {
         let finite = super::loss_scale::unscale(&mut grads, &networks, host.scale);
         let applied = host.after(finite);
         *scaler = DeviceLossScale::new(host, &self.device);
-        if !applied {
-            return (networks, sums);
+        match applied {
+            true => self.adam.step(lr, beta_1, networks, grads, gate),
+            false => networks,
         }
-        (self.adam.step(lr, beta_1, networks, grads, gate), sums)
     }
 }
 
