@@ -14,13 +14,14 @@
 //! 1e-5). Returns `None` off wgpu; the caller then takes the generic path.
 //!
 //! A mixed-precision step ([`crate::precision`], f16) is the same step in f16, as
-//! autocast would run the MLP: the input and the two weights are cast to f16 (three
-//! launches), the five matmuls are burn's f16 matmuls, the three kernels read and write
-//! f16 activations and gradients (their f16 variants; biases, the loss and every sum
-//! stay f32), and the loss kernel multiplies the logits' gradient by the dynamic loss
-//! scale, read on the device, so that every gradient comes out scaled as autodiff's of
-//! the scaled loss would. The two weight gradients are cast back to f32 (two launches)
-//! for Adam, which unscales and checks them as it does autodiff's.
+//! autocast would run the MLP: the two weights are cast to f16 (two launches; the
+//! trainer uploads the batch in f16 already, else it is cast too), the five matmuls
+//! are burn's f16 matmuls, the three kernels read and write f16 activations and
+//! gradients (their f16 variants; biases, the loss and every sum stay f32), and the
+//! loss kernel multiplies the logits' gradient by the dynamic loss scale, read on the
+//! device, so that every gradient comes out scaled as autodiff's of the scaled loss
+//! would. The two weight gradients are cast back to f32 (two launches) for Adam, which
+//! unscales and checks them as it does autodiff's.
 
 use burn::module::ParamId;
 use burn::optim::GradientsParams;
