@@ -313,6 +313,34 @@ mod gpu_tests {
         assert_eq!(times(&trainer, 1), vec![Some(1); params]);
     }
 
+    /// On lavapipe: the MLP's f16 step with plain cross-entropy (Standard's) is the step
+    /// by hand in f16 (`model::mlp_gpu`), not autodiff's: its three f16 kernels run once
+    /// each, no kernel of the generic path does (the per-sample loss), and the only
+    /// casts are the two weights' and their gradients' (the batch arrives in f16).
+    #[test]
+    fn an_f16_mlp_step_is_the_step_by_hand() {
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+        let (mut trainer, step) = f16_trainer(Method::STANDARD, &device);
+        for _ in 0..2 {
+            let ((), kernels) = crate::gpu::launches::count_by_kernel(|| step(&mut trainer));
+            let count = |name: &str| {
+                kernels
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map_or(0, |(_, n)| *n)
+            };
+            for kernel in [
+                "taks_bias_relu_f16",
+                "taks_mlp_softmax_grad_f16",
+                "taks_mlp_relu_grad_f16",
+            ] {
+                assert_eq!(count(kernel), 1, "{kernel}: {kernels:?}");
+            }
+            assert_eq!(count("taks_cross_entropy"), 0, "{kernels:?}");
+            assert_eq!(count("CastElement"), 4, "{kernels:?}");
+        }
+    }
+
     /// The same decided on the host, where the packed Adam does not step (Decouple's
     /// step is gated): the overflow is skipped and the scale halved there, and the next
     /// step counts a finite one.
