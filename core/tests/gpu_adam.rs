@@ -149,6 +149,62 @@ fn packed_adam_is_the_generic_update() {
     assert_ne!(flat(&after), before);
 }
 
+/// The packed step reads an f16 gradient as it is (a mixed-precision MLP step's weight
+/// gradients): in one launch, with no cast, and with the very weights and moments its
+/// f32 copy gives, step after step.
+#[test]
+fn packed_adam_reads_f16_gradients() {
+    use burn::tensor::{DType, FloatDType};
+
+    let device = gpu::direct::start().expect("a wgpu adapter").0.autodiff();
+    let start = Small::new(&device);
+    let weights = loss_weights(&device);
+    let (mut half, mut full) = (start.clone(), start);
+    let (mut adam_half, mut adam_full) = (Adam::default(), Adam::default());
+    let id = half.linear.weight.id;
+    for step in 0..3 {
+        let shift = 1.0 + step as f32;
+        // The linear weight's gradient rounded to f16: as it is for one run, back in
+        // f32 for the other.
+        let mut g_half = grads(&half, &weights, shift);
+        let g16 = g_half.remove::<2>(id).unwrap().cast(FloatDType::F16);
+        g_half.register(id, g16.clone());
+        let mut g_full = grads(&full, &weights, shift);
+        g_full.remove::<2>(id).unwrap();
+        g_full.register(id, g16.cast(FloatDType::F32));
+        assert_eq!(g_half.get::<2>(id).unwrap().dtype(), DType::F16);
+
+        let (stepped, kernels) =
+            gpu::launches::count_by_kernel(|| adam_half.step(1e-2, 0.9, half, g_half, None));
+        half = stepped;
+        full = adam_full.step(1e-2, 0.9, full, g_full, None);
+        if step > 0 {
+            let names: Vec<&str> = kernels.iter().map(|(k, _)| k.as_str()).collect();
+            assert_eq!(
+                names,
+                ["taks_adam_packed_6_f16_100000"],
+                "step {}",
+                step + 1
+            );
+        }
+        assert_eq!(flat(&half), flat(&full), "step {}", step + 1);
+        let moments = |adam: &Adam| -> Vec<Vec<f32>> {
+            let read = |t: &Tensor<1>| t.clone().into_data().try_to_vec::<f32>().unwrap();
+            adam.moments()
+                .iter()
+                .flatten()
+                .flat_map(|m| [read(&m.first), read(&m.second)])
+                .collect()
+        };
+        assert_eq!(
+            moments(&adam_half),
+            moments(&adam_full),
+            "step {}",
+            step + 1
+        );
+    }
+}
+
 /// The scaler words of `shaders/adam_packed.wgsl` (two states of scale, good steps,
 /// skipped steps and a spare word, then a found flag per state) on `device`.
 fn scaler(words: [u32; 10], device: &Device) -> Tensor<1> {

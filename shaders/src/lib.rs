@@ -266,24 +266,33 @@ pub const ALL: [Shader; 33] = [
     BN_GRAD_X_F16,
 ];
 
-/// The WGSL text of `adam_packed.wgsl` for `gradients` gradient buffers (at least one):
-/// every line between a `// gradients: begin` and its `// gradients: end` repeated once
-/// per gradient, its `g0` and `case 0u` numbered 0, 1, .., and its `@binding(8)` 8, 9, ...
-pub fn adam_packed(gradients: usize) -> String {
-    assert!(gradients >= 1, "at least one gradient");
-    let mut out = String::with_capacity(ADAM_PACKED.body.len() + 64 * gradients);
+/// The WGSL text of `adam_packed.wgsl` for one gradient buffer per entry of `f16` (at
+/// least one): every line between a `// gradients: begin` and its `// gradients: end`
+/// repeated once per gradient, its `g0` and `case 0u` numbered 0, 1, .., and its
+/// `@binding(8)` 8, 9, ...; gradient j is read as f16 (and widened to f32) where `f16[j]`,
+/// the weight gradients of a mixed-precision MLP step. A text with an f16 gradient needs
+/// [`ELEM_F16`]'s `enable f16;` before it.
+pub fn adam_packed(f16: &[bool]) -> String {
+    assert!(!f16.is_empty(), "at least one gradient");
+    let mut out = String::with_capacity(ADAM_PACKED.body.len() + 64 * f16.len());
     let mut block: Option<Vec<&str>> = None;
     for line in ADAM_PACKED.body.lines() {
         let marker = line.trim();
         match (&mut block, marker) {
             (None, "// gradients: begin") => block = Some(Vec::new()),
             (Some(lines), "// gradients: end") => {
-                for j in 0..gradients {
+                for (j, &half) in f16.iter().enumerate() {
                     for l in lines.iter() {
-                        let l = l
+                        let mut l = l
                             .replace("@binding(8)", &format!("@binding({})", 8 + j))
                             .replace("g0", &format!("g{j}"))
                             .replace("case 0u", &format!("case {j}u"));
+                        if half {
+                            let read = format!("g{j}[i]");
+                            l = l
+                                .replace("array<f32>", "array<f16>")
+                                .replace(&read, &format!("f32({read})"));
+                        }
                         out.push_str(&l);
                         out.push('\n');
                     }
@@ -342,9 +351,9 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join("\n")
         };
-        assert_eq!(strip(&adam_packed(1)), strip(ADAM_PACKED.body));
+        assert_eq!(strip(&adam_packed(&[false])), strip(ADAM_PACKED.body));
         for gradients in [2, 5, 64] {
-            let text = adam_packed(gradients);
+            let text = adam_packed(&vec![false; gradients]);
             let module = naga::front::wgsl::parse_str(&[COMMON, &text].join("\n"))
                 .unwrap_or_else(|e| panic!("{gradients}: {}", e.emit_to_string(&text)));
             naga::valid::Validator::new(
@@ -363,6 +372,36 @@ mod tests {
                 text.matches("var<storage, read_write> g").count(),
                 gradients
             );
+        }
+    }
+
+    /// With f16 gradients among f32 ones (a mixed-precision MLP step's weights), each
+    /// f16 one is bound as f16 and widened where it is read, the f32 ones stay as they
+    /// are, and the text validates after `enable f16;` with f16 allowed.
+    #[test]
+    fn packed_adam_reads_f16_gradients() {
+        let text = adam_packed(&[false, true, false, true]);
+        let text = [ELEM_F16, COMMON, &text].join("\n");
+        let module = naga::front::wgsl::parse_str(&text)
+            .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&text)));
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::SHADER_FLOAT16,
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&text)));
+        for (j, half) in [false, true, false, true].into_iter().enumerate() {
+            let (elem, read) = match half {
+                true => ("f16", format!("f32(g{j}[i])")),
+                false => ("f32", format!("g{j}[i]")),
+            };
+            let binding = format!(
+                "@binding({}) var<storage, read_write> g{j}: array<{elem}>;",
+                8 + j
+            );
+            assert!(text.contains(&binding), "{binding}");
+            let case = format!("case {j}u: {{ return {read}; }}");
+            assert!(text.contains(&case), "{case}");
         }
     }
 

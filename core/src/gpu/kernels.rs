@@ -48,21 +48,35 @@ impl Elem {
     }
 }
 
-/// `shaders/adam_packed.wgsl` for `gradients` gradient buffers. The text is generated
-/// once per count and kept for the process (a shader's name and text are `'static`, and
-/// a few counts at most occur in a run).
-pub(crate) fn adam_packed(gradients: usize) -> Shader {
+/// `shaders/adam_packed.wgsl` for one gradient buffer per entry of `f16`, gradient j
+/// read as f16 where `f16[j]` (`taks_shaders::adam_packed`). The text is generated once
+/// per list and kept for the process (a shader's name and text are `'static`, and a few
+/// lists at most occur in a run).
+pub(crate) fn adam_packed(f16: &[bool]) -> Shader {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
-    static MADE: OnceLock<Mutex<HashMap<usize, Shader>>> = OnceLock::new();
+    static MADE: OnceLock<Mutex<HashMap<Vec<bool>, Shader>>> = OnceLock::new();
     let mut made = MADE
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    *made.entry(gradients).or_insert_with(|| Shader {
-        name: Box::leak(format!("taks_adam_packed_{gradients}").into_boxed_str()),
-        prelude: "",
-        body: Box::leak(taks_shaders::adam_packed(gradients).into_boxed_str()),
+    *made.entry(f16.to_vec()).or_insert_with(|| {
+        let gradients = f16.len();
+        // f32 gradients only: the name and text as they always were. Otherwise the name
+        // says which are f16 (`taks_adam_packed_4_f16_0101`).
+        let (name, prelude) = match f16.iter().any(|&h| h) {
+            false => (format!("taks_adam_packed_{gradients}"), ""),
+            true => {
+                let mask: String = f16.iter().map(|&h| if h { '1' } else { '0' }).collect();
+                let name = format!("taks_adam_packed_{gradients}_f16_{mask}");
+                (name, taks_shaders::ELEM_F16)
+            }
+        };
+        Shader {
+            name: Box::leak(name.into_boxed_str()),
+            prelude,
+            body: Box::leak(taks_shaders::adam_packed(f16).into_boxed_str()),
+        }
     })
 }
 

@@ -20,8 +20,9 @@
 //! gradients (their f16 variants; biases, the loss and every sum stay f32), and the
 //! loss kernel multiplies the logits' gradient by the dynamic loss scale, read on the
 //! device, so that every gradient comes out scaled as autodiff's of the scaled loss
-//! would. The two weight gradients are cast back to f32 (two launches) for Adam, which
-//! unscales and checks them as it does autodiff's.
+//! would. The two weight gradients stay f16: the packed Adam reads them as they are
+//! (`shaders/adam_packed.wgsl`'s f16 gradient bindings), checks and unscales them in f32
+//! as it does autodiff's, and the host's fallback casts them to f32 first.
 
 use burn::module::ParamId;
 use burn::optim::GradientsParams;
@@ -34,7 +35,7 @@ use crate::gpu;
 impl Mlp {
     /// Gradients of the mean cross-entropy of `x` `[B, in]` against `labels` `[B]`, and the
     /// loss, by hand on the GPU; `None` off wgpu. With a loss `scale`, a mixed-precision
-    /// step: in f16, the gradients (f32) times the scale.
+    /// step: in f16, the gradients times the scale (the weights' f16, the biases' f32).
     pub(crate) fn gpu_cross_entropy_step(
         &self,
         x: Tensor<2>,
@@ -63,11 +64,10 @@ impl Mlp {
         let (dh, db1) = gpu_layers::relu_grad(&dz.matmul(w2.transpose()), &h)?;
         let dw1 = x.transpose().matmul(dh);
 
-        let weight_grad = |g: Tensor<2>| if low { g.cast(FloatDType::F32) } else { g };
         let mut grads = GradientsParams::new();
-        grads.register(ids[0], weight_grad(dw1));
+        grads.register(ids[0], dw1);
         grads.register(ids[1], db1);
-        grads.register(ids[2], weight_grad(dw2));
+        grads.register(ids[2], dw2);
         grads.register(ids[3], db2);
         Some(MlpStep { grads, loss_sum })
     }
@@ -146,7 +146,7 @@ mod tests {
         let autodiff = GradientsParams::from_grads(scaled.backward(), &mlp);
         let f32_step = mlp.gpu_cross_entropy_step(x, y, None).expect("on wgpu");
 
-        // Each parameter's gradient (f32), flat, in the order w1, b1, w2, b2.
+        // Each parameter's gradient in f32, flat, in the order w1, b1, w2, b2.
         let (w1, w2) = (mlp.hidden.weight.id, mlp.output.weight.id);
         let b1 = mlp.hidden.bias.as_ref().unwrap().id;
         let b2 = mlp.output.bias.as_ref().unwrap().id;
@@ -155,11 +155,14 @@ mod tests {
             let (w1, w2) = (weight(w1), weight(w2));
             let mut bias = |id| g.remove::<1>(id).unwrap();
             let (b1, b2) = (bias(b1), bias(b2));
-            [w1, b1, w2, b2].map(|t| {
-                assert_eq!(t.dtype(), DType::F32);
-                host(t)
-            })
+            [w1, b1, w2, b2].map(|t| host(t.cast(FloatDType::F32)))
         };
+        // The weights' gradients come out f16, for the packed Adam to read as they are;
+        // the biases' f32.
+        let dtype = |id| step.grads.get::<2>(id).map(|g| g.dtype());
+        assert_eq!((dtype(w1), dtype(w2)), (Some(DType::F16), Some(DType::F16)));
+        let dtype = |id| step.grads.get::<1>(id).map(|g| g.dtype());
+        assert_eq!((dtype(b1), dtype(b2)), (Some(DType::F32), Some(DType::F32)));
         let (ours, theirs) = (flat(step.grads), flat(autodiff));
         let exact = flat(f32_step.grads).map(|g| g.iter().map(|v| v * scale).collect::<Vec<_>>());
 

@@ -327,6 +327,7 @@ pub fn step_packed(
                 ];
                 let mut groups = 0u32;
                 let mut gradients = Vec::with_capacity(chunk.len());
+                let mut f16 = Vec::with_capacity(chunk.len());
                 for (part, &o) in chunk.iter().zip(chunk_offsets) {
                     let n = part.x.dims()[0] as u32;
                     table.extend([
@@ -338,7 +339,12 @@ pub fn step_packed(
                         part.time as u32,
                     ]);
                     groups += n.div_ceil(WORKGROUP);
-                    gradients.push(bridge::float_f32(&part.g)?);
+                    // An f16 gradient (the MLP's f16 step by hand) is read as it is;
+                    // any other type is cast to f32.
+                    let half = part.g.dtype() == DType::F16;
+                    let dtype = if half { DType::F16 } else { DType::F32 };
+                    gradients.push(bridge::float_as(&part.g, dtype)?);
+                    f16.push(half);
                 }
                 let table = bridge::upload_u32(&client, &table);
                 let mut buffers = vec![
@@ -352,12 +358,7 @@ pub fn step_packed(
                     &scaler,
                 ];
                 buffers.extend(gradients.iter().map(|g| &g.handle));
-                bridge::launch(
-                    &client,
-                    adam_packed(chunk.len()),
-                    bridge::grid(groups),
-                    &buffers,
-                );
+                bridge::launch(&client, adam_packed(&f16), bridge::grid(groups), &buffers);
             }
         }
         None => {

@@ -22,7 +22,7 @@
 
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::{Device, FloatDType, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
@@ -157,7 +157,9 @@ pub(crate) fn unscale(grads: &mut GradientsParams, networks: &Networks, scale: f
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
             let id: ParamId = param.id;
             if let Some(g) = self.grads.remove::<D>(id) {
-                let g = g.mul_scalar(self.inverse);
+                // In f32 (an f16 weight gradient of the MLP's step by hand would lose
+                // its small values to the division).
+                let g = g.cast(FloatDType::F32).mul_scalar(self.inverse);
                 // Any infinity or NaN in g makes its sum one too.
                 self.sums.push(g.clone().sum());
                 self.grads.register(id, g);
@@ -316,7 +318,8 @@ mod gpu_tests {
     /// On lavapipe: the MLP's f16 step with plain cross-entropy (Standard's) is the step
     /// by hand in f16 (`model::mlp_gpu`), not autodiff's: its three f16 kernels run once
     /// each, no kernel of the generic path does (the per-sample loss), and the only
-    /// casts are the two weights' and their gradients' (the batch arrives in f16).
+    /// casts are the two weights' (the batch arrives in f16, and the packed Adam reads
+    /// the weights' f16 gradients as they are).
     #[test]
     fn an_f16_mlp_step_is_the_step_by_hand() {
         let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
@@ -337,7 +340,7 @@ mod gpu_tests {
                 assert_eq!(count(kernel), 1, "{kernel}: {kernels:?}");
             }
             assert_eq!(count("taks_cross_entropy"), 0, "{kernels:?}");
-            assert_eq!(count("CastElement"), 4, "{kernels:?}");
+            assert_eq!(count("CastElement"), 2, "{kernels:?}");
         }
     }
 
