@@ -44,7 +44,9 @@
 //     counting skipped steps)
 //   7 scaler u32 [10]: two states of 4 words at 4 * parity (the bits of the scale,
 //     good_steps, skipped, unused), then found per parity at 8 + parity
-//   8 + j  g_j [numel_j], parameter j's gradient
+//   8 + j  g_j [numel_j], parameter j's gradient: f32, or f16 where taks_shaders::adam_packed
+//     is told so (the weight gradients of a mixed-precision MLP step; the binding is then
+//     array<f16>, the read f32(g_j[i]), and the text needs `enable f16;` first)
 
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> m: array<f32>;
