@@ -110,12 +110,17 @@ pub(crate) fn launch(client: &Client, kernel: Shader, count: CubeCount, buffers:
         .enumerate()
         .map(|(i, r)| {
             let r = r.resource();
+            // A storage binding's size must be a multiple of 4 bytes; an f16 tensor of
+            // odd length is not (35 values, 70 bytes). cubecl's allocations are 32-byte
+            // aligned, so the rounded size stays inside the buffer, as cubecl's own
+            // copies round theirs; the kernels read only the tensor's length.
+            let size = r.size.next_multiple_of(4).min(r.buffer.size() - r.offset);
             wgpu::BindGroupEntry {
                 binding: i as u32,
                 resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                     buffer: &r.buffer,
                     offset: r.offset,
-                    size: wgpu::BufferSize::new(r.size),
+                    size: wgpu::BufferSize::new(size),
                 }),
             }
         })
