@@ -115,8 +115,8 @@ impl Mlp {
 
 /// One step of the MLP without a graph ([`Mlp::cross_entropy_step_by_hand`]): the
 /// gradients of mean cross-entropy (f32; in a mixed-precision step times the loss scale,
-/// the weights' in f16), registered under the weights' ids, and the batch's summed loss `[1]` (what the
-/// epoch adds up), on the weights' device.
+/// the weights' in f16), registered under the weights' ids, and the batch's summed loss
+/// `[1]` (what the epoch adds up), on the weights' device.
 pub(crate) struct MlpStep {
     pub grads: burn::optim::GradientsParams,
     pub loss_sum: Tensor<1>,

@@ -19,3 +19,18 @@ pub(crate) fn largest(v: &[f32]) -> f32 {
 pub(crate) fn gap(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs()))
 }
+
+/// The kernels of `kernels` (as `gpu::launches::count_by_kernel` lists them) whose name
+/// starts with `prefix`, with their counts, sorted by name.
+pub(crate) fn kernels_named<'a>(
+    kernels: impl IntoIterator<Item = &'a (String, usize)>,
+    prefix: &str,
+) -> Vec<(&'a str, usize)> {
+    let mut named: Vec<_> = kernels
+        .into_iter()
+        .filter(|(name, _)| name.starts_with(prefix))
+        .map(|(name, n)| (name.as_str(), *n))
+        .collect();
+    named.sort_unstable();
+    named
+}

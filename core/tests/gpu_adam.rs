@@ -72,6 +72,15 @@ fn flat(model: &Small) -> Vec<Vec<f32>> {
     ]
 }
 
+/// Every stepped parameter's first and second moments, in order.
+fn moments(adam: &Adam) -> Vec<Vec<f32>> {
+    let read = |t: &Tensor<1>| t.clone().into_data().try_to_vec::<f32>().unwrap();
+    let states = adam.moments().iter().flatten();
+    states
+        .flat_map(|m| [read(&m.first), read(&m.second)])
+        .collect()
+}
+
 /// Three steps of the packed path (ungated) and of the generic update (gated by 1, which
 /// takes the tensor operations) from the same weights: the same weights and moments
 /// after every step, to f32 rounding. The first step fills the packed buffers one
@@ -188,14 +197,6 @@ fn packed_adam_reads_f16_gradients() {
             );
         }
         assert_eq!(flat(&half), flat(&full), "step {}", step + 1);
-        let moments = |adam: &Adam| -> Vec<Vec<f32>> {
-            let read = |t: &Tensor<1>| t.clone().into_data().try_to_vec::<f32>().unwrap();
-            adam.moments()
-                .iter()
-                .flatten()
-                .flat_map(|m| [read(&m.first), read(&m.second)])
-                .collect()
-        };
         assert_eq!(
             moments(&adam_half),
             moments(&adam_full),
@@ -252,13 +253,6 @@ fn a_scaled_step_is_checked_and_skipped_on_the_device() {
         interval,
     };
     let before = flat(&scaled);
-    let moments = |adam: &Adam| -> Vec<Vec<f32>> {
-        let read = |t: &Tensor<1>| t.clone().into_data().try_to_vec::<f32>().unwrap();
-        let states = adam.moments().iter().flatten();
-        states
-            .flat_map(|m| [read(&m.first), read(&m.second)])
-            .collect()
-    };
     let moments_before = moments(&adam_scaled);
     let g = scaled_grads(&scaled, &weights, 2.0, f32::INFINITY);
     let (stepped, launches) = gpu::launches::count(|| {

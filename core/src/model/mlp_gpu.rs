@@ -96,7 +96,7 @@ mod tests {
 
         use crate::gpu::launches::count_by_kernel;
         use crate::methods::small_loss::cross_entropy;
-        use crate::test_support::host;
+        use crate::test_support::{host, kernels_named};
 
         let device = gpu::direct::start().expect("a wgpu adapter").0;
         let (batch, inputs, classes) = (130, 40, 7);
@@ -115,14 +115,8 @@ mod tests {
         let (step, kernels) =
             count_by_kernel(|| mlp.gpu_cross_entropy_step(x.clone(), y.clone(), Some(at)));
         let step = step.expect("on wgpu");
-        let mut ours: Vec<_> = kernels
-            .iter()
-            .filter(|(name, _)| name.starts_with("taks_"))
-            .map(|(name, n)| (name.as_str(), *n))
-            .collect();
-        ours.sort_unstable();
         assert_eq!(
-            ours,
+            kernels_named(&kernels, "taks_"),
             [
                 ("taks_bias_relu_f16", 1),
                 ("taks_mlp_relu_grad_f16", 1),

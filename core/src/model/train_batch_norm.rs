@@ -584,13 +584,10 @@ mod tests {
                 .sum()
                 .backward()
         });
-        let mut ours_kernels: Vec<_> = forward_kernels
-            .iter()
-            .chain(&backward_kernels)
-            .filter(|(name, _)| name.starts_with("taks_bn_"))
-            .map(|(name, n)| (name.as_str(), *n))
-            .collect();
-        ours_kernels.sort_unstable();
+        let ours_kernels = crate::test_support::kernels_named(
+            forward_kernels.iter().chain(&backward_kernels),
+            "taks_bn_",
+        );
         assert_eq!(
             ours_kernels,
             [

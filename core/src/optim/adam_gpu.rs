@@ -15,7 +15,7 @@ use burn::backend::wgpu::CubeTensor;
 use burn::tensor::{DType, Tensor};
 
 use crate::gpu::bridge;
-use crate::gpu::kernels::{ADAM, WORKGROUP, adam_packed};
+use crate::gpu::kernels::{ADAM, Elem, WORKGROUP, adam_packed};
 
 /// The step's scalars, computed on the host as the generic update computes them.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -341,10 +341,9 @@ pub fn step_packed(
                     groups += n.div_ceil(WORKGROUP);
                     // An f16 gradient (the MLP's f16 step by hand) is read as it is;
                     // any other type is cast to f32.
-                    let half = part.g.dtype() == DType::F16;
-                    let dtype = if half { DType::F16 } else { DType::F32 };
-                    gradients.push(bridge::float_as(&part.g, dtype)?);
-                    f16.push(half);
+                    let elem = Elem::of(part.g.dtype()).unwrap_or(Elem::F32);
+                    gradients.push(bridge::float_as(&part.g, elem.dtype())?);
+                    f16.push(elem == Elem::F16);
                 }
                 let table = bridge::upload_u32(&client, &table);
                 let mut buffers = vec![

@@ -91,7 +91,7 @@ impl DeviceLossScale {
 
     /// The scale the next step's loss is multiplied by, `[1]` on the device (a view).
     pub(crate) fn scale(&self) -> Tensor<1> {
-        let at = 4 * self.parity as usize;
+        let at = self.state_start();
         self.words.clone().narrow(0, at, 1)
     }
 
@@ -100,7 +100,7 @@ impl DeviceLossScale {
     pub(crate) fn scale_at(&self) -> ScaleAt<'_> {
         ScaleAt {
             words: &self.words,
-            at: 4 * self.parity as usize,
+            at: self.state_start(),
         }
     }
 
@@ -133,8 +133,13 @@ impl DeviceLossScale {
         self.state_in(&words.expect("the loss scale's words are f32"))
     }
 
+    /// Where the state the next step reads starts among the words (its scale first).
+    fn state_start(&self) -> usize {
+        4 * self.parity as usize
+    }
+
     fn state_in(&self, words: &[f32]) -> (LossScale, usize) {
-        let at = 4 * self.parity as usize;
+        let at = self.state_start();
         let word = |i: usize| words[at + i].to_bits();
         let scale = LossScale {
             scale: f32::from_bits(word(0)),
