@@ -50,6 +50,14 @@ TAKS_GPU_DIRECT=1 cargo test --release --workspace --test 'gpu_*'
 # where it measures fastest: `core/src/model/implicit_conv.rs`). Same build, a minute.
 TAKS_GPU_MATMUL=tiled cargo test --release --workspace --lib -- im2col train_conv scorer gpu_conv
 
+# With burn's kernel fusion (`--features fusion`, `core/src/gpu/fusion.rs`): another build
+# of burn (about 11 minutes cold here, seconds warm), then clippy, the libraries' tests and
+# the GPU tests. One test at a time: under fusion burn's kernels are launched by the
+# device's thread, so a launch count is the device's, not the test's thread's
+# (`core/src/gpu/launches.rs`).
+cargo clippy --release --workspace --all-targets --features taks-core/fusion -- -D warnings
+cargo test --release --workspace --features taks-core/fusion --lib --test 'gpu_*' -- --test-threads=1
+
 # The Metal build (burn's MSL compiler, `--features metal-shaders`) cannot run here, but
 # it can be type-checked for macOS: clippy for aarch64-apple-darwin (rustup's standard
 # library for it; nothing is linked, so no Apple SDK). About 2.5 minutes the first time,

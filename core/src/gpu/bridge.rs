@@ -1,47 +1,52 @@
 //! From a type-erased `burn::tensor::Tensor` to the raw cubecl buffer on a wgpu device, and
-//! back; plus the launch helper shared by both kernels.
+//! back; plus the launch helper shared by all kernels.
 //!
 //! Why this route: in burn 0.22 a tensor carries no backend type; its primitive is a dispatch
-//! enum. `Tensor::try_into_primitive::<CubeBackend>()` (burn-tensor `api/extension.rs`) is the
+//! enum. `Tensor::try_into_primitive::<Cube>()` (burn-tensor `api/extension.rs`) is the
 //! public, non-panicking downcast: it fails with an error (not a panic, unlike a
 //! `#[backend_extension]` on an unlisted backend) when the tensor lives on flex or under
 //! autodiff, which is exactly the "fall back to the CPU reference" signal we want. The
-//! resulting `CubeTensor` exposes `client` (the cubecl compute client) and `handle` (the
-//! storage buffer), which is all a hand-written WGSL launch needs. `Tensor::from_primitive`
-//! wraps our output buffers back into ordinary tensors. This needs burn's fusion feature OFF
-//! (with fusion the primitive is a lazy fusion handle, not a buffer) — the workspace keeps it off.
+//! primitive is resolved to a `CubeTensor` ([`super::fusion`]: the same value without
+//! burn's fusion, the buffer its lazy handle stands for with it), which exposes `client`
+//! (the cubecl compute client) and `handle` (the storage buffer), all a hand-written WGSL
+//! launch needs. `Tensor::from_primitive` wraps our output buffers back into ordinary
+//! tensors.
 
-use burn::backend::CubeDevice;
-use burn::backend::wgpu::{CubeBackend, CubeDim, CubeTensor, SourceKernel, into_contiguous};
+use burn::backend::Cube;
+use burn::backend::wgpu::{CubeDim, CubeTensor, SourceKernel, into_contiguous};
 use burn::tensor::{DType, FloatDType, Int, Shape, Tensor};
 use cubecl::CubeCount;
 use cubecl::server::{Handle, KernelArguments};
 
+use super::fusion;
 use super::kernels::{Shader, WORKGROUP, Wgsl};
 
 /// The cubecl compute client type of a `CubeTensor`.
 pub(crate) type Client = cubecl::client::Client;
 
-/// True when the primitive lives on the wgpu runtime (the only one that compiles WGSL).
-fn on_wgpu(t: &CubeTensor) -> bool {
-    matches!(t.device, CubeDevice::Wgpu(_))
-}
-
-/// The primitive behind a float tensor on a wgpu device, autodiff dropped; `None` when
-/// the tensor lives elsewhere. Cheap: clones a reference-counted handle, launches nothing.
-fn wgpu_float<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
+/// The primitive behind a float tensor on a wgpu device, autodiff dropped, not yet
+/// resolved to a buffer ([`fusion`]); `None` when the tensor lives elsewhere. Cheap:
+/// clones a reference-counted handle, runs nothing.
+fn wgpu_primitive<const D: usize>(t: &Tensor<D>) -> Option<fusion::Primitive> {
     let prim = t
         .clone()
         .without_autodiff()
-        .try_into_primitive::<CubeBackend>()
+        .try_into_primitive::<Cube>()
         .ok()?;
-    on_wgpu(&prim).then_some(prim)
+    fusion::on_wgpu(&prim).then_some(prim)
+}
+
+/// The buffer behind a float tensor on a wgpu device, autodiff dropped; `None` when the
+/// tensor lives elsewhere. Launches nothing (under fusion, what is recorded on its stream
+/// runs first).
+fn wgpu_float<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
+    wgpu_primitive(t).map(fusion::resolve_float)
 }
 
 /// Whether `t` lives on a wgpu device (autodiff or not), i.e. whether the kernels can run
 /// on it.
 pub(crate) fn is_wgpu<const D: usize>(t: &Tensor<D>) -> bool {
-    wgpu_float(t).is_some()
+    wgpu_primitive(t).is_some()
 }
 
 /// The contiguous f32 buffer behind a float tensor on a wgpu device, or `None` when the
@@ -65,14 +70,15 @@ pub(crate) fn float_f32_strided<const D: usize>(t: &Tensor<D>) -> Option<CubeTen
 
 /// As [`float_f32_strided`], in `dtype`.
 pub(crate) fn float_strided_as<const D: usize>(t: &Tensor<D>, dtype: DType) -> Option<CubeTensor> {
-    let prim = wgpu_float(t)?;
+    let prim = wgpu_primitive(t)?;
     if prim.dtype == dtype {
-        Some(prim)
+        Some(fusion::resolve_float(prim))
     } else {
-        Tensor::<D>::from_primitive::<CubeBackend>(prim)
+        let cast = Tensor::<D>::from_primitive::<Cube>(prim)
             .cast(dtype)
-            .try_into_primitive::<CubeBackend>()
-            .ok()
+            .try_into_primitive::<Cube>()
+            .ok()?;
+        Some(fusion::resolve_float(cast))
     }
 }
 
@@ -84,20 +90,20 @@ pub(crate) fn int_32<const D: usize>(t: &Tensor<D, Int>) -> Option<CubeTensor> {
     let prim = t
         .clone()
         .without_autodiff()
-        .try_into_primitive::<CubeBackend>()
+        .try_into_primitive::<Cube>()
         .ok()?;
-    if !on_wgpu(&prim) {
+    if !fusion::on_wgpu(&prim) {
         return None;
     }
     let prim = if matches!(prim.dtype, DType::I32 | DType::U32) {
         prim
     } else {
-        Tensor::<D, Int>::from_primitive::<CubeBackend>(prim)
+        Tensor::<D, Int>::from_primitive::<Cube>(prim)
             .cast(DType::I32)
-            .try_into_primitive::<CubeBackend>()
+            .try_into_primitive::<Cube>()
             .ok()?
     };
-    Some(into_contiguous(prim))
+    Some(into_contiguous(fusion::resolve_int(prim)))
 }
 
 /// The most bytes one buffer may hold on the wgpu device `t` lives on (the adapter's
@@ -174,7 +180,7 @@ pub(crate) fn upload_sizes(client: &Client, sizes: &[usize]) -> Option<Handle> {
 
 /// Back to an ordinary float tensor.
 pub(crate) fn to_float(t: CubeTensor) -> Tensor<1> {
-    Tensor::<1>::from_primitive::<CubeBackend>(t)
+    Tensor::<1>::from_primitive::<Cube>(fusion::register(t))
 }
 
 /// A contiguous `[rows * cols]` buffer back as an ordinary `[rows, cols]` float tensor.
@@ -184,7 +190,7 @@ pub(crate) fn to_matrix(t: CubeTensor, rows: usize, cols: usize) -> Tensor<2> {
 
 /// Back to an ordinary int tensor.
 pub(crate) fn to_int(t: CubeTensor) -> Tensor<1, Int> {
-    Tensor::<1, Int>::from_primitive::<CubeBackend>(t)
+    Tensor::<1, Int>::from_primitive::<Cube>(fusion::register(t))
 }
 
 /// A grid of `groups` workgroups, folded into 2-D when it exceeds the per-dimension limit

@@ -11,10 +11,20 @@
 //! (on burn's SPIR-V or MSL compiler: [`super::direct`]) never reach cubecl and are
 //! counted here instead. Counts are per thread: launches other threads issue meanwhile
 //! (other tests, in the test harness) are not counted.
+//!
+//! Under burn's fusion (the `fusion` feature, [`super::fusion`]) burn's kernels are
+//! launched later, by the fusion server on cubecl's device thread, not by the thread that
+//! recorded them. A count then runs the device's recorded work before and after `work`
+//! (`Device::sync`) and adds what the device threads launched in between. Those are not
+//! told apart by the thread that recorded them, so a count is exact only while no other
+//! thread works on the GPU (`taks bench`; the tests that count, run one at a time).
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Once};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Once};
+
+use burn::tensor::Device;
 
 use cubecl::logging::{LaunchObservation, LaunchObserver};
 
@@ -58,7 +68,56 @@ struct PerThread;
 
 impl LaunchObserver for PerThread {
     fn launched(&self, kernel: &'static str) {
-        with_tally(|t| *t.kernels.entry(kernel).or_default() += 1);
+        let counted = TALLY.with(|t| match t.borrow_mut().as_mut() {
+            Some(tally) => {
+                *tally.kernels.entry(kernel).or_default() += 1;
+                true
+            }
+            None => false,
+        });
+        if !counted && COUNTING.load(Ordering::Relaxed) > 0 && on_device_thread() {
+            let mut runners = RUNNERS.lock().unwrap_or_else(|e| e.into_inner());
+            *runners.kernels.entry(kernel).or_default() += 1;
+        }
+    }
+}
+
+/// How many threads are counting now; device threads' launches are kept only then.
+static COUNTING: AtomicUsize = AtomicUsize::new(0);
+
+/// What cubecl's device threads launched while some thread counted (fusion's kernels).
+static RUNNERS: Mutex<Tally> = Mutex::new(Tally {
+    kernels: BTreeMap::new(),
+    ours: BTreeMap::new(),
+    direct: 0,
+});
+
+/// Whether this is one of cubecl's device threads, which run the fusion server
+/// (cubecl-common names them `DS{stage}-{type}-{index}`).
+fn on_device_thread() -> bool {
+    std::thread::current()
+        .name()
+        .is_some_and(|name| name.starts_with("DS"))
+}
+
+/// A copy of what the device threads have launched so far.
+fn runners_so_far() -> Tally {
+    let runners = RUNNERS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut copy = Tally::default();
+    copy.add(&runners);
+    copy
+}
+
+impl Tally {
+    /// What `self` holds beyond `before` (an earlier copy of the same tally).
+    fn since(mut self, before: &Tally) -> Tally {
+        for (k, n) in &before.kernels {
+            if let Some(now) = self.kernels.get_mut(k) {
+                *now -= n;
+            }
+        }
+        self.kernels.retain(|_, n| *n > 0);
+        self
     }
 }
 
@@ -70,13 +129,26 @@ fn with_tally(f: impl FnOnce(&mut Tally)) {
     });
 }
 
-/// `work`'s launches on this thread.
-fn tally<T>(work: impl FnOnce() -> T) -> (T, Tally) {
+/// `work`'s launches on this thread (and, under fusion, on `device`'s threads).
+fn tally<T>(device: &Device, work: impl FnOnce() -> T) -> (T, Tally) {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| std::mem::forget(LaunchObservation::new(Arc::new(PerThread))));
+    let fused = cfg!(feature = "fusion");
+    COUNTING.fetch_add(1, Ordering::Relaxed);
+    if fused {
+        // What was recorded before the count runs outside it. A failed sync surfaces at
+        // the caller's next read.
+        let _ = device.sync();
+    }
+    let runners = runners_so_far();
     let outer = TALLY.with(|t| t.borrow_mut().replace(Tally::default()));
     let out = work();
-    let inner = TALLY.with(|t| t.borrow_mut().take()).unwrap_or_default();
+    if fused {
+        let _ = device.sync();
+    }
+    let mut inner = TALLY.with(|t| t.borrow_mut().take()).unwrap_or_default();
+    inner.add(&runners_so_far().since(&runners));
+    COUNTING.fetch_sub(1, Ordering::Relaxed);
     // A count inside a count: the outer one saw these launches too.
     let outer = outer.map(|mut o| {
         o.add(&inner);
@@ -99,9 +171,10 @@ pub(crate) fn direct_so_far() -> usize {
 }
 
 /// The number of kernels `work` launched on this thread (the trainer issues a step's
-/// launches from the thread that runs it).
-pub fn count<T>(work: impl FnOnce() -> T) -> (T, usize) {
-    let (out, t) = tally(work);
+/// launches from the thread that runs it), on `device` (whose work, under fusion, is run
+/// before and after `work`).
+pub fn count<T>(device: &Device, work: impl FnOnce() -> T) -> (T, usize) {
+    let (out, t) = tally(device, work);
     (out, t.kernels.values().sum::<usize>() + t.direct)
 }
 
@@ -118,8 +191,8 @@ const SOURCE_KERNEL: &str = "SourceKernel";
 /// cubecl's short form (the type's last path segment, generics dropped), taks's own by
 /// shader name (`taks_im2col`). For `taks bench`: which kernels a step is made of, so
 /// the next launch to cut is the most frequent one.
-pub fn count_by_kernel<T>(work: impl FnOnce() -> T) -> (T, Vec<(String, usize)>) {
-    let (out, t) = tally(work);
+pub fn count_by_kernel<T>(device: &Device, work: impl FnOnce() -> T) -> (T, Vec<(String, usize)>) {
+    let (out, t) = tally(device, work);
     let mut named: BTreeMap<String, usize> = BTreeMap::new();
     for (kernel, n) in t.kernels {
         let short =
@@ -165,8 +238,8 @@ mod tests {
         };
         // Once before counting: the matmul's first call may tune.
         let _ = work();
-        let (_, total) = count(work);
-        let (_, named) = count_by_kernel(work);
+        let (_, total) = count(&device, work);
+        let (_, named) = count_by_kernel(&device, work);
         assert_eq!(
             named.iter().map(|(_, n)| n).sum::<usize>(),
             total,
@@ -179,8 +252,10 @@ mod tests {
 
     /// On lavapipe: while another thread launches kernels without pause (as another
     /// test does in the harness), a count on this thread sees its own launch alone, and
-    /// the other thread's count, running at the same time, sees only its own.
+    /// the other thread's count, running at the same time, sees only its own. Not under
+    /// fusion, whose counts are the device's (the module's doc).
     #[test]
+    #[cfg(not(feature = "fusion"))]
     fn a_count_sees_only_its_own_threads_launches() {
         let device = super::super::direct::start().expect("a wgpu adapter").0;
         use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -191,7 +266,7 @@ mod tests {
                 let t = Tensor::<1>::ones([64], &device);
                 let mut counted = Vec::new();
                 while busy.load(Ordering::Relaxed) {
-                    let (_, n) = count(|| (t.clone() * 2.0).into_data());
+                    let (_, n) = count(&device, || (t.clone() * 2.0).into_data());
                     counted.push(n);
                     rounds.fetch_add(1, Ordering::Relaxed);
                 }
@@ -204,7 +279,7 @@ mod tests {
             // Until the other thread has counted a few times itself, at least 20 times.
             let mut ours = 0;
             while ours < 20 || rounds.load(Ordering::Relaxed) < 5 {
-                let (_, n) = count(|| {
+                let (_, n) = count(&device, || {
                     let buffers = [&x.handle, &x.handle, &h.handle, &p];
                     bridge::launch(&x.client, BIAS_RELU, bridge::grid(1), &buffers);
                 });

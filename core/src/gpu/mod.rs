@@ -22,6 +22,7 @@
 
 pub(crate) mod bridge;
 pub mod direct;
+pub(crate) mod fusion;
 pub(crate) mod kernels;
 pub mod launches;
 pub mod tuning_cache;

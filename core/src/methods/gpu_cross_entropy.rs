@@ -294,7 +294,7 @@ mod tests {
         for (rows, classes) in [(37, 10), (300, 3), (5, 300), (1, 1)] {
             let (z, labels) = logits_and_labels(rows, classes, &device);
             let z = z.require_grad();
-            let (ours, launches) = count(|| on_gpu(&z, &labels).expect("on wgpu"));
+            let (ours, launches) = count(&device, || on_gpu(&z, &labels).expect("on wgpu"));
             assert_eq!(launches, 1, "{rows}x{classes}: one launch forward");
             let burns = composed(z.clone(), labels.clone());
             let (o, b) = (host(ours.clone()), host(burns.clone()));

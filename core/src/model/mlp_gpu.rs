@@ -112,8 +112,9 @@ mod tests {
             words: &words,
             at: 4,
         };
-        let (step, kernels) =
-            count_by_kernel(|| mlp.gpu_cross_entropy_step(x.clone(), y.clone(), Some(at)));
+        let (step, kernels) = count_by_kernel(&device, || {
+            mlp.gpu_cross_entropy_step(x.clone(), y.clone(), Some(at))
+        });
         let step = step.expect("on wgpu");
         assert_eq!(
             kernels_named(&kernels, "taks_"),

@@ -237,7 +237,7 @@ mod tests {
             let s = s.require_grad();
             assert_eq!(is_channels_last(&h), h_last);
 
-            let (ours, launches) = count(|| relu_of_sum(h.clone(), s.clone()));
+            let (ours, launches) = count(&device, || relu_of_sum(h.clone(), s.clone()));
             assert_eq!(launches, 1, "{dtype:?}: one launch forward");
             assert_eq!(ours.dtype(), DType::from(dtype));
             assert_eq!(is_channels_last(&ours), h_last, "the output lies as h does");

@@ -48,8 +48,10 @@ impl Trainer {
             batch: 0,
             forget_rate: methods::forget_rate(self.config.forget_rate, e + 1),
         };
-        let (_, training_step_kernels) =
-            count_by_kernel(|| self.train_batch(rule.as_ref(), networks, idx, at, lr, beta_1));
+        let device = self.device.clone();
+        let (_, training_step_kernels) = count_by_kernel(&device, || {
+            self.train_batch(rule.as_ref(), networks, idx, at, lr, beta_1)
+        });
         let training_step = training_step_kernels.iter().map(|(_, n)| n).sum();
         self.adam = adam;
         self.rule = Some(rule);
@@ -59,7 +61,7 @@ impl Trainer {
         let x = super::evaluate::upload(&self.train.samples, 0, chunk, &self.device);
         // The scorer is prepared once per pass (its folding is not per chunk).
         let scorer = net.first().scorer();
-        let (_, scoring_chunk_kernels) = count_by_kernel(|| scorer.forward(x));
+        let (_, scoring_chunk_kernels) = count_by_kernel(&self.device, || scorer.forward(x));
         let scoring_chunk = scoring_chunk_kernels.iter().map(|(_, n)| n).sum();
         Ok(LaunchCounts {
             training_step,

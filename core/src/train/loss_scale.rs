@@ -330,7 +330,8 @@ mod gpu_tests {
         let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
         let (mut trainer, step) = f16_trainer(Method::STANDARD, &device);
         for _ in 0..2 {
-            let ((), kernels) = crate::gpu::launches::count_by_kernel(|| step(&mut trainer));
+            let ((), kernels) =
+                crate::gpu::launches::count_by_kernel(&device, || step(&mut trainer));
             let count = |name: &str| {
                 kernels
                     .iter()
