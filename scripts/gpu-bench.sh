@@ -18,6 +18,10 @@
 #   6. when TAKS_SPIRV names a `--features native-shaders` build (burn's SPIR-V
 #      compiler), the MLP and the CNN again through it, without PyTorch (70 s more: a
 #      second call on a 15-minute lease);
+#   6b. when TAKS_FUSION names a `--features fusion` build (burn's kernel fusion,
+#      core/src/gpu/fusion.rs), the CNN, ResNet-18 and the MLP again through it, without
+#      PyTorch, against the default build's steps above (TAKS_FUSION with F16=only runs
+#      these three alone, before the f16 steps: about 250 s of limits);
 #   7. when F16=1, the CNN, ResNet-18 and the MLP in mixed precision (`--precision f16`:
 #      f16 forward and backward passes, f32 weights, a loss scale; the MLP's step
 #      without a graph in f16) beside PyTorch's autocast to f16 with its gradient scaler
@@ -34,19 +38,20 @@
 #
 # Usage: scripts/gpu-bench.sh [OUT]      (writes OUT/*.md, default gpu-bench/)
 # Environment: TAKS (default target/release/taks: the default build, burn's WGSL
-# compiler), TAKS_SPIRV (optional), PYTHON (python3 with torch and numpy; torchvision,
+# compiler), TAKS_SPIRV and TAKS_FUSION (optional), PYTHON (python3 with torch and numpy; torchvision,
 # safetensors and PIL for EMBED), F16, EMBED. Each step has its own time limit (below, from an
 # H100 run of 2026-11-28: the CNN's first process, with its convolution timings, autotune
 # and both PyTorch loops, ran past 170 s; ResNet-18's took 130 s, the MLP's 36 s). A step
 # that fails or runs out of time is reported and the next one still runs; the exit code
-# says whether all of them finished. Without TAKS_SPIRV, F16 and EMBED the script ends within
-# 10 minutes, one device call. Never part of the tests: CI has no GPU.
+# says whether all of them finished. Without TAKS_SPIRV, TAKS_FUSION, F16 and EMBED the
+# script ends within 10 minutes, one device call. Never part of the tests: CI has no GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 TAKS=${TAKS:-target/release/taks}
 PYTHON=${PYTHON:-python3}
 TAKS_SPIRV=${TAKS_SPIRV:-}
+TAKS_FUSION=${TAKS_FUSION:-}
 OUT=${1:-gpu-bench}
 mkdir -p "$OUT"
 
@@ -54,6 +59,7 @@ mkdir -p "$OUT"
     echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
     echo "taks: $("$TAKS" --version)"
     [ -z "$TAKS_SPIRV" ] || echo "taks (SPIR-V build): $("$TAKS_SPIRV" --version)"
+    [ -z "$TAKS_FUSION" ] || echo "taks (fusion build): $("$TAKS_FUSION" --version)"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null ||
         echo "nvidia-smi: not found"
     "$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
@@ -98,6 +104,13 @@ if [ "${F16:-}" != only ]; then
         step mlp-28x28-spirv 30 "$TAKS_SPIRV" "${MLP[@]}"
         step cnn-32x32-spirv 40 "$TAKS_SPIRV" "${CNN[@]}"
     fi
+fi
+if [ -n "$TAKS_FUSION" ]; then
+    # Limits not measured on a GPU: burn autotunes its fused kernels in the first epoch
+    # (the convolution timings are the default build's, read from the cache).
+    step cnn-32x32-fusion 110 "$TAKS_FUSION" "${CNN[@]}"
+    step resnet18-224x224-fusion 100 "$TAKS_FUSION" "${RESNET[@]}"
+    step mlp-28x28-fusion 40 "$TAKS_FUSION" "${MLP[@]}"
 fi
 if [ -n "${F16:-}" ]; then
     # Limits not measured on a GPU yet: burn autotunes its f16 kernels in the first epoch.
