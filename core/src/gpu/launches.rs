@@ -75,14 +75,16 @@ impl LaunchObserver for PerThread {
             }
             None => false,
         });
-        if !counted && COUNTING.load(Ordering::Relaxed) > 0 && on_device_thread() {
+        let fused = cfg!(feature = "fusion");
+        if fused && !counted && COUNTING.load(Ordering::Relaxed) > 0 && on_device_thread() {
             let mut runners = RUNNERS.lock().unwrap_or_else(|e| e.into_inner());
             *runners.kernels.entry(kernel).or_default() += 1;
         }
     }
 }
 
-/// How many threads are counting now; device threads' launches are kept only then.
+/// How many threads are counting now; device threads' launches are kept only then
+/// (and only under fusion: otherwise every launch is the issuing thread's).
 static COUNTING: AtomicUsize = AtomicUsize::new(0);
 
 /// What cubecl's device threads launched while some thread counted (fusion's kernels).
