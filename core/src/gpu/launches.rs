@@ -78,7 +78,7 @@ impl LaunchObserver for PerThread {
         let fused = cfg!(feature = "fusion");
         if fused && !counted && COUNTING.load(Ordering::Relaxed) > 0 && on_device_thread() {
             let mut runners = RUNNERS.lock().unwrap_or_else(|e| e.into_inner());
-            *runners.kernels.entry(kernel).or_default() += 1;
+            *runners.entry(kernel).or_default() += 1;
         }
     }
 }
@@ -87,12 +87,9 @@ impl LaunchObserver for PerThread {
 /// (and only under fusion: otherwise every launch is the issuing thread's).
 static COUNTING: AtomicUsize = AtomicUsize::new(0);
 
-/// What cubecl's device threads launched while some thread counted (fusion's kernels).
-static RUNNERS: Mutex<Tally> = Mutex::new(Tally {
-    kernels: BTreeMap::new(),
-    ours: BTreeMap::new(),
-    direct: 0,
-});
+/// What cubecl's device threads launched while some thread counted (fusion's kernels),
+/// by kernel type name.
+static RUNNERS: Mutex<BTreeMap<&'static str, usize>> = Mutex::new(BTreeMap::new());
 
 /// Whether this is one of cubecl's device threads, which run the fusion server
 /// (cubecl-common names them `DS{stage}-{type}-{index}`).
@@ -103,23 +100,20 @@ fn on_device_thread() -> bool {
 }
 
 /// A copy of what the device threads have launched so far.
-fn runners_so_far() -> Tally {
-    let runners = RUNNERS.lock().unwrap_or_else(|e| e.into_inner());
-    let mut copy = Tally::default();
-    copy.add(&runners);
-    copy
+fn runners_so_far() -> BTreeMap<&'static str, usize> {
+    RUNNERS.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-impl Tally {
-    /// What `self` holds beyond `before` (an earlier copy of the same tally).
-    fn since(mut self, before: &Tally) -> Tally {
-        for (k, n) in &before.kernels {
-            if let Some(now) = self.kernels.get_mut(k) {
-                *now -= n;
-            }
-        }
-        self.kernels.retain(|_, n| *n > 0);
-        self
+/// What the device threads launched since `before` (an earlier [`runners_so_far`]).
+fn runners_since(before: &BTreeMap<&'static str, usize>) -> Tally {
+    let kernels = runners_so_far()
+        .into_iter()
+        .map(|(k, n)| (k, n - before.get(k).copied().unwrap_or(0)))
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    Tally {
+        kernels,
+        ..Tally::default()
     }
 }
 
@@ -149,7 +143,7 @@ fn tally<T>(device: &Device, work: impl FnOnce() -> T) -> (T, Tally) {
         let _ = device.sync();
     }
     let mut inner = TALLY.with(|t| t.borrow_mut().take()).unwrap_or_default();
-    inner.add(&runners_so_far().since(&runners));
+    inner.add(&runners_since(&runners));
     COUNTING.fetch_sub(1, Ordering::Relaxed);
     // A count inside a count: the outer one saw these launches too.
     let outer = outer.map(|mut o| {
