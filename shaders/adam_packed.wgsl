@@ -7,10 +7,11 @@
 // Weights and both moments lie packed in one buffer each, parameter j's values at
 // offset_j (a multiple of 64 floats, so that a parameter's values are a bindable view);
 // the gradients are the backward pass's own buffers, one binding each. This file is the
-// shader for one gradient; for G gradients every line between the markers is repeated
-// with the 0 of `g0` / `case 0u` replaced by 1 .. G - 1 (taks_shaders::adam_packed), so
-// a launch binds G + 8 buffers and one training step is one launch where the adapter
-// allows that many (a few where it allows fewer).
+// shader for one gradient; for G gradients every line between the `gradients` markers
+// is repeated with the 0 of `g0` / `case 0u` replaced by 1 .. G - 1
+// (taks_shaders::adam_packed), so a launch binds G + 8 buffers (G + 9 with an f16
+// gradient, below) and one training step is one launch where the adapter allows that
+// many (a few where it allows fewer).
 //
 // A mixed-precision step (core/src/train/loss_scale.rs) keeps its loss scale on the
 // device and decides there whether Adam steps, as PyTorch's fused Adam does with its
@@ -47,6 +48,12 @@
 //   8 + j  g_j [numel_j], parameter j's gradient: f32, or f16 where taks_shaders::adam_packed
 //     is told so (the weight gradients of a mixed-precision MLP step; the binding is then
 //     array<f16>, the read f32(g_j[i]), and the text needs `enable f16;` first)
+//   8 + G  x_low f16, only where a gradient is f16: the f16 copy of each such
+//     parameter's weights after the step (or as they were, where it is skipped), at
+//     f16 element 2 * offset_j + i (the f32 part's first half: the same byte offset, so
+//     a bindable view too). The MLP's next f16 step multiplies by these copies
+//     instead of casting its weights to f16 itself (two launches fewer a step); the
+//     conversion is the one burn's cast compiles to.
 
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> m: array<f32>;
@@ -72,6 +79,23 @@ fn gradient(j: u32, i: u32) -> f32 {
         default: { return 0.0; }
     }
 }
+
+// Parameter j's new weight at packed element e, kept in f16 too where j's gradient is
+// f16. This file's is the no-op of a launch with f32 gradients only; with f16 ones,
+// taks_shaders::adam_packed drops it and takes the commented block below (`// ` cut
+// off, the binding numbered 8 + G, `case 0u` the f16 gradients' numbers).
+// low copy, f32: begin
+fn keep_low(j: u32, e: u32, value: f32) {}
+// low copy, f32: end
+// low copy, f16: begin
+// @group(0) @binding(8) var<storage, read_write> x_low: array<f16>;
+// fn keep_low(j: u32, e: u32, value: f32) {
+//     switch j {
+//         case 0u: { x_low[e + table[HEADER + STRIDE * j]] = f16(value); }
+//         default: {}
+//     }
+// }
+// low copy, f16: end
 
 // The loss scale's next state (mode 3), from the state at `now` into the one at `next`.
 fn move_scale_on(now: u32, next: u32, found: bool) {
@@ -133,6 +157,7 @@ fn main(
         x_out[e] = x[e];
         m_out[e] = m[e];
         v_out[e] = v[e];
+        keep_low(j, e, x[e]);
         return;
     }
     var grad = gradient(j, i);
@@ -147,7 +172,9 @@ fn main(
     let first = m[e] * bitcast<f32>(table[1]) + grad * bitcast<f32>(table[2]);
     let second = v[e] * bitcast<f32>(table[3]) + (grad * grad) * bitcast<f32>(table[4]);
     let denom = sqrt(second / correction_2) + bitcast<f32>(table[5]);
-    x_out[e] = x[e] - (first / denom) * step_size;
+    let stepped = x[e] - (first / denom) * step_size;
+    x_out[e] = stepped;
+    keep_low(j, e, stepped);
     m_out[e] = first;
     v_out[e] = second;
 }

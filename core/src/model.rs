@@ -122,22 +122,30 @@ pub(crate) struct MlpStep {
     pub loss_sum: Tensor<1>,
 }
 
+/// What a mixed-precision (f16) step by hand takes beside the batch.
+pub(crate) struct MixedStep<'a> {
+    /// Where the loss scale lies on the device.
+    pub scale: ScaleAt<'a>,
+    /// The f16 copy of a weight (flat) that the optimiser's last step wrote with it,
+    /// where it wrote one (`optim::Adam::low_copy`); the step casts the others itself.
+    pub low_copy: &'a dyn Fn(&Tensor<1>) -> Option<Tensor<1>>,
+}
+
 impl Mlp {
     /// The gradients of `mean(cross_entropy(forward(x), labels))` and the loss, written out
     /// by hand without an autodiff graph: on flex by host loops (`mlp_cpu`), on a wgpu
-    /// device by five matmuls and three kernels (`mlp_gpu`). With a loss `scale`, the
-    /// step of a mixed-precision (f16) run, which only the wgpu device takes. `None`
-    /// elsewhere.
+    /// device by five matmuls and three kernels (`mlp_gpu`). With `mixed`, the step of a
+    /// mixed-precision (f16) run, which only the wgpu device takes. `None` elsewhere.
     pub(crate) fn cross_entropy_step_by_hand(
         &self,
         x: Tensor<2>,
         labels: Tensor<1, burn::tensor::Int>,
-        scale: Option<ScaleAt>,
+        mixed: Option<MixedStep>,
     ) -> Option<MlpStep> {
-        match (crate::flex_buffers::is_f32(&x), scale) {
+        match (crate::flex_buffers::is_f32(&x), mixed) {
             (true, None) => self.cpu_cross_entropy_step(x, labels),
             (true, Some(_)) => None,
-            (false, scale) => self.gpu_cross_entropy_step(x, labels, scale),
+            (false, mixed) => self.gpu_cross_entropy_step(x, labels, mixed),
         }
     }
 }

@@ -136,6 +136,13 @@ impl Adam {
         (time > 0).then_some(time)
     }
 
+    /// The f16 copy of `weight` (flat) that the last packed step wrote with it, where
+    /// `weight` is still that step's and its gradient came in f16
+    /// ([`adam_gpu::Packed::low_copy`]); `None` otherwise.
+    pub fn low_copy(&self, weight: &Tensor<1>) -> Option<Tensor<1>> {
+        self.packed.as_ref()?.low_copy(weight)
+    }
+
     /// The state of every float parameter, in the module's visiting order.
     pub fn moments(&self) -> &[Option<Moments>] {
         &self.moments

@@ -338,3 +338,96 @@ fn a_scaled_step_is_checked_and_skipped_on_the_device() {
         "another set of parameters stepped on the device"
     );
 }
+
+/// A scaled step with f16 weight gradients (the MLP's f16 step by hand) keeps those
+/// weights' new values in f16 too, for the next step to multiply by: bit for bit what
+/// casting the new weights gives, after a finite step and after a skipped one (the
+/// weights as they were), in the same two launches and with no cast. A parameter whose
+/// gradient came in f32 has no copy, nor has a tensor that is not the step's weight, such
+/// as a weight put in place since (the step then casts it itself).
+#[test]
+fn a_scaled_step_keeps_f16_weights_of_f16_gradients() {
+    use burn::tensor::FloatDType;
+
+    let plain = gpu::direct::start().expect("a wgpu adapter").0;
+    let device = plain.clone().autodiff();
+    let mut model = Small::new(&device);
+    let weights = loss_weights(&device);
+    let mut adam = Adam::default();
+    let mut state = [0u32; 10];
+    state[0] = 8f32.to_bits();
+    let scaler = scaler(state, &plain);
+    // The first and the third parameter stepped (the second lies between them, so the
+    // third's copy is not at its packed offset's first value).
+    let flat_weights = |m: &Small| {
+        [
+            m.linear.weight.val().inner().reshape([5 * 7]),
+            m.conv.weight.val().inner().reshape([3 * 2 * 3 * 3]),
+        ]
+    };
+    let bits = |t: Tensor<1>| -> Vec<u32> {
+        let t = t.cast(FloatDType::F32).into_data();
+        t.try_to_vec::<f32>()
+            .unwrap()
+            .into_iter()
+            .map(f32::to_bits)
+            .collect()
+    };
+    assert!(
+        adam.low_copy(&flat_weights(&model)[0]).is_none(),
+        "no step yet"
+    );
+    // Finite, overflowed, finite: the scaler's parity alternates.
+    for (step, scale) in [8.0, f32::INFINITY, 4.0].into_iter().enumerate() {
+        let mut g = scaled_grads(&model, &weights, 1.0 + step as f32, scale);
+        let g16 = g
+            .remove::<2>(model.linear.weight.id)
+            .unwrap()
+            .cast(FloatDType::F16);
+        g.register(model.linear.weight.id, g16);
+        let g16 = g
+            .remove::<4>(model.conv.weight.id)
+            .unwrap()
+            .cast(FloatDType::F16);
+        g.register(model.conv.weight.id, g16);
+        let before = flat_weights(&model);
+        let scaling = Scaling {
+            scaler: &scaler,
+            parity: (step % 2) as u32,
+            lr: 1e-2,
+            interval: 2000,
+        };
+        let (stepped, kernels) = gpu::launches::count_by_kernel(&device, || {
+            adam.step_scaled(1e-2, 0.9, model, g, scaling).ok()
+        });
+        model = stepped.expect("the packed step runs on lavapipe");
+        if step > 0 {
+            let names: Vec<(&str, usize)> = kernels.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+            assert_eq!(
+                names,
+                [("taks_adam_packed_6_f16_101000", 2)],
+                "step {}",
+                step + 1
+            );
+        }
+        for (weight, before) in flat_weights(&model).into_iter().zip(before) {
+            match scale.is_finite() {
+                true => assert_ne!(bits(weight.clone()), bits(before), "step {}", step + 1),
+                false => assert_eq!(bits(weight.clone()), bits(before), "step {}", step + 1),
+            }
+            let copy = adam
+                .low_copy(&weight)
+                .expect("an f16 gradient's weight has a copy");
+            assert_eq!(copy.dtype(), burn::tensor::DType::F16);
+            assert_eq!(
+                bits(copy),
+                bits(weight.clone().cast(FloatDType::F16)),
+                "step {}: the copy is the cast",
+                step + 1
+            );
+            assert!(adam.low_copy(&(weight + 0.0)).is_none(), "another tensor");
+        }
+        let scale = model.scale.val().inner();
+        assert!(adam.low_copy(&scale).is_none(), "an f32 gradient's weight");
+    }
+}

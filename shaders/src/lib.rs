@@ -270,17 +270,40 @@ pub const ALL: [Shader; 33] = [
 /// least one): every line between a `// gradients: begin` and its `// gradients: end`
 /// repeated once per gradient, its `g0` and `case 0u` numbered 0, 1, .., and its
 /// `@binding(8)` 8, 9, ...; gradient j is read as f16 (and widened to f32) where `f16[j]`,
-/// the weight gradients of a mixed-precision MLP step. A text with an f16 gradient needs
+/// the weight gradients of a mixed-precision MLP step. With an f16 gradient the launch
+/// also keeps those parameters' new weights in f16 (the `low copy, f16` block taken in
+/// place of the `low copy, f32` one, its binding `8 + f16.len()`), and the text needs
 /// [`ELEM_F16`]'s `enable f16;` before it.
 pub fn adam_packed(f16: &[bool]) -> String {
     assert!(!f16.is_empty(), "at least one gradient");
+    let any_f16 = f16.iter().any(|&h| h);
+    let low_cases: Vec<String> = (0..f16.len())
+        .filter(|&j| f16[j])
+        .map(|j| format!("{j}u"))
+        .collect();
     let mut out = String::with_capacity(ADAM_PACKED.body.len() + 64 * f16.len());
-    let mut block: Option<Vec<&str>> = None;
+    let mut block: Option<(&str, Vec<&str>)> = None;
     for line in ADAM_PACKED.body.lines() {
         let marker = line.trim();
-        match (&mut block, marker) {
-            (None, "// gradients: begin") => block = Some(Vec::new()),
-            (Some(lines), "// gradients: end") => {
+        if block.is_none()
+            && let Some(name) = marker
+                .strip_prefix("// ")
+                .and_then(|m| m.strip_suffix(": begin"))
+        {
+            block = Some((name, Vec::new()));
+            continue;
+        }
+        let Some((name, lines)) = &mut block else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        if marker != format!("// {name}: end") {
+            lines.push(line);
+            continue;
+        }
+        match *name {
+            "gradients" => {
                 for (j, &half) in f16.iter().enumerate() {
                     for l in lines.iter() {
                         let mut l = l
@@ -297,15 +320,29 @@ pub fn adam_packed(f16: &[bool]) -> String {
                         out.push('\n');
                     }
                 }
-                block = None;
             }
-            (Some(lines), _) => lines.push(line),
-            (None, _) => {
-                out.push_str(line);
-                out.push('\n');
+            "low copy, f32" if !any_f16 => {
+                for l in lines.iter() {
+                    out.push_str(l);
+                    out.push('\n');
+                }
             }
+            "low copy, f16" if any_f16 => {
+                for l in lines.iter() {
+                    let l = l.strip_prefix("// ").unwrap_or(l.trim_start_matches("//"));
+                    let l = l
+                        .replace("@binding(8)", &format!("@binding({})", 8 + f16.len()))
+                        .replace("case 0u", &format!("case {}", low_cases.join(", ")));
+                    out.push_str(&l);
+                    out.push('\n');
+                }
+            }
+            "low copy, f32" | "low copy, f16" => {}
+            other => panic!("adam_packed.wgsl: an unknown block `{other}`"),
         }
+        block = None;
     }
+    assert!(block.is_none(), "adam_packed.wgsl: a block without its end");
     out
 }
 
@@ -342,16 +379,29 @@ mod tests {
     }
 
     /// The packed Adam expanded for several gradients validates, binds each gradient once
-    /// and reads each in its own case; for one gradient it is the file itself.
+    /// and reads each in its own case; for one f32 gradient it is the file itself, less
+    /// its block markers and its commented f16 block.
     #[test]
     fn packed_adam_expands_per_gradient() {
         let strip = |s: &str| -> String {
+            let mut in_f16 = false;
             s.lines()
-                .filter(|l| !l.contains("// gradients:"))
+                .filter(|l| {
+                    in_f16 |= l.contains("// low copy, f16: begin");
+                    let keep = !in_f16 && !l.ends_with(": begin") && !l.ends_with(": end");
+                    in_f16 &= !l.contains("// low copy, f16: end");
+                    keep
+                })
                 .collect::<Vec<_>>()
                 .join("\n")
         };
-        assert_eq!(strip(&adam_packed(&[false])), strip(ADAM_PACKED.body));
+        let one = adam_packed(&[false]);
+        assert_eq!(strip(&one), strip(ADAM_PACKED.body));
+        assert!(one.contains("fn keep_low(j: u32, e: u32, value: f32) {}"));
+        assert!(
+            !one.contains("var<storage, read_write> x_low"),
+            "no f16 copies without an f16 gradient"
+        );
         for gradients in [2, 5, 64] {
             let text = adam_packed(&vec![false; gradients]);
             let module = naga::front::wgsl::parse_str(&[COMMON, &text].join("\n"))
@@ -403,6 +453,19 @@ mod tests {
             let case = format!("case {j}u: {{ return {read}; }}");
             assert!(text.contains(&case), "{case}");
         }
+        // The f16 gradients' parameters (1 and 3) keep their new weights in f16 too, in
+        // the binding after the gradients; the f32 block's no-op is gone.
+        assert!(
+            text.contains("@group(0) @binding(12) var<storage, read_write> x_low: array<f16>;")
+        );
+        assert!(
+            text.contains("case 1u, 3u: { x_low[e + table[HEADER + STRIDE * j]] = f16(value); }")
+        );
+        assert_eq!(text.matches("fn keep_low(").count(), 1);
+        assert!(
+            !text.contains("// @group"),
+            "the f16 block is commented out"
+        );
     }
 
     /// What naga accepts but WebGPU's compilers (Tint in Chromium) refuse at pipeline

@@ -19,7 +19,7 @@ use cubecl::CubeCount;
 use cubecl::server::{Handle, KernelArguments};
 
 use super::fusion;
-use super::kernels::{Shader, WORKGROUP, Wgsl};
+use super::kernels::{Elem, Shader, WORKGROUP, Wgsl};
 
 /// The cubecl compute client type of a `CubeTensor`.
 pub(crate) type Client = cubecl::client::Client;
@@ -131,20 +131,23 @@ pub(crate) fn upload_u32(client: &Client, words: &[u32]) -> Handle {
     client.create_from_slice(&bytes)
 }
 
-/// Elements `offset .. offset + len` of the 1-D contiguous `t` as a tensor of their own
-/// that shares `t`'s buffer (nothing is copied), its handle reaching on to
-/// `offset + reach`, `reach >= len`. Both ends must lie on the device's offset alignment,
-/// as burn's own slices of a buffer do (its `slice` copies where they do not); `None`
-/// where they do not, or off wgpu.
+/// Elements `offset .. offset + len` of the 1-D contiguous `t` (f32 or f16, kept in its
+/// type) as a tensor of their own that shares `t`'s buffer (nothing is copied), its
+/// handle reaching on to `offset + reach`, `reach >= len`. Both ends must lie on the
+/// device's offset alignment, as burn's own slices of a buffer do (its `slice` copies
+/// where they do not); `None` where they do not, or off wgpu.
 pub(crate) fn part_1d(t: &Tensor<1>, offset: usize, len: usize, reach: usize) -> Option<Tensor<1>> {
-    let prim = float_f32(t)?;
+    let dtype = Elem::of(t.dtype())?.dtype();
+    let prim = float_as(t, dtype)?;
     let [total] = t.dims();
     assert!(
         len <= reach && offset + reach <= total,
         "a part inside the buffer"
     );
     let alignment = prim.client.properties().memory.alignment;
-    let (start, end) = ((4 * offset) as u64, (4 * (total - offset - reach)) as u64);
+    let size = dtype.size();
+    let (start, end) = (size * offset, size * (total - offset - reach));
+    let (start, end) = (start as u64, end as u64);
     if !start.is_multiple_of(alignment) || !end.is_multiple_of(alignment) {
         return None;
     }
@@ -154,7 +157,7 @@ pub(crate) fn part_1d(t: &Tensor<1>, offset: usize, len: usize, reach: usize) ->
         prim.device.clone(),
         Shape::new([len]),
         handle,
-        DType::F32,
+        dtype,
     )))
 }
 

@@ -7,20 +7,22 @@
 //! three small kernels of our own (`shaders/bias_relu.wgsl`, `shaders/mlp_*.wgsl`): bias
 //! and ReLU fused; softmax, cross-entropy, its gradient and the output bias's gradient in
 //! one workgroup; and ReLU's backward with the hidden bias's gradient. With the fused Adam
-//! of the four parameters that is twelve launches a step (`taks bench` counts them; the
-//! batch and its labels are uploads, not launches).
+//! of the four parameters that is nine launches a step (`taks bench` counts them; the
+//! batch and its labels are uploads, not launches; burn's matmul may add copies of a
+//! transposed operand where its tuning picks a kernel that wants one).
 //!
 //! The gradients equal autodiff's to rounding (summation order differs; `tests` checks
 //! 1e-5). Returns `None` off wgpu; the caller then takes the generic path.
 //!
 //! A mixed-precision step ([`crate::precision`], f16) is the same step in f16, as
-//! autocast would run the MLP: the two weights are cast to f16 (two launches; the
-//! trainer uploads the batch in f16 already, else it is cast too), the five matmuls
-//! are burn's f16 matmuls, the three kernels read and write f16 activations and
-//! gradients (their f16 variants; biases, the loss and every sum stay f32), and the
-//! loss kernel multiplies the logits' gradient by the dynamic loss scale, read on the
-//! device, so that every gradient comes out scaled as autodiff's of the scaled loss
-//! would. The two weight gradients stay f16: the packed Adam reads them as they are
+//! autocast would run the MLP: the two weights in f16 are the copies the last packed
+//! Adam step wrote beside them (`shaders/adam_packed.wgsl`'s `x_low`), where it wrote
+//! them, else cast (two launches, in a run's first step; the trainer uploads the batch in
+//! f16 already, else it is cast too), the five matmuls are burn's f16 matmuls, the
+//! three kernels read and write f16 activations and gradients (their f16 variants;
+//! biases, the loss and every sum stay f32), and the loss kernel multiplies the logits'
+//! gradient by the dynamic loss scale, read on the device, so that every gradient comes
+//! out scaled as autodiff's of the scaled loss would. The two weight gradients stay f16: the packed Adam reads them as they are
 //! (`shaders/adam_packed.wgsl`'s f16 gradient bindings), checks and unscales them in f32
 //! as it does autodiff's, and the host's fallback casts them to f32 first.
 
@@ -28,30 +30,47 @@ use burn::module::ParamId;
 use burn::optim::GradientsParams;
 use burn::tensor::{FloatDType, Int, Tensor};
 
-use super::gpu_layers::{self, ScaleAt};
-use super::{Mlp, MlpStep};
+use super::gpu_layers;
+use super::{MixedStep, Mlp, MlpStep};
 use crate::gpu;
 
 impl Mlp {
     /// Gradients of the mean cross-entropy of `x` `[B, in]` against `labels` `[B]`, and the
-    /// loss, by hand on the GPU; `None` off wgpu. With a loss `scale`, a mixed-precision
-    /// step: in f16, the gradients times the scale (the weights' f16, the biases' f32).
+    /// loss, by hand on the GPU; `None` off wgpu. With `mixed`, a mixed-precision step:
+    /// in f16, the gradients times the loss scale (the weights' f16, the biases' f32).
     pub(crate) fn gpu_cross_entropy_step(
         &self,
         x: Tensor<2>,
         labels: Tensor<1, Int>,
-        scale: Option<ScaleAt>,
+        mixed: Option<MixedStep>,
     ) -> Option<MlpStep> {
         if !gpu::supports(&x) {
             return None;
         }
         let (b1, b2) = (self.hidden.bias.as_ref()?, self.output.bias.as_ref()?);
         let ids: [ParamId; 4] = [self.hidden.weight.id, b1.id, self.output.weight.id, b2.id];
-        let low = scale.is_some();
-        let step_type = |t: Tensor<2>| if low { t.cast(FloatDType::F16) } else { t };
-        let x = step_type(x.without_autodiff());
-        let w1 = step_type(self.hidden.weight.val().inner());
-        let w2 = step_type(self.output.weight.val().inner());
+        let x = x.without_autodiff();
+        let (x, w1, w2, scale) = match mixed {
+            None => (
+                x,
+                self.hidden.weight.val().inner(),
+                self.output.weight.val().inner(),
+                None,
+            ),
+            Some(mixed) => {
+                // The weights' f16 copies where the last Adam step wrote them, else casts.
+                let low = |w: Tensor<2>| {
+                    let [rows, cols] = w.dims();
+                    match (mixed.low_copy)(&w.clone().reshape([rows * cols])) {
+                        Some(copy) => copy.reshape([rows, cols]),
+                        None => w.cast(FloatDType::F16),
+                    }
+                };
+                let w1 = low(self.hidden.weight.val().inner());
+                let w2 = low(self.output.weight.val().inner());
+                (x.cast(FloatDType::F16), w1, w2, Some(mixed.scale))
+            }
+        };
 
         // Forward: h = relu(x w1 + b1); the output layer's bias goes into the loss kernel.
         let h = gpu_layers::bias_relu(&x.clone().matmul(w1), &b1.val().inner())?;
@@ -96,6 +115,7 @@ mod tests {
 
         use crate::gpu::launches::count_by_kernel;
         use crate::methods::small_loss::cross_entropy;
+        use crate::model::ScaleAt;
         use crate::test_support::{host, kernels_named};
 
         let device = gpu::direct::start().expect("a wgpu adapter").0;
@@ -112,8 +132,12 @@ mod tests {
             words: &words,
             at: 4,
         };
+        let mixed = MixedStep {
+            scale: at,
+            low_copy: &|_| None,
+        };
         let (step, kernels) = count_by_kernel(&device, || {
-            mlp.gpu_cross_entropy_step(x.clone(), y.clone(), Some(at))
+            mlp.gpu_cross_entropy_step(x.clone(), y.clone(), Some(mixed))
         });
         let step = step.expect("on wgpu");
         assert_eq!(

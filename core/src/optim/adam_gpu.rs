@@ -143,6 +143,12 @@ pub struct Packed {
     pub v: Tensor<1>,
     pub offsets: Vec<usize>,
     align: usize,
+    /// The new weights in f16 of the parameters whose gradient came in f16, where the
+    /// step had any (`shaders/adam_packed.wgsl`'s `x_low`): f16 values laid out as `x`'s
+    /// bytes, parameter j's at `2 * offsets[j]`.
+    low: Option<Tensor<1>>,
+    /// Which parameters have their weights in `low`.
+    in_low: Vec<bool>,
 }
 
 impl Packed {
@@ -151,6 +157,19 @@ impl Packed {
         let reach = numel.div_ceil(self.align) * self.align;
         bridge::part_1d(t, self.offsets[j], numel, reach)
             .expect("the packed layout keeps every part aligned")
+    }
+
+    /// The f16 copy of `weight` (flat) that the step wrote with it: `Some` where `weight`
+    /// is still the step's view of a parameter whose gradient came in f16 (the MLP's f16
+    /// step by hand), so that the next step multiplies by it without a cast of its own.
+    /// `None` for any other tensor, such as weights put in place since.
+    pub fn low_copy(&self, weight: &Tensor<1>) -> Option<Tensor<1>> {
+        let low = self.low.as_ref()?;
+        let j = (0..self.offsets.len())
+            .find(|&j| self.in_low[j] && is_part(weight, &self.x, self.offsets[j]))?;
+        let numel = weight.dims()[0];
+        let reach = 2 * numel.div_ceil(self.align) * self.align;
+        bridge::part_1d(low, 2 * self.offsets[j], numel, reach)
     }
 }
 
@@ -248,8 +267,14 @@ pub fn step_packed(
         "one optimiser's parameters share beta_1, beta_2 and epsilon"
     );
     let client = first.client.clone();
+    // An f16 gradient's weights are also kept in f16, in one more binding.
+    let in_low: Vec<bool> = parts
+        .iter()
+        .map(|p| Elem::of(p.g.dtype()) == Some(Elem::F16))
+        .collect();
+    let any_low = in_low.contains(&true);
     let gradients_per_launch = (client.properties().hardware.max_bindings as usize)
-        .saturating_sub(8)
+        .saturating_sub(8 + usize::from(any_low))
         .min(MAX_GRADIENTS);
     if gradients_per_launch < 2 {
         return None;
@@ -286,6 +311,9 @@ pub fn step_packed(
     let x_out = bridge::empty_1d(&first, total, DType::F32);
     let m_out = bridge::empty_1d(&first, total, DType::F32);
     let v_out = bridge::empty_1d(&first, total, DType::F32);
+    // Written only by the packed launches; the per-part step below keeps no copies.
+    let low =
+        (any_low && packed_in.is_some()).then(|| bridge::empty_1d(&first, 2 * total, DType::F16));
     match packed_in {
         Some(previous) => {
             let x = bridge::float_f32_strided(&previous.x)?;
@@ -357,6 +385,9 @@ pub fn step_packed(
                     &scaler,
                 ];
                 buffers.extend(gradients.iter().map(|g| &g.handle));
+                if let Some(low) = low.as_ref().filter(|_| f16.contains(&true)) {
+                    buffers.push(&low.handle);
+                }
                 bridge::launch(&client, adam_packed(&f16), bridge::grid(groups), &buffers);
             }
         }
@@ -378,6 +409,8 @@ pub fn step_packed(
         v: bridge::to_float(v_out),
         offsets,
         align,
+        low: low.map(bridge::to_float),
+        in_low,
     })
 }
 
@@ -408,6 +441,8 @@ fn stage(parts: &[Part], offsets: &[usize], total: usize, align: usize) -> Packe
         v: pack(&|p| moment(p, 1)),
         offsets: offsets.to_vec(),
         align,
+        low: None,
+        in_low: vec![false; parts.len()],
     }
 }
 

@@ -10,7 +10,7 @@ use super::evaluate::{inputs, score};
 use super::loss_scale::DeviceLossScale;
 use crate::Result;
 use crate::methods::{self, BatchAt, EpochSet, Rule};
-use crate::model::Networks;
+use crate::model::{MixedStep, Networks};
 use crate::precision::Precision;
 use crate::selection::{self, indices_tensor};
 
@@ -137,8 +137,13 @@ impl Trainer {
             (Some(mlp), Precision::F32 | Precision::F16, scaler)
                 if networks.len() == 1 && rule.is_mean_cross_entropy() =>
             {
-                let scale = scaler.as_ref().map(DeviceLossScale::scale_at);
-                mlp.cross_entropy_step_by_hand(x.clone(), y.clone(), scale)
+                let adam = &self.adam;
+                let low_copy = |w: &Tensor<1>| adam.low_copy(w);
+                let mixed = scaler.as_ref().map(|s| MixedStep {
+                    scale: s.scale_at(),
+                    low_copy: &low_copy,
+                });
+                mlp.cross_entropy_step_by_hand(x.clone(), y.clone(), mixed)
             }
             _ => None,
         };
