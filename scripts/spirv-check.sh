@@ -2,7 +2,7 @@
 # The GPU tests through burn's SPIR-V compiler (the `native-shaders` build) on lavapipe,
 # with the one fix cubecl-spirv 0.11.3 needs to run there. By hand, not in CI: it builds
 # burn once more with the `vulkan` feature (about 10 minutes on 2 cores) and runs every
-# GPU test on a software Vulkan driver.
+# GPU test on a software Vulkan driver, then one epoch of `taks train` through SPIR-V.
 #
 # The bug: on a device without VK_KHR_workgroup_memory_explicit_layout (lavapipe, in
 # Mesa 22.3.6 and 25.0.7 alike) cubecl lowers each shared-memory array through
@@ -65,3 +65,18 @@ fi
 cargo test --release --workspace --features taks/native-shaders \
     --config "patch.crates-io.cubecl-spirv.path=\"$fixed\"" \
     --lib --test 'gpu_*' "$@"
+
+# The CLI through SPIR-V with the fix: the driver check a `native-shaders` build makes
+# before it starts the GPU (native/src/spirv_probe.rs) passes and is kept, and a run
+# trains through wgpu<spirv>. Without the fix the same check stops the run with one line
+# (its child process dies of signal 11 on lavapipe) instead of a segfault.
+cargo build --release -p taks --features native-shaders \
+    --config "patch.crates-io.cubecl-spirv.path=\"$fixed\""
+scratch=$(mktemp -d)
+run=$(XDG_CACHE_HOME="$scratch" "$CARGO_TARGET_DIR/release/taks" train --device gpu --epochs 1 \
+    --out "$scratch/run" 2>&1) || { echo "$run"; exit 1; }
+echo "$run"
+grep -q 'through wgpu<spirv>' <<<"$run"
+grep -q '^ok	' "$scratch/cubecl/taks-spirv.txt"
+rm -rf "$scratch"
+echo "spirv-check: the CLI ran through SPIR-V, its driver check passed"

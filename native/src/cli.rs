@@ -71,6 +71,10 @@ pub enum Command {
     /// taks itself in a child process on headless machines).
     #[command(name = crate::device::LIST_ADAPTERS, hide = true)]
     ListAdapters,
+    /// Start the GPU and multiply two matrices through burn's kernels (run by taks itself
+    /// in a child process, before a `native-shaders` build trusts the Vulkan driver).
+    #[command(name = crate::spirv_probe::PROBE_SPIRV, hide = true)]
+    ProbeSpirv,
     /// Print the paper-style summary table of one or more finished run folders.
     Table {
         /// Run folders (each with metrics.csv and config.json).

@@ -3,7 +3,9 @@
 //! `auto` takes a hardware adapter when wgpu finds one and otherwise flex. A software
 //! adapter (Mesa's lavapipe, SwiftShader) is never chosen automatically: on a CPU it is
 //! an order of magnitude slower than flex. `gpu` insists on wgpu, software or not, and
-//! `cpu` insists on flex.
+//! `cpu` insists on flex. A `native-shaders` build first asks a child process whether
+//! the Vulkan driver runs burn's SPIR-V ([`crate::spirv_probe`]): where it does not,
+//! `gpu` is an error and `auto` takes flex, each saying why.
 
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
@@ -129,7 +131,15 @@ pub fn choose(choice: DeviceChoice) -> Result<Chosen> {
         DeviceChoice::Auto => {
             let found = adapters();
             match found.iter().find(|a| a.hardware) {
-                Some(_) => init_wgpu(),
+                Some(gpu) => match crate::spirv_probe::check() {
+                    Ok(()) => init_wgpu(),
+                    Err(why) => {
+                        let mut chosen = flex();
+                        chosen.description =
+                            format!("CPU (burn flex backend; the GPU '{}': {why})", gpu.name);
+                        Ok(chosen)
+                    }
+                },
                 None => {
                     let mut chosen = flex();
                     chosen.description = match found.first() {
@@ -148,6 +158,9 @@ pub fn choose(choice: DeviceChoice) -> Result<Chosen> {
                 bail!(
                     "--device gpu: wgpu found no GPU adapter (install a Vulkan/Metal/DX12 driver, or Mesa lavapipe for a software one)"
                 );
+            }
+            if let Err(why) = crate::spirv_probe::check() {
+                bail!("--device gpu: {why}");
             }
             init_wgpu()
         }

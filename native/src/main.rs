@@ -18,6 +18,7 @@ mod picks;
 mod plot;
 mod predict;
 mod run_args;
+mod spirv_probe;
 mod table;
 mod train;
 mod tune;
@@ -57,6 +58,7 @@ fn main() -> ExitCode {
     // Before any device exists: a second run reuses the first one's GPU autotuning and
     // convolution timings.
     let cache = taks_core::gpu::tuning_cache::keep_in_user_cache();
+    spirv_probe::keep_in(cache.clone());
     taks_core::model::gpu_conv_store::keep_in(cache);
     if let Err(message) = taks_core::model::GpuConv::from_env()
         .map(|_| ())
@@ -80,6 +82,7 @@ fn main() -> ExitCode {
         cli::Command::Predict(args) => predict::run(args),
         cli::Command::Embed(args) => embed::run(args),
         cli::Command::ListAdapters => device::list_adapters(),
+        cli::Command::ProbeSpirv => spirv_probe::probe(),
         cli::Command::Table { runs } => table::run(&runs),
     });
     match result {

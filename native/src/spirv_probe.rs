@@ -1,0 +1,234 @@
+//! Whether this machine's Vulkan driver runs burn's SPIR-V kernels, asked of a child
+//! process before a `native-shaders` build starts the GPU.
+//!
+//! Why: cubecl-spirv 0.11.3 writes invalid SPIR-V for shared memory on a Vulkan driver
+//! without `VK_KHR_workgroup_memory_explicit_layout` (Mesa's lavapipe among them; the
+//! README's "GPU: compilers" says where), and such a driver takes the process down in
+//! `vkCreateComputePipelines` at burn's first matmul: a segfault, with no error to catch
+//! and no line saying why. The extension cannot be read without unsafe code (wgpu-hal's
+//! Vulkan adapter), which the crates forbid, and cubecl keeps what it read to itself. So
+//! a short child process (`taks probe-spirv`, hidden) starts the GPU as a run would
+//! and multiplies two matrices with burn; if it dies, is wrong or hangs, `--device gpu`
+//! stops with one line saying so and `--device auto` takes the CPU. The verdict is kept
+//! in taks's cache folder by the adapters' names and driver versions, so the child runs
+//! once per machine and driver. The default (WGSL) build never asks: nothing it runs
+//! goes through cubecl's SPIR-V.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use burn::tensor::Tensor;
+use burn::tensor::wgpu::wgpu;
+
+/// The hidden subcommand the child runs (the name of `Command::ProbeSpirv`).
+pub const PROBE_SPIRV: &str = "probe-spirv";
+
+/// What the child prints last when the matmul came out right.
+const PASSED: &str = "spirv-probe-passed";
+
+/// How long the child may take: on a working driver it starts the device and compiles
+/// one matmul (well under a second on a GPU, a few seconds on lavapipe).
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The verdicts' file, in taks's cache folder.
+const VERDICTS: &str = "taks-spirv.txt";
+
+static FOLDER: OnceLock<Option<PathBuf>> = OnceLock::new();
+
+/// Keep verdicts in `folder` (the autotune cache's; `None`: ask every time).
+pub fn keep_in(folder: Option<PathBuf>) {
+    let _ = FOLDER.set(folder);
+}
+
+/// `Ok` where the GPU may be started: a build without SPIR-V, no Vulkan adapter, or a
+/// driver that ran the child's matmul (now or in an earlier run). `Err` is one line
+/// saying what the driver did.
+pub fn check() -> std::result::Result<(), String> {
+    if !cfg!(feature = "native-shaders") {
+        return Ok(());
+    }
+    let Some(key) = drivers() else {
+        return Ok(());
+    };
+    let file = FOLDER.get().cloned().flatten().map(|f| f.join(VERDICTS));
+    if let Some(verdict) = file.as_deref().and_then(|f| recorded(f, &key)) {
+        return verdict;
+    }
+    let verdict = ask_a_child();
+    if let Some(file) = file {
+        // A verdict that cannot be kept is asked again next time.
+        let _ = record(&file, &key, &verdict);
+    }
+    verdict
+}
+
+/// The Vulkan adapters and their drivers, one string (`None` without any): the key of a
+/// verdict, so that a new driver or card is asked again.
+fn drivers() -> Option<String> {
+    let instance = wgpu::Instance::default();
+    let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::VULKAN));
+    let mut found: Vec<String> = adapters
+        .iter()
+        .map(|a| {
+            let i = a.get_info();
+            format!(
+                "{:04x}:{:04x} {} / {} {}",
+                i.vendor, i.device, i.name, i.driver, i.driver_info
+            )
+        })
+        .collect();
+    found.sort();
+    let key = format!("taks {} | {}", env!("CARGO_PKG_VERSION"), found.join(" | "));
+    (!found.is_empty()).then(|| key.replace(['\t', '\n'], " "))
+}
+
+/// The verdict kept for `key` in `file`: lines `ok<TAB>key` or `failed<TAB>key<TAB>why`;
+/// the last line for the key counts, and a line of any other shape is skipped.
+fn recorded(file: &Path, key: &str) -> Option<std::result::Result<(), String>> {
+    let text = std::fs::read_to_string(file).ok()?;
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split('\t');
+            let verdict = match (fields.next()?, fields.next()?, fields.next()) {
+                ("ok", k, None) if k == key => Ok(()),
+                ("failed", k, Some(why)) if k == key && !why.is_empty() => Err(why.to_string()),
+                _ => return None,
+            };
+            fields.next().is_none().then_some(verdict)
+        })
+        .next_back()
+}
+
+/// Append `verdict` for `key` to `file`.
+fn record(
+    file: &Path,
+    key: &str,
+    verdict: &std::result::Result<(), String>,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let line = match verdict {
+        Ok(()) => format!("ok\t{key}\n"),
+        Err(why) => format!("failed\t{key}\t{}\n", why.replace(['\t', '\n'], " ")),
+    };
+    if let Some(folder) = file.parent() {
+        std::fs::create_dir_all(folder)?;
+    }
+    // After a cut last line (a run stopped mid-write), on a line of its own.
+    let cut = std::fs::read(file).is_ok_and(|text| text.last().is_some_and(|&b| b != b'\n'));
+    let line = if cut { format!("\n{line}") } else { line };
+    let mut out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)?;
+    out.write_all(line.as_bytes())
+}
+
+/// Run `taks probe-spirv` and read what became of it.
+fn ask_a_child() -> std::result::Result<(), String> {
+    const WHY: &str = "cubecl-spirv 0.11.3 needs VK_KHR_workgroup_memory_explicit_layout for \
+        shared memory, which this driver may lack; the default build of taks (WGSL) runs on it";
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find taks itself: {e}"))?;
+    let mut child = Command::new(exe)
+        .arg(PROBE_SPIRV)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start a test process: {e}"))?;
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if start.elapsed() < PATIENCE => std::thread::sleep(Duration::from_millis(50)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the GPU did not finish one matmul through burn's SPIR-V kernels in {} s ({WHY})",
+                    PATIENCE.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("cannot wait for a test process: {e}")),
+        }
+    };
+    let mut said = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        let _ = out.read_to_string(&mut said);
+    }
+    if status.success() && said.lines().any(|l| l == PASSED) {
+        return Ok(());
+    }
+    Err(format!(
+        "the Vulkan driver failed burn's SPIR-V kernels: a test process multiplying two \
+         matrices {} ({WHY})",
+        how_it_ended(&status, &said)
+    ))
+}
+
+fn how_it_ended(status: &std::process::ExitStatus, said: &str) -> String {
+    #[cfg(unix)]
+    if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(status) {
+        return format!("died of signal {signal}");
+    }
+    match (status.code(), said.lines().last()) {
+        (Some(0), _) => "got a wrong product".into(),
+        (Some(code), Some(line)) if !line.is_empty() => format!("exited with {code}: {line}"),
+        (Some(code), _) => format!("exited with {code}"),
+        (None, _) => "ended without an exit code".into(),
+    }
+}
+
+/// `taks probe-spirv`: start the GPU, multiply two 64x64 matrices of ones with burn and
+/// print [`PASSED`] if every entry of the product is 64.
+pub fn probe() -> Result<()> {
+    let (device, _) = taks_core::gpu::direct::start().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let ones = Tensor::<2>::ones([64, 64], &device);
+    let product = ones.clone().matmul(ones);
+    let values = product.into_data().convert::<f32>().try_to_vec::<f32>();
+    let values = values.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    match values.iter().all(|&v| v == 64.0) {
+        true => println!("{PASSED}"),
+        false => println!("a wrong product"),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Verdicts are read back by key: the last line for a key counts, other keys' lines
+    /// and lines of another shape (cut, a stray field, an empty reason) are skipped.
+    #[test]
+    fn verdicts_are_kept_by_driver() {
+        let folder = std::env::temp_dir().join(format!("taks-spirv-probe-{}", std::process::id()));
+        let file = folder.join(VERDICTS);
+        let _ = std::fs::remove_dir_all(&folder);
+        let (a, b) = (
+            "taks 1 | 10de:2330 H100 / NVIDIA 550",
+            "taks 1 | 10005:0000 llvmpipe / Mesa 22.3.6",
+        );
+        assert_eq!(recorded(&file, a), None, "no file yet");
+        record(&file, a, &Ok(())).unwrap();
+        record(&file, b, &Err("died of signal 11".into())).unwrap();
+        assert_eq!(recorded(&file, a), Some(Ok(())));
+        assert_eq!(recorded(&file, b), Some(Err("died of signal 11".into())));
+        assert_eq!(recorded(&file, "taks 2 | other"), None);
+
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        text.push_str(&format!("failed\t{a}\t\nok\t{a}\textra\nfailed\t{a}"));
+        std::fs::write(&file, &text).unwrap();
+        assert_eq!(recorded(&file, a), Some(Ok(())), "malformed lines skipped");
+        record(&file, a, &Err("exited with 1: wrong\tcolumns".into())).unwrap();
+        assert_eq!(
+            recorded(&file, a),
+            Some(Err("exited with 1: wrong columns".into())),
+            "the last verdict counts, its tab made a space"
+        );
+        let _ = std::fs::remove_dir_all(&folder);
+    }
+}
