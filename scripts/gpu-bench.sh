@@ -16,8 +16,9 @@
 #      core/src/model/implicit_conv.rs), without PyTorch: whether it beats im2col and
 #      cubecl's WGSL matmul on this card;
 #   6. when TAKS_SPIRV names a `--features native-shaders` build (burn's SPIR-V
-#      compiler), the MLP and the CNN again through it, without PyTorch (70 s more: a
-#      second call on a 15-minute lease);
+#      compiler), its driver check alone (`taks probe-spirv`, at most 30 s), then the MLP
+#      and the CNN again through it, without PyTorch (70 s more: a second call on a
+#      15-minute lease);
 #   6b. when TAKS_FUSION names a `--features fusion` build (burn's kernel fusion,
 #      core/src/gpu/fusion.rs), the CNN, ResNet-18 and the MLP again through it, without
 #      PyTorch, against the default build's steps above (TAKS_FUSION with F16=only runs
@@ -101,8 +102,20 @@ if [ "${F16:-}" != only ]; then
     STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step cnn-32x32-tiled 50 "$TAKS" "${CNN[@]}"
     STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step resnet18-224x224-tiled 50 "$TAKS" "${RESNET[@]}"
     if [ -n "$TAKS_SPIRV" ]; then
-        step mlp-28x28-spirv 30 "$TAKS_SPIRV" "${MLP[@]}"
-        step cnn-32x32-spirv 40 "$TAKS_SPIRV" "${CNN[@]}"
+        # The driver check a SPIR-V build makes before it starts the GPU
+        # (native/src/spirv_probe.rs), run apart with a limit of its own, so that a driver
+        # that crashes or hangs burn's SPIR-V costs at most 30 s and a line, not both steps.
+        echo "== spirv-probe: $TAKS_SPIRV probe-spirv" | tee "$OUT/spirv-probe.md"
+        probe=$(timeout 30 "$TAKS_SPIRV" probe-spirv 2>&1)
+        echo "$probe (exit $?)" | tee -a "$OUT/spirv-probe.md"
+        if grep -q '^spirv-probe-passed$' <<<"$probe"; then
+            step mlp-28x28-spirv 30 "$TAKS_SPIRV" "${MLP[@]}"
+            step cnn-32x32-spirv 40 "$TAKS_SPIRV" "${CNN[@]}"
+        else
+            echo "(spirv-probe: burn's SPIR-V failed on this driver; the SPIR-V steps are skipped)" |
+                tee -a "$OUT/spirv-probe.md"
+            failed=1
+        fi
     fi
 fi
 if [ -n "$TAKS_FUSION" ]; then
