@@ -55,15 +55,34 @@ pub fn check() -> std::result::Result<(), String> {
         return Ok(());
     };
     let file = FOLDER.get().cloned().flatten().map(|f| f.join(VERDICTS));
-    if let Some(verdict) = file.as_deref().and_then(|f| recorded(f, &key)) {
-        return verdict;
+    if let Some(f) = file.as_deref()
+        && let Some(verdict) = recorded(f, &key)
+    {
+        return verdict.map_err(|why| {
+            let f = f.display();
+            format!("{why}; kept from an earlier run in {f}, delete it to ask the driver again")
+        });
     }
-    let verdict = ask_a_child();
-    if let Some(file) = file {
+    let (verdict, keep) = match ask_a_child() {
+        Child::Passed => (Ok(()), true),
+        Child::Failed(why) => (Err(why), true),
+        // Not the driver's doing: asked again next time.
+        Child::NotRun(why) => (Err(why), false),
+    };
+    if let Some(file) = file.filter(|_| keep) {
         // A verdict that cannot be kept is asked again next time.
         let _ = record(&file, &key, &verdict);
     }
     verdict
+}
+
+/// What became of the child.
+enum Child {
+    Passed,
+    /// The driver's doing: the child died, got a wrong product or hung.
+    Failed(String),
+    /// The child could not be run or waited for.
+    NotRun(String),
 }
 
 /// The Vulkan adapters and their drivers, one string (`None` without any): the key of a
@@ -128,17 +147,23 @@ fn record(
 }
 
 /// Run `taks probe-spirv` and read what became of it.
-fn ask_a_child() -> std::result::Result<(), String> {
+fn ask_a_child() -> Child {
     const WHY: &str = "cubecl-spirv 0.11.3 needs VK_KHR_workgroup_memory_explicit_layout for \
         shared memory, which this driver may lack; the default build of taks (WGSL) runs on it";
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find taks itself: {e}"))?;
-    let mut child = Command::new(exe)
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return Child::NotRun(format!("cannot find taks itself: {e}")),
+    };
+    let child = Command::new(exe)
         .arg(PROBE_SPIRV)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start a test process: {e}"))?;
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) => return Child::NotRun(format!("cannot start a test process: {e}")),
+    };
     let start = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -147,12 +172,12 @@ fn ask_a_child() -> std::result::Result<(), String> {
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
+                return Child::Failed(format!(
                     "the GPU did not finish one matmul through burn's SPIR-V kernels in {} s ({WHY})",
                     PATIENCE.as_secs()
                 ));
             }
-            Err(e) => return Err(format!("cannot wait for a test process: {e}")),
+            Err(e) => return Child::NotRun(format!("cannot wait for a test process: {e}")),
         }
     };
     let mut said = String::new();
@@ -160,9 +185,9 @@ fn ask_a_child() -> std::result::Result<(), String> {
         let _ = out.read_to_string(&mut said);
     }
     if status.success() && said.lines().any(|l| l == PASSED) {
-        return Ok(());
+        return Child::Passed;
     }
-    Err(format!(
+    Child::Failed(format!(
         "the Vulkan driver failed burn's SPIR-V kernels: a test process multiplying two \
          matrices {} ({WHY})",
         how_it_ended(&status, &said)
