@@ -464,7 +464,7 @@ mod tests {
         assert_eq!(text.matches("fn keep_low(").count(), 1);
         assert!(
             !text.contains("// @group"),
-            "the f16 block is commented out"
+            "the f16 block still commented out"
         );
     }
 
