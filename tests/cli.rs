@@ -1029,6 +1029,32 @@ fn a_headless_run_prints_no_error_lines() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The child a `native-shaders` build asks before it trusts the Vulkan driver
+/// (`native/src/spirv_probe.rs`): on lavapipe through this build's WGSL it starts the
+/// GPU, gets the matmul right and says so as its last line on stdout, which is all the
+/// parent reads (a driver that crashes it, lavapipe under SPIR-V, is checked by hand:
+/// see the README's "GPU: compilers"). The command is hidden from the help.
+#[test]
+fn the_spirv_driver_check_passes_where_the_gpu_runs() {
+    let cache = scratch("probe-cache");
+    let out = Command::new(env!("CARGO_BIN_EXE_taks"))
+        .arg("probe-spirv")
+        .env("NODEVICE_SELECT", "1")
+        .env("XDG_CACHE_HOME", &cache)
+        .output()
+        .expect("the taks binary runs");
+    assert_succeeded(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().last(),
+        Some("spirv-probe-passed"),
+        "{stdout}"
+    );
+    let help = taks(&["--help"]);
+    assert!(!String::from_utf8_lossy(&help.stdout).contains("probe-spirv"));
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
 /// A GPU run (lavapipe here) keeps cubecl's autotune results in the user's cache folder
 /// (`$XDG_CACHE_HOME/cubecl`), for the next process to reuse, and never in a `target/`
 /// folder beside the `Cargo.toml` it runs under (cubecl's own default).
