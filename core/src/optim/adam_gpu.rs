@@ -154,8 +154,7 @@ pub struct Packed {
 impl Packed {
     /// Parameter j's part of `t` (one of the three), a view of `numel` values.
     pub fn part(&self, t: &Tensor<1>, j: usize, numel: usize) -> Tensor<1> {
-        let reach = numel.div_ceil(self.align) * self.align;
-        bridge::part_1d(t, self.offsets[j], numel, reach)
+        bridge::part_1d(t, self.offsets[j], numel, room(numel, self.align))
             .expect("the packed layout keeps every part aligned")
     }
 
@@ -168,8 +167,7 @@ impl Packed {
         let j = (0..self.offsets.len())
             .find(|&j| self.in_low[j] && is_part(weight, &self.x, self.offsets[j]))?;
         let numel = weight.dims()[0];
-        let reach = 2 * numel.div_ceil(self.align) * self.align;
-        bridge::part_1d(low, 2 * self.offsets[j], numel, reach)
+        bridge::part_1d(low, 2 * self.offsets[j], numel, 2 * room(numel, self.align))
     }
 }
 
@@ -217,9 +215,15 @@ fn layout(numels: &[usize], align: usize) -> (Vec<usize>, usize) {
     let mut end = 0;
     for &n in numels {
         offsets.push(end);
-        end += n.div_ceil(align) * align;
+        end += room(n, align);
     }
     (offsets, end)
+}
+
+/// The room a part of `numel` values takes in the packed buffers: up to the next
+/// multiple of `align`.
+fn room(numel: usize, align: usize) -> usize {
+    numel.div_ceil(align) * align
 }
 
 /// Whether `t` (contiguous) is `of`'s values from `offset` on: one buffer, the offset
@@ -319,9 +323,12 @@ pub fn step_packed(
             let x = bridge::float_f32_strided(&previous.x)?;
             let m = bridge::float_f32_strided(&previous.m)?;
             let v = bridge::float_f32_strided(&previous.v)?;
-            let chunks: Vec<(&[Part], &[usize])> = parts
+            // Each launch's parts, their offsets, and which of their gradients are f16.
+            let chunks: Vec<(&[Part], &[usize], &[bool])> = parts
                 .chunks(gradients_per_launch)
                 .zip(offsets.chunks(gradients_per_launch))
+                .zip(in_low.chunks(gradients_per_launch))
+                .map(|((p, o), f)| (p, o, f))
                 .collect();
             let mut launches = Vec::new();
             match &scaling {
@@ -340,7 +347,7 @@ pub fn step_packed(
             let (parity, lr, interval) = scaling
                 .as_ref()
                 .map_or((0, 0.0, 0), |s| (s.parity, s.lr, s.interval));
-            for ((chunk, chunk_offsets), mode) in launches {
+            for ((chunk, chunk_offsets, f16), mode) in launches {
                 let mut table = vec![
                     chunk.len() as u32,
                     beta_1.to_bits(),
@@ -355,7 +362,6 @@ pub fn step_packed(
                 ];
                 let mut groups = 0u32;
                 let mut gradients = Vec::with_capacity(chunk.len());
-                let mut f16 = Vec::with_capacity(chunk.len());
                 for (part, &o) in chunk.iter().zip(chunk_offsets) {
                     let n = part.x.dims()[0] as u32;
                     table.extend([
@@ -371,7 +377,6 @@ pub fn step_packed(
                     // any other type is cast to f32.
                     let elem = Elem::of(part.g.dtype()).unwrap_or(Elem::F32);
                     gradients.push(bridge::float_as(&part.g, elem.dtype())?);
-                    f16.push(elem == Elem::F16);
                 }
                 let table = bridge::upload_u32(&client, &table);
                 let mut buffers = vec![
@@ -388,7 +393,7 @@ pub fn step_packed(
                 if let Some(low) = low.as_ref().filter(|_| f16.contains(&true)) {
                     buffers.push(&low.handle);
                 }
-                bridge::launch(&client, adam_packed(&f16), bridge::grid(groups), &buffers);
+                bridge::launch(&client, adam_packed(f16), bridge::grid(groups), &buffers);
             }
         }
         None => {
