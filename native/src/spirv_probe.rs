@@ -128,22 +128,11 @@ fn record(
     key: &str,
     verdict: &std::result::Result<(), String>,
 ) -> std::io::Result<()> {
-    use std::io::Write;
     let line = match verdict {
-        Ok(()) => format!("ok\t{key}\n"),
-        Err(why) => format!("failed\t{key}\t{}\n", why.replace(['\t', '\n'], " ")),
+        Ok(()) => format!("ok\t{key}"),
+        Err(why) => format!("failed\t{key}\t{}", why.replace(['\t', '\n'], " ")),
     };
-    if let Some(folder) = file.parent() {
-        std::fs::create_dir_all(folder)?;
-    }
-    // After a cut last line (a run stopped mid-write), on a line of its own.
-    let cut = std::fs::read(file).is_ok_and(|text| text.last().is_some_and(|&b| b != b'\n'));
-    let line = if cut { format!("\n{line}") } else { line };
-    let mut out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(file)?;
-    out.write_all(line.as_bytes())
+    taks_core::gpu::tuning_cache::append_line(file, &line)
 }
 
 /// Run `taks probe-spirv` and read what became of it.

@@ -34,3 +34,22 @@ pub fn keep_in_user_cache() -> Option<std::path::PathBuf> {
 pub fn keep_in_user_cache() -> Option<std::path::PathBuf> {
     None
 }
+
+/// Append `line` (without its newline) to `file` in the cache folder, the folder made
+/// first: one write of the whole line in append mode, so that lines of concurrent runs
+/// do not interleave within a line on local file systems, and on a line of its own after
+/// a cut last line (a run stopped mid-write), which would otherwise take this one with
+/// it. taks's own kept measurements and verdicts go through here.
+pub fn append_line(file: &std::path::Path, line: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(folder) = file.parent() {
+        std::fs::create_dir_all(folder)?;
+    }
+    let cut = std::fs::read(file).is_ok_and(|text| text.last().is_some_and(|&b| b != b'\n'));
+    let text = format!("{}{line}\n", if cut { "\n" } else { "" });
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)?
+        .write_all(text.as_bytes())
+}

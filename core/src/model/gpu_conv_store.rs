@@ -12,7 +12,6 @@
 //! adapter (its name, cubecl's fingerprint, the compiler) and the taks version, so a
 //! different card, driver path or release measures again.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -91,20 +90,7 @@ pub(crate) fn append(adapter: &str, kept: Kept) {
         taks: env!("CARGO_PKG_VERSION").to_string(),
         kept,
     };
-    let Ok(mut text) = serde_json::to_string(&line) else {
-        return;
-    };
-    text.push('\n');
-    if let Some(folder) = path.parent() {
-        let _ = std::fs::create_dir_all(folder);
-    }
-    // One write of the whole line in append mode: lines of concurrent runs do not
-    // interleave within a line on local file systems.
-    if let Ok(mut file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-    {
-        let _ = file.write_all(text.as_bytes());
+    if let Ok(text) = serde_json::to_string(&line) {
+        let _ = crate::gpu::tuning_cache::append_line(&path, &text);
     }
 }
