@@ -11,14 +11,14 @@
 #   3. a second process's first CNN epoch (autotune results and convolution timings
 #      kept between processes, so it should be near a warm epoch);
 #   4. the MLP on 60,000 28x28 grey images (Fashion-MNIST's shape);
-#   5. the CNN and ResNet-18 again with their convolutions as taks's tiled matmul, the
-#      patches computed as they are loaded (`TAKS_GPU_MATMUL=tiled`,
+#   5. when TILED=1, the CNN and ResNet-18 again with their convolutions as taks's tiled
+#      matmul, the patches computed as they are loaded (`TAKS_GPU_MATMUL=tiled`,
 #      core/src/model/implicit_conv.rs), without PyTorch: whether it beats im2col and
 #      cubecl's WGSL matmul on this card;
 #   6. when TAKS_SPIRV names a `--features native-shaders` build (burn's SPIR-V
 #      compiler), its driver check alone (`taks probe-spirv`, at most 30 s), then the MLP
-#      and the CNN again through it, without PyTorch (70 s more: a second call on a
-#      15-minute lease);
+#      and the CNN again through it, without PyTorch (100 s of limits more: with the
+#      default steps' 480 s, at the edge of one 600 s device call, so better a second one);
 #   6b. when TAKS_FUSION names a `--features fusion` build (burn's kernel fusion,
 #      core/src/gpu/fusion.rs), the CNN, ResNet-18 and the MLP again through it, without
 #      PyTorch, against the default build's steps above (TAKS_FUSION with F16=only runs
@@ -40,12 +40,13 @@
 # Usage: scripts/gpu-bench.sh [OUT]      (writes OUT/*.md, default gpu-bench/)
 # Environment: TAKS (default target/release/taks: the default build, burn's WGSL
 # compiler), TAKS_SPIRV and TAKS_FUSION (optional), PYTHON (python3 with torch and numpy; torchvision,
-# safetensors and PIL for EMBED), F16, EMBED. Each step has its own time limit (below, from an
+# safetensors and PIL for EMBED), TILED, F16, EMBED. Each step has its own time limit (below, from an
 # H100 run of 2026-11-28: the CNN's first process, with its convolution timings, autotune
 # and both PyTorch loops, ran past 170 s; ResNet-18's took 130 s, the MLP's 36 s). A step
 # that fails or runs out of time is reported and the next one still runs; the exit code
-# says whether all of them finished. Without TAKS_SPIRV, TAKS_FUSION, F16 and EMBED the
-# script ends within 10 minutes, one device call. Never part of the tests: CI has no GPU.
+# says whether all of them finished. Without TILED, TAKS_SPIRV, TAKS_FUSION, F16 and EMBED
+# the script ends within 8 minutes (its four steps' limits: 230 + 160 + 45 + 45 s), one
+# device call. Never part of the tests: CI has no GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -96,11 +97,13 @@ if [ "${F16:-}" != only ]; then
     step cnn-32x32-second-process 45 "$TAKS" --dataset cifar10 --generated 50000x3x32x32 \
         --methods taks --warmup 0 --epochs 1 --forward-rates
     step mlp-28x28 45 "$TAKS" "${MLP[@]}" --torch "$PYTHON"
-    # taks's tiled matmul with implicit patches (TAKS_GPU_MATMUL=tiled, not the default)
-    # against the steps above, every convolution through it (no timings to make: their limit
-    # fits a first process).
-    STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step cnn-32x32-tiled 50 "$TAKS" "${CNN[@]}"
-    STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step resnet18-224x224-tiled 50 "$TAKS" "${RESNET[@]}"
+    if [ -n "${TILED:-}" ]; then
+        # taks's tiled matmul with implicit patches (TAKS_GPU_MATMUL=tiled, not the default)
+        # against the steps above, every convolution through it (no timings to make: their
+        # limit fits a first process).
+        STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step cnn-32x32-tiled 50 "$TAKS" "${CNN[@]}"
+        STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step resnet18-224x224-tiled 50 "$TAKS" "${RESNET[@]}"
+    fi
     if [ -n "$TAKS_SPIRV" ]; then
         # The driver check a SPIR-V build makes before it starts the GPU
         # (native/src/spirv_probe.rs), run apart with a limit of its own, so that a driver
