@@ -40,7 +40,7 @@
 # Usage: scripts/gpu-bench.sh [OUT]      (writes OUT/*.md, default gpu-bench/)
 # Environment: TAKS (default target/release/taks: the default build, burn's WGSL
 # compiler), TAKS_SPIRV and TAKS_FUSION (optional), PYTHON (python3 with torch and numpy; torchvision,
-# safetensors and PIL for EMBED), TILED, F16, EMBED. Each step has its own time limit (below, from an
+# safetensors and PIL for EMBED), TILED, F16, EMBED, SMOKE (below). Each step has its own time limit (below, from an
 # H100 run of 2026-11-28: the CNN's first process, with its convolution timings, autotune
 # and both PyTorch loops, ran past 170 s; ResNet-18's took 130 s, the MLP's 36 s). A step
 # that fails or runs out of time is reported and the next one still runs; the exit code
@@ -72,7 +72,7 @@ started_all=$SECONDS
 # [STEP_ENV=VAR=VALUE] step NAME LIMIT BINARY BENCH ARGS...: one `taks bench` on the GPU
 # for at most LIMIT seconds, into OUT/NAME.md.
 step() {
-    local name=$1 limit=$2 binary=$3
+    local name=$1 limit=$(($2 * LIMIT_SCALE)) binary=$3
     shift 3
     echo "== $name: ${STEP_ENV:-}${STEP_ENV:+ }$binary bench --devices gpu $*" | tee "$OUT/$name.md"
     local started=$SECONDS
@@ -84,19 +84,33 @@ step() {
     [ "$rc" -eq 0 ] || failed=1
 }
 
-CNN=(--dataset cifar10 --generated 50000x3x32x32 --methods taks --warmup 1 --epochs 1)
-RESNET=(--dataset cifar10 --generated 2000x3x224x224 --model resnet18 --eval-batch 250
+# SMOKE=1 runs every step chosen on small generated sets and without PyTorch: a check of
+# the script and of each step's flags on any wgpu adapter (lavapipe included), so that a
+# mistake here does not cost a lease. Its figures mean nothing, and its limits are four
+# times the GPU's: a CPU adapter compiles and runs these steps far more slowly. (EMBED
+# compares with torchvision, so it still needs PyTorch.)
+if [ -n "${SMOKE:-}" ]; then
+    CNN_SET=64x3x32x32 RESNET_SET=16x3x64x64 MLP_SET=2000x1x28x28
+    TORCH=()
+    LIMIT_SCALE=4
+else
+    CNN_SET=50000x3x32x32 RESNET_SET=2000x3x224x224 MLP_SET=60000x1x28x28
+    TORCH=(--torch "$PYTHON")
+    LIMIT_SCALE=1
+fi
+CNN=(--dataset cifar10 --generated "$CNN_SET" --methods taks --warmup 1 --epochs 1)
+RESNET=(--dataset cifar10 --generated "$RESNET_SET" --model resnet18 --eval-batch 250
     --methods taks --warmup 1 --epochs 1)
-MLP=(--dataset fashion-mnist --generated 60000x1x28x28 --model mlp --methods taks
+MLP=(--dataset fashion-mnist --generated "$MLP_SET" --model mlp --methods taks
     --warmup 1 --epochs 2)
 if [ "${F16:-}" != only ]; then
-    step cnn-32x32 230 "$TAKS" "${CNN[@]}" --torch "$PYTHON"
+    step cnn-32x32 230 "$TAKS" "${CNN[@]}" "${TORCH[@]}"
     # ResNet-18's limit: 130 s measured, and 20 s for the forward rates' six passes of
     # 2,000 images (not measured).
-    step resnet18-224x224 160 "$TAKS" "${RESNET[@]}" --torch "$PYTHON" --forward-rates
-    step cnn-32x32-second-process 45 "$TAKS" --dataset cifar10 --generated 50000x3x32x32 \
+    step resnet18-224x224 160 "$TAKS" "${RESNET[@]}" "${TORCH[@]}" --forward-rates
+    step cnn-32x32-second-process 45 "$TAKS" --dataset cifar10 --generated "$CNN_SET" \
         --methods taks --warmup 0 --epochs 1 --forward-rates
-    step mlp-28x28 45 "$TAKS" "${MLP[@]}" --torch "$PYTHON"
+    step mlp-28x28 45 "$TAKS" "${MLP[@]}" "${TORCH[@]}"
     if [ -n "${TILED:-}" ]; then
         # taks's tiled matmul with implicit patches (TAKS_GPU_MATMUL=tiled, not the default)
         # against the steps above, every convolution through it (no timings to make: their
@@ -109,7 +123,7 @@ if [ "${F16:-}" != only ]; then
         # (native/src/spirv_probe.rs), run apart with a limit of its own, so that a driver
         # that crashes or hangs burn's SPIR-V costs at most 30 s and a line, not both steps.
         echo "== spirv-probe: $TAKS_SPIRV probe-spirv" | tee "$OUT/spirv-probe.md"
-        probe=$(timeout 30 "$TAKS_SPIRV" probe-spirv 2>&1)
+        probe=$(timeout $((30 * LIMIT_SCALE)) "$TAKS_SPIRV" probe-spirv 2>&1)
         echo "$probe (exit $?)" | tee -a "$OUT/spirv-probe.md"
         if grep -q '^spirv-probe-passed$' <<<"$probe"; then
             step mlp-28x28-spirv 30 "$TAKS_SPIRV" "${MLP[@]}"
@@ -130,9 +144,9 @@ if [ -n "$TAKS_FUSION" ]; then
 fi
 if [ -n "${F16:-}" ]; then
     # Limits not measured on a GPU yet: burn autotunes its f16 kernels in the first epoch.
-    step cnn-32x32-f16 200 "$TAKS" "${CNN[@]}" --precision f16 --torch "$PYTHON"
-    step resnet18-224x224-f16 150 "$TAKS" "${RESNET[@]}" --precision f16 --torch "$PYTHON"
-    step mlp-28x28-f16 45 "$TAKS" "${MLP[@]}" --precision f16 --torch "$PYTHON"
+    step cnn-32x32-f16 200 "$TAKS" "${CNN[@]}" --precision f16 "${TORCH[@]}"
+    step resnet18-224x224-f16 150 "$TAKS" "${RESNET[@]}" --precision f16 "${TORCH[@]}"
+    step mlp-28x28-f16 45 "$TAKS" "${MLP[@]}" --precision f16 "${TORCH[@]}"
 fi
 
 if [ -n "${EMBED:-}" ]; then
