@@ -139,11 +139,21 @@ impl Value {
     }
 }
 
-/// Stack entries: values, and the marks `MARK` sets.
+/// Stack entries: values with how deep they nest, and the marks `MARK` sets.
 enum Item {
     Mark,
-    Value(Value),
+    Value(Value, Depth),
 }
+
+/// How many containers deep a value nests: 1 for a leaf. Kept beside each value, since
+/// measuring it would walk the value, and that walk (like dropping the value) recurses.
+type Depth = u32;
+
+/// The deepest nesting a file may build. A `state_dict` nests a handful of levels (the
+/// dict, a tensor's arguments, its storage's id); a hostile file that nests lists
+/// hundreds of thousands deep would otherwise overflow the stack when the value is
+/// dropped, copied or printed. serde_json stops at the same depth.
+pub const MAX_DEPTH: Depth = 128;
 
 /// The most value nodes a file may copy out of the memo (a `state_dict` copies a few
 /// per tensor).
@@ -166,7 +176,7 @@ struct Machine<'a> {
     bytes: &'a [u8],
     at: usize,
     stack: Vec<Item>,
-    memo: HashMap<u32, Value>,
+    memo: HashMap<u32, (Value, Depth)>,
     copied: usize,
 }
 
@@ -218,52 +228,92 @@ impl Machine<'_> {
             .map_err(|_| format!("a string at byte {} is not UTF-8", self.at))
     }
 
+    /// A leaf value: it holds no other.
     fn push(&mut self, value: Value) {
-        self.stack.push(Item::Value(value));
+        self.stack.push(Item::Value(value, 1));
+    }
+
+    /// A container of values `depth` deep, refused past [`MAX_DEPTH`].
+    fn push_nested(&mut self, value: Value, depth: Depth) -> Result<(), String> {
+        self.check_depth(depth)?;
+        self.stack.push(Item::Value(value, depth));
+        Ok(())
+    }
+
+    fn check_depth(&self, depth: Depth) -> Result<(), String> {
+        if depth > MAX_DEPTH {
+            return Err(format!(
+                "values nest more than {MAX_DEPTH} deep at byte {}; a state_dict nests a few levels",
+                self.at
+            ));
+        }
+        Ok(())
     }
 
     fn pop(&mut self) -> Result<Value, String> {
+        self.pop_with_depth().map(|(v, _)| v)
+    }
+
+    fn pop_with_depth(&mut self) -> Result<(Value, Depth), String> {
         match self.stack.pop() {
-            Some(Item::Value(v)) => Ok(v),
+            Some(Item::Value(v, depth)) => Ok((v, depth)),
             Some(Item::Mark) => Err(format!("a mark where a value belongs at byte {}", self.at)),
             None => Err(format!("the stack is empty at byte {}", self.at)),
         }
     }
 
     fn top(&mut self) -> Result<&mut Value, String> {
+        self.top_with_depth().map(|(v, _)| v)
+    }
+
+    fn top_with_depth(&mut self) -> Result<(&mut Value, &mut Depth), String> {
         match self.stack.last_mut() {
-            Some(Item::Value(v)) => Ok(v),
+            Some(Item::Value(v, depth)) => Ok((v, depth)),
             _ => Err(format!("no value on the stack at byte {}", self.at)),
         }
     }
 
-    /// The values above the last mark, which is removed.
-    fn pop_to_mark(&mut self) -> Result<Vec<Value>, String> {
+    /// The top value after `children` of `depth` went into it (APPEND, SETITEM and the
+    /// like), refused when that nests it too deep.
+    fn deepen_top(&mut self, depth: Depth) -> Result<(), String> {
+        let (_, top) = self.top_with_depth()?;
+        *top = (*top).max(depth.saturating_add(1));
+        let now = *top;
+        self.check_depth(now)
+    }
+
+    /// The values above the last mark, which is removed, and the deepest of them.
+    fn pop_to_mark(&mut self) -> Result<(Vec<Value>, Depth), String> {
         let mark = self
             .stack
             .iter()
             .rposition(|i| matches!(i, Item::Mark))
             .ok_or_else(|| format!("no mark at byte {}", self.at))?;
+        let mut deepest = 0;
         let values = self
             .stack
             .drain(mark + 1..)
             .map(|i| match i {
-                Item::Value(v) => v,
+                Item::Value(v, depth) => {
+                    deepest = deepest.max(depth);
+                    v
+                }
                 Item::Mark => unreachable!("the last mark is below these"),
             })
             .collect();
         self.stack.pop();
-        Ok(values)
+        Ok((values, deepest))
     }
 
     fn memoize(&mut self, slot: u32) -> Result<(), String> {
-        let value = self.top()?.clone();
-        self.memo.insert(slot, value);
+        let (value, depth) = self.top_with_depth()?;
+        let kept = (value.clone(), *depth);
+        self.memo.insert(slot, kept);
         Ok(())
     }
 
     fn recall(&mut self, slot: u32) -> Result<(), String> {
-        let value = self
+        let (value, depth) = self
             .memo
             .get(&slot)
             .ok_or_else(|| format!("memo slot {slot} is empty at byte {}", self.at))?
@@ -272,7 +322,7 @@ impl Machine<'_> {
         if self.copied > COPY_BUDGET {
             return Err("the pickle copies more values than a state_dict has".into());
         }
-        self.push(value);
+        self.stack.push(Item::Value(value, depth));
         Ok(())
     }
 
@@ -314,8 +364,9 @@ impl Machine<'_> {
                     self.pop_to_mark()?;
                 }
                 b'2' => {
-                    let top = self.top()?.clone();
-                    self.push(top);
+                    let (top, depth) = self.top_with_depth()?;
+                    let copy = Item::Value(top.clone(), *depth);
+                    self.stack.push(copy);
                 }
                 b'N' => self.push(Value::None),
                 0x88 => self.push(Value::Bool(true)),
@@ -377,55 +428,65 @@ impl Machine<'_> {
                 }
                 b')' => self.push(Value::Tuple(Vec::new())),
                 b't' => {
-                    let items = self.pop_to_mark()?;
-                    self.push(Value::Tuple(items));
+                    let (items, depth) = self.pop_to_mark()?;
+                    self.push_nested(Value::Tuple(items), depth + 1)?;
                 }
                 0x85..=0x87 => {
                     let n = (op - 0x84) as usize;
-                    let mut items = (0..n).map(|_| self.pop()).collect::<Result<Vec<_>, _>>()?;
+                    let mut items = Vec::with_capacity(n);
+                    let mut deepest = 0;
+                    for _ in 0..n {
+                        let (item, depth) = self.pop_with_depth()?;
+                        deepest = deepest.max(depth);
+                        items.push(item);
+                    }
                     items.reverse();
-                    self.push(Value::Tuple(items));
+                    self.push_nested(Value::Tuple(items), deepest + 1)?;
                 }
                 b']' => self.push(Value::List(Vec::new())),
                 b'l' => {
-                    let items = self.pop_to_mark()?;
-                    self.push(Value::List(items));
+                    let (items, depth) = self.pop_to_mark()?;
+                    self.push_nested(Value::List(items), depth + 1)?;
                 }
                 b'a' => {
-                    let item = self.pop()?;
+                    let (item, depth) = self.pop_with_depth()?;
                     match self.top()? {
                         Value::List(list) => list.push(item),
                         _ => return Err(format!("APPEND to a non-list at byte {at}")),
                     }
+                    self.deepen_top(depth)?;
                 }
                 b'e' => {
-                    let items = self.pop_to_mark()?;
+                    let (items, depth) = self.pop_to_mark()?;
                     match self.top()? {
                         Value::List(list) => list.extend(items),
                         _ => return Err(format!("APPENDS to a non-list at byte {at}")),
                     }
+                    self.deepen_top(depth)?;
                 }
                 b'}' => self.push(Value::Dict(Vec::new())),
                 b'd' => {
-                    let items = self.pop_to_mark()?;
+                    let (items, depth) = self.pop_to_mark()?;
                     let pairs = pairs(items, at)?;
-                    self.push(Value::Dict(pairs));
+                    self.push_nested(Value::Dict(pairs), depth + 1)?;
                 }
                 b's' => {
-                    let value = self.pop()?;
-                    let key = self.pop()?;
+                    let (value, value_depth) = self.pop_with_depth()?;
+                    let (key, key_depth) = self.pop_with_depth()?;
                     match self.top()? {
                         Value::Dict(dict) => dict.push((key, value)),
                         _ => return Err(format!("SETITEM on a non-dict at byte {at}")),
                     }
+                    self.deepen_top(value_depth.max(key_depth))?;
                 }
                 b'u' => {
-                    let items = self.pop_to_mark()?;
+                    let (items, depth) = self.pop_to_mark()?;
                     let new = pairs(items, at)?;
                     match self.top()? {
                         Value::Dict(dict) => dict.extend(new),
                         _ => return Err(format!("SETITEMS on a non-dict at byte {at}")),
                     }
+                    self.deepen_top(depth)?;
                 }
                 b'q' => {
                     let slot = self.take(1)?[0] as u32;
@@ -676,5 +737,40 @@ mod tests {
             }
             let _ = read(&bytes);
         }
+    }
+    /// Lists nested `depth` deep two ways: `]` pushed `depth` times then `a` (APPEND)
+    /// `depth - 1` times; and `(` MARK `depth` times then `l` (LIST) `depth` times.
+    fn nested_lists(depth: usize, by_marks: bool) -> Vec<u8> {
+        let mut bytes = vec![0x80, 0x02];
+        if by_marks {
+            bytes.extend(std::iter::repeat_n(b'(', depth));
+            bytes.extend(std::iter::repeat_n(b'l', depth));
+        } else {
+            bytes.extend(std::iter::repeat_n(b']', depth));
+            bytes.extend(std::iter::repeat_n(b'a', depth - 1));
+        }
+        bytes.push(b'.');
+        bytes
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        // 200,000 deep overflowed the stack when the value was dropped; now the reader
+        // stops at MAX_DEPTH and says so.
+        for by_marks in [false, true] {
+            let err = read(&nested_lists(200_000, by_marks)).unwrap_err();
+            assert!(err.contains("nest more than 128 deep"), "{err}");
+        }
+        // The limit is exact: MAX_DEPTH levels read, one more is refused.
+        for by_marks in [false, true] {
+            assert!(read(&nested_lists(MAX_DEPTH as usize, by_marks)).is_ok());
+            assert!(read(&nested_lists(MAX_DEPTH as usize + 1, by_marks)).is_err());
+        }
+        // Depth carried through the memo and DUP: a copy is as deep as its original.
+        let mut bytes = nested_lists(MAX_DEPTH as usize, false);
+        bytes.pop();
+        bytes.extend([b'q', 0, b']', b'h', 0, b'a', b'.']);
+        let err = read(&bytes).unwrap_err();
+        assert!(err.contains("nest more than"), "{err}");
     }
 }

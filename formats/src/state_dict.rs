@@ -69,11 +69,18 @@ fn read_pth(path: &Path) -> Result<StateDict> {
 
 /// The tensors of SafeTensors `bytes`; `path` names the file in errors.
 pub fn safetensors(bytes: &[u8], path: &Path) -> Result<StateDict> {
+    let header = safetensors_header(bytes);
     let bad = |e: String| {
-        FormatError::malformed(
-            path,
-            format!("neither a torch .pth archive nor a SafeTensors file ({e})"),
-        )
+        let what = match &header {
+            // Its header reads: it is a SafeTensors file, and what is wrong is inside.
+            Some(entries) => match first_bad_tensor(entries) {
+                Some(tensor) => format!("a SafeTensors file whose {tensor}"),
+                None if e.starts_with("tensor ") => format!("a SafeTensors file whose {e}"),
+                None => format!("a damaged SafeTensors file ({e})"),
+            },
+            None => format!("neither a torch .pth archive nor a SafeTensors file ({e})"),
+        };
+        FormatError::malformed(path, what)
     };
     crate::checkpoint::data_within_file(bytes).map_err(bad)?;
     let file = SafeTensors::deserialize(bytes).map_err(|e| bad(e.to_string()))?;
@@ -101,4 +108,143 @@ pub fn safetensors(bytes: &[u8], path: &Path) -> Result<StateDict> {
         tensors.insert(name, weight);
     }
     Ok(StateDict { tensors }.without_data_parallel_prefix())
+}
+
+/// The header of a file shaped like SafeTensors (an 8-byte little-endian length, then
+/// that many bytes of a JSON object), or None for any other file.
+fn safetensors_header(bytes: &[u8]) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let length = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+    let end = usize::try_from(length).ok()?.checked_add(8)?;
+    match serde_json::from_slice(bytes.get(8..end)?).ok()? {
+        serde_json::Value::Object(entries) => Some(entries),
+        _ => None,
+    }
+}
+
+/// Bytes per element of each data type SafeTensors defines.
+fn dtype_bytes(dtype: &str) -> Option<u64> {
+    Some(match dtype {
+        "BOOL" | "U8" | "I8" | "F8_E5M2" | "F8_E4M3" | "F8_E8M0" => 1,
+        "I16" | "U16" | "F16" | "BF16" => 2,
+        "I32" | "U32" | "F32" => 4,
+        "I64" | "U64" | "F64" | "C64" => 8,
+        _ => return None,
+    })
+}
+
+/// "tensor NAME ..." for the first tensor of the header whose entry SafeTensors cannot
+/// read (its data type, shape or offsets), said as what was expected and what was found;
+/// None when every entry is whole (the fault is elsewhere).
+fn first_bad_tensor(entries: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    let shown = |v: Option<&serde_json::Value>| v.map_or("nothing".to_string(), |v| v.to_string());
+    for (name, info) in entries.iter().filter(|(name, _)| *name != "__metadata__") {
+        let dtype = info
+            .get("dtype")
+            .and_then(|d| d.as_str())
+            .unwrap_or_default();
+        let Some(size) = dtype_bytes(dtype) else {
+            return Some(format!(
+                "tensor {name} has the data type {}, which SafeTensors does not define",
+                shown(info.get("dtype"))
+            ));
+        };
+        let sizes = |key: &str| -> Option<Vec<u64>> {
+            let values = info.get(key)?.as_array()?;
+            values.iter().map(|v| v.as_u64()).collect()
+        };
+        let Some(shape) = sizes("shape") else {
+            return Some(format!(
+                "tensor {name}'s shape is {}, not a list of sizes",
+                shown(info.get("shape"))
+            ));
+        };
+        let Some([start, end]) = sizes("data_offsets").and_then(|o| <[u64; 2]>::try_from(o).ok())
+        else {
+            return Some(format!(
+                "tensor {name}'s data_offsets are {}, not [start, end]",
+                shown(info.get("data_offsets"))
+            ));
+        };
+        let held = end.checked_sub(start);
+        let needed = shape.iter().try_fold(size, |n, d| n.checked_mul(*d));
+        if held.is_none() || needed != held {
+            let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+            return Some(format!(
+                "tensor {name} of shape [{}] in {dtype} needs {} bytes, but its data_offsets are [{start}, {end}]",
+                dims.join(", "),
+                needed.map_or("more than 2^64".to_string(), |n| n.to_string()),
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(header: &str, data: usize) -> Vec<u8> {
+        let mut text = header.as_bytes().to_vec();
+        text.resize(text.len().next_multiple_of(8), b' ');
+        let mut bytes = (text.len() as u64).to_le_bytes().to_vec();
+        bytes.extend(text);
+        bytes.extend(vec![0u8; data]);
+        bytes
+    }
+
+    fn error(bytes: &[u8]) -> String {
+        safetensors(bytes, Path::new("w.safetensors"))
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn a_safetensors_file_with_one_bad_tensor_is_named_as_such() {
+        let ok = r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"#;
+        let cases = [
+            (
+                r#""b":{"dtype":"F128","shape":[1],"data_offsets":[8,24]}}"#,
+                r#"a SafeTensors file whose tensor b has the data type "F128", which SafeTensors does not define"#,
+            ),
+            (
+                r#""b":{"dtype":"F16","shape":[3,2],"data_offsets":[8,12]}}"#,
+                "a SafeTensors file whose tensor b of shape [3, 2] in F16 needs 12 bytes, but its data_offsets are [8, 12]",
+            ),
+            (
+                r#""b":{"dtype":"F16","shape":[-1],"data_offsets":[8,12]}}"#,
+                "a SafeTensors file whose tensor b's shape is [-1], not a list of sizes",
+            ),
+            (
+                r#""b":{"dtype":"F16","shape":[2],"data_offsets":[12]}}"#,
+                "a SafeTensors file whose tensor b's data_offsets are [12], not [start, end]",
+            ),
+        ];
+        for (bad, expected) in cases {
+            let message = error(&file(&format!("{ok}{bad}"), 24));
+            assert!(message.contains(expected), "{message}");
+            assert!(message.contains("w.safetensors"), "{message}");
+        }
+        // Data cut short: the tensor whose data runs past the end is named.
+        let message = error(&file(
+            r#"{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}"#,
+            8,
+        ));
+        assert!(
+            message.contains("a SafeTensors file whose tensor a's data ends at byte 16"),
+            "{message}"
+        );
+        // Not SafeTensors at all: said so, as before.
+        let message = error(b"just some text, not weights");
+        assert!(
+            message.contains("neither a torch .pth archive nor a SafeTensors file"),
+            "{message}"
+        );
+        // A whole file still reads.
+        let whole = file(
+            r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#,
+            8,
+        );
+        assert!(safetensors(&whole, Path::new("w.safetensors")).is_ok());
+    }
 }

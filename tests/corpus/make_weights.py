@@ -4,7 +4,7 @@ Needs PyTorch, torchvision and safetensors; the files are committed, this script
 documents how each was made. Every file is tiny: the reader must refuse it for what is
 wrong with it (the depth check reads names only, so wrong-depth files hold 1-element
 tensors)."""
-import argparse, io, os, zipfile
+import argparse, io, json, os, struct, zipfile
 
 import torch, torchvision
 from safetensors.torch import save, save_file
@@ -46,6 +46,21 @@ def main():
     # A zip archive that is not torch's.
     with zipfile.ZipFile(out("init-not-torch.zip"), "w") as z:
         z.writestr("readme.txt", "hello")
+    # Hostile files that need no torch: a SafeTensors data type that does not exist, a
+    # shape its offsets do not hold, and a pickle that nests lists 5,000 deep (taks's
+    # reader stops at 128; 200,000 deep once overflowed the stack).
+    def safetensors_file(name, header, data):
+        text = json.dumps(header).encode()
+        text += b" " * (-len(text) % 8)
+        with open(out(name), "wb") as f:
+            f.write(struct.pack("<Q", len(text)) + text + data)
+    safetensors_file("init-safetensors-bad-dtype.safetensors",
+                     {"conv1.weight": {"dtype": "F128", "shape": [1], "data_offsets": [0, 16]}}, bytes(16))
+    safetensors_file("init-safetensors-bad-shape.safetensors",
+                     {"conv1.weight": {"dtype": "F32", "shape": [64, 3, 7, 7], "data_offsets": [0, 64]}}, bytes(64))
+    with zipfile.ZipFile(out("init-deep-nesting.pth"), "w") as z:
+        z.writestr("init-deep-nesting/data.pkl", b"\x80\x02" + b"]" * 5000 + b"a" * 4999 + b".")
+        z.writestr("init-deep-nesting/byteorder", "little")
 
 
 if __name__ == "__main__":
