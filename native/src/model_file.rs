@@ -87,20 +87,65 @@ pub fn load(dir: &Path, device: &Device) -> Result<Loaded> {
     for (from, to) in renamings(card.architecture) {
         store = store.with_key_remapping(*from, *to);
     }
-    let result = network
-        .load_from(&mut store)
-        .map_err(|e| anyhow!("{}: {}", weights.display(), one_line(&e.to_string())))?;
-    if !result.is_success() || !result.unused.is_empty() {
-        bail!(
-            "{}: does not fit a {} for {:?} with {} classes ({})",
-            weights.display(),
+    let fitted = match network.load_from(&mut store) {
+        Ok(result) if result.is_success() && result.unused.is_empty() => Ok(()),
+        Ok(result) => Err(one_line(&result.to_string())),
+        Err(e) => Err(one_line(&e.to_string())),
+    };
+    if let Err(burns_words) = fitted {
+        let described = format!(
+            "{} for {:?} with {} classes",
             card.architecture.name(),
             card.input.shape(),
-            card.classes.len(),
-            one_line(&result.to_string())
+            card.classes.len()
+        );
+        // A file that is not whole says so in the reader's own words.
+        let found = taks_core::formats::state_dict::read(&weights)?;
+        // What the card's network needs, in PyTorch's names and layouts (a load that
+        // failed leaves every shape as it was built).
+        let needed = pollster::block_on(pytorch_weights(&network, card.architecture))?;
+        let misfit = misfit(&needed, &found.tensors, &weights).unwrap_or(burns_words);
+        bail!(
+            "{} does not fit {}, whose {described} it is loaded into: {misfit}",
+            weights.display(),
+            card_path.display(),
         );
     }
     Ok(Loaded { card, network })
+}
+
+/// The first tensor of the weights file that the network of the card cannot take, said
+/// in PyTorch's names and layouts (what the card needs, what the file holds), or None
+/// when every tensor fits (burn's words are used then).
+fn misfit(
+    needed: &[u8],
+    found: &std::collections::BTreeMap<String, taks_core::formats::state_dict::Weight>,
+    weights: &Path,
+) -> Option<String> {
+    let needed = taks_core::formats::state_dict::safetensors(needed, weights)
+        .ok()?
+        .tensors;
+    for (name, want) in &needed {
+        match found.get(name) {
+            None => {
+                return Some(format!(
+                    "it has no tensor {name}, which the card's network needs"
+                ));
+            }
+            Some(got) if got.shape() != want.shape() => {
+                return Some(format!(
+                    "its tensor {name} is {:?}, where the card's network needs {:?}",
+                    got.shape(),
+                    want.shape()
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    found
+        .keys()
+        .find(|name| !needed.contains_key(*name) && !name.ends_with("num_batches_tracked"))
+        .map(|name| format!("it holds a tensor {name}, which the card's network does not have"))
 }
 
 /// The card's numbers agree with each other.
