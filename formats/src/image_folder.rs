@@ -519,24 +519,43 @@ fn header_of<R: BufRead + Seek>(
 }
 
 /// Every file under `dir`, recursively, as (path relative to `dir` with `/`
-/// separators, path), in sorted order; names starting with `.` are left out.
+/// separators, path), in sorted order; names starting with `.` are left out. Links are
+/// followed, so a link back to a folder above it is an error that names it (it would
+/// otherwise be walked until the path or the stack gives out).
 pub fn files_under(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
-    fn walk(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) -> Result<()> {
+    fn walk(
+        dir: &Path,
+        prefix: &str,
+        above: &mut Vec<PathBuf>,
+        out: &mut Vec<(String, PathBuf)>,
+    ) -> Result<()> {
+        let here = std::fs::canonicalize(dir).map_err(|e| FormatError::io(dir, e))?;
+        if let Some(ancestor) = above.iter().find(|a| **a == here) {
+            return Err(FormatError::malformed(
+                dir,
+                format!(
+                    "a link back to {}, a folder above it: remove the link, or audit a copy without it",
+                    ancestor.display()
+                ),
+            ));
+        }
+        above.push(here);
         for (name, entry, is_dir) in visible_entries(dir)? {
             let relative = match prefix {
                 "" => name,
                 _ => format!("{prefix}/{name}"),
             };
             if is_dir {
-                walk(&entry, &relative, out)?;
+                walk(&entry, &relative, above, out)?;
             } else {
                 out.push((relative, entry));
             }
         }
+        above.pop();
         Ok(())
     }
     let mut out = Vec::new();
-    walk(dir, "", &mut out)?;
+    walk(dir, "", &mut Vec::new(), &mut out)?;
     Ok(out)
 }
 
@@ -769,5 +788,19 @@ mod tests {
         assert!(err.contains("no class folders"), "{err}");
         assert!(scan(&dir.join("missing")).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_back_up_the_tree_is_an_error_not_an_endless_walk() {
+        let root = std::env::temp_dir().join(format!("taks-loop-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("cat")).unwrap();
+        std::fs::write(root.join("cat/a.png"), b"x").unwrap();
+        std::os::unix::fs::symlink(&root, root.join("cat/up")).unwrap();
+        let err = files_under(&root).unwrap_err().to_string();
+        std::fs::remove_dir_all(&root).unwrap();
+        assert!(err.contains("cat/up: a link back to"), "{err}");
+        assert!(err.contains("a folder above it"), "{err}");
     }
 }
