@@ -45,8 +45,8 @@ pub enum Command {
     /// training set held out), over the paper's grid, and write every score.
     #[command(allow_negative_numbers = true)]
     Tune(crate::tune::TuneArgs),
-    /// Find the mislabelled samples of your own data (a folder of class sub-folders of
-    /// images, or a CSV) with one TAkS run, and keep the model trained without them.
+    /// Find the mislabelled samples of your own data (a folder of images, a CSV table or
+    /// embeddings) with one TAkS run, and keep the model trained without them.
     ///
     /// Example: taks audit photos/ --out audit-photos
     ///
@@ -62,7 +62,7 @@ pub enum Command {
     /// Then: taks audit photos-embedded/embeddings.npy --labels photos-embedded/labels.txt
     #[command(allow_negative_numbers = true)]
     Embed(crate::embed::EmbedArgs),
-    /// Predict with the model an audit kept: prints id,predicted_label,confidence.
+    /// Predict with the model an audit or a run kept: prints id,predicted_label,confidence.
     ///
     /// Example: taks predict --model audit-photos new-photos/
     #[command(allow_negative_numbers = true)]

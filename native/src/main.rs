@@ -9,6 +9,8 @@ mod bench_torch;
 mod cli;
 mod config;
 mod device;
+#[cfg(test)]
+mod docs_check;
 mod embed;
 mod experiment;
 mod folder_data;
