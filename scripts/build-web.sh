@@ -24,8 +24,8 @@ if [ "$have" != "$want" ]; then
     cargo install wasm-bindgen-cli --version "$want"
 fi
 
-# TAKS_WEB_FEATURES: extra cargo features for a trial build (`taks-core/fusion`, README
-# "GPU: burn's kernel fusion"); none by default.
+# TAKS_WEB_FEATURES: extra cargo features for a trial build (`taks-core/fusion`,
+# docs/gpu.md, "burn's kernel fusion"); none by default.
 cargo build -p taks-web --target wasm32-unknown-unknown --profile wasm-release \
     ${TAKS_WEB_FEATURES:+--features "$TAKS_WEB_FEATURES"}
 wasm="$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm-release/taks_web.wasm"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's GPU figures: on a machine with a GPU (wgpu through Vulkan, Metal or DX12)
+# The GPU figures of docs/benchmarks.md: on a machine with a GPU (wgpu through Vulkan, Metal or DX12)
 # and PyTorch with CUDA, time TAkS epochs of each network on the GPU, each beside the
 # same epoch as a tight PyTorch loop on the same GPU in the same run (`taks bench
 # --torch`: PyTorch in full FP32 and with its TF32 default), after one warm-up epoch.

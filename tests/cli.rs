@@ -1033,7 +1033,7 @@ fn a_headless_run_prints_no_error_lines() {
 /// (`native/src/spirv_probe.rs`): on lavapipe through this build's WGSL it starts the
 /// GPU, gets the matmul right and says so as its last line on stdout, which is all the
 /// parent reads (a driver that crashes it, lavapipe under SPIR-V, is checked by hand:
-/// see the README's "GPU: compilers"). The command is hidden from the help.
+/// see docs/gpu.md, "Compilers"). The command is hidden from the help.
 #[test]
 fn the_spirv_driver_check_passes_where_the_gpu_runs() {
     let cache = scratch("probe-cache");

@@ -87,7 +87,7 @@ fn fpl_stays_under_the_bound_for_every_size_and_eta() {
     );
 }
 
-/// The finding the README reports: Algorithm 1 as printed (eta = sqrt(kT), fresh
+/// The finding docs/method.md reports: Algorithm 1 as printed (eta = sqrt(kT), fresh
 /// r ~ N(0, 1) each round) pays more than the printed bound once k is large, while the
 /// bound at that eta holds.
 #[test]
@@ -103,7 +103,7 @@ fn the_papers_printed_bound_fails_at_its_own_eta() {
     );
     assert!(
         mean - 3.0 * se > printed,
-        "the printed bound {printed:.1} held ({mean:.1} +- {se:.1}): the README's finding is wrong"
+        "the printed bound {printed:.1} held ({mean:.1} +- {se:.1}): the finding of docs/method.md is wrong"
     );
 }
 

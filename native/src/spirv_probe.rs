@@ -3,7 +3,7 @@
 //!
 //! Why: cubecl-spirv 0.11.3 writes invalid SPIR-V for shared memory on a Vulkan driver
 //! without `VK_KHR_workgroup_memory_explicit_layout` (Mesa's lavapipe among them; the
-//! README's "GPU: compilers" says where), and such a driver takes the process down in
+//! docs/gpu.md, "Compilers", says where), and such a driver takes the process down in
 //! `vkCreateComputePipelines` at burn's first matmul: a segfault, with no error to catch
 //! and no line saying why. The extension cannot be read without unsafe code (wgpu-hal's
 //! Vulkan adapter), which the crates forbid, and cubecl keeps what it read to itself. So

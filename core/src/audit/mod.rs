@@ -124,7 +124,7 @@ impl AuditSettings {
     /// still sees half the data) and the selection epochs shrink as 20 x 200,000 / n,
     /// never below 8: the cumulative risk still averages 8 readings per sample. On a
     /// million 28x28 grey images (24% misfiled) 4 selection epochs gave F1 0.781, 8
-    /// gave 0.797 (measured by hand, `scripts/audit-compare/`, README "Large data").
+    /// gave 0.797 (measured by hand, `scripts/audit-compare/`, docs/benchmarks.md, "Audit at scale").
     pub fn for_samples(mut self, n: usize) -> Self {
         if n > FULL_EPOCHS_UP_TO {
             self.probe_folds = 2;

@@ -8,7 +8,7 @@
 //!   `weight`/`bias`; convolutions as they are (`[out, in, kh, kw]` in both);
 //! - MLP: `0.weight`, `0.bias`, `2.weight`, `2.bias`, i.e. `nn.Sequential(nn.Linear(d,
 //!   256), nn.ReLU(), nn.Linear(256, C))` over flattened inputs;
-//! - CNN: `blocks.{0..5}.conv.*`, `blocks.{0..5}.norm.*`, `output.*` (the README
+//! - CNN: `blocks.{0..5}.conv.*`, `blocks.{0..5}.norm.*`, `output.*` (docs/audit.md
 //!   spells out the module);
 //! - ResNet-18, -34, -50: torchvision's `resnet18`/`34`/`50` names (`conv1`, `bn1`, `layer1.0.conv1`, ...,
 //!   `layer2.0.downsample.0`, `layer2.0.downsample.1`, `fc`); it has no
@@ -72,7 +72,7 @@ impl ModelCard {
                 "nn.Sequential(nn.Linear(inputs, 256), nn.ReLU(), nn.Linear(256, classes)) over flattened, normalised inputs"
             }
             Architecture::Cnn => {
-                "the paper's CNN: blocks.i = Conv2d(3x3, padding 1) + BatchNorm2d + ReLU, max-pool 2x2 after blocks 1, 3, 5, then output = Linear; see the README"
+                "the paper's CNN: blocks.i = Conv2d(3x3, padding 1) + BatchNorm2d + ReLU, max-pool 2x2 after blocks 1, 3, 5, then output = Linear; see docs/audit.md"
             }
             Architecture::ResNet18 => {
                 "torchvision.models.resnet18(num_classes=len(classes)); load_state_dict(..., strict=False) (no num_batches_tracked)"

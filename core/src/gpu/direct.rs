@@ -68,7 +68,7 @@ pub fn start() -> Result<(Device, wgpu::AdapterInfo), String> {
 
 /// `TAKS_GPU_DIRECT`: `1` sends taks's kernels through [`launch`] on burn's WGSL
 /// compiler too, so that this route is tested on the machines whose Vulkan driver cannot
-/// run burn's SPIR-V (Mesa's lavapipe: see the README); `0` or unset, only where it is
+/// run burn's SPIR-V (Mesa's lavapipe: see docs/gpu.md); `0` or unset, only where it is
 /// needed. Anything else is an error `taks` reports before it starts.
 pub fn forced_from_env() -> Result<bool, String> {
     match std::env::var("TAKS_GPU_DIRECT").as_deref() {

@@ -5,7 +5,7 @@
 //!
 //! Why: on an H100 the im2col convolutions run at 7-13 TFLOP/s through cubecl's WGSL
 //! matmul, a fifth or less of the card's FP32 peak, and that, not the launches, is what a
-//! ResNet-18 epoch waits on (README, "GPU, the second lease"). This kernel is the
+//! ResNet-18 epoch waits on (docs/benchmarks.md, "GPU speed"). This kernel is the
 //! alternative to measure against it: 64 x 64 tiles of the output, 4 x 4 per invocation in
 //! registers, no copy of a transposed operand, no patches matrix, the bias and ReLU in the
 //! same pass. It is not the default: `TAKS_GPU_MATMUL=tiled` ([`GpuMatmul`]) turns it on

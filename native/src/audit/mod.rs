@@ -95,7 +95,7 @@ pub struct AuditArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Epochs of the TAkS run. Default: 20 up to 200,000 samples, fewer above (never
-    /// below 8; see the README's "Large data").
+    /// below 8; see docs/large-data.md).
     #[arg(long)]
     pub epochs: Option<usize>,
     /// Epochs of the probe run that estimates the noise rate. Default: 5 up to 200,000

@@ -100,7 +100,7 @@ impl AuditSummary {
             colour_note: data.colour_note.clone(),
             backbone: data.backbone.clone(),
             estimated_noise_rate: outcome.estimate.rate,
-            estimate_method: "calibrated confident joint of the probe folds' out-of-sample probabilities (see README)",
+            estimate_method: "calibrated confident joint of the probe folds' out-of-sample probabilities (see docs/audit.md)",
             k: outcome.k,
             k_ratio: outcome.k_ratio,
             label_issues: flagged,
