@@ -437,7 +437,7 @@ fn the_readme_is_a_front_door() {
     );
     let first_screen = lines[..lines.len().min(FIRST_SCREEN_LINES)].join("\n");
     for needed in [
-        "cargo install --path native",
+        "cargo install --locked --path native",
         "--device",
         "taks audit",
         "scripts/build-web.sh",
