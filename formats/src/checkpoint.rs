@@ -147,20 +147,10 @@ impl Checkpoint {
 /// (debug builds, tests, the fuzzer) instead of being refused. Headers this cannot read
 /// are left to SafeTensors to refuse with its own message.
 pub(crate) fn data_within_file(bytes: &[u8]) -> std::result::Result<(), String> {
-    let Some(length) = bytes.get(..8) else {
+    let Some((header_len, entries)) = safetensors_header(bytes) else {
         return Ok(());
     };
-    let length = u64::from_le_bytes(length.try_into().expect("8 bytes"));
-    let Some(header) = usize::try_from(length)
-        .ok()
-        .and_then(|n| bytes.get(8..n.checked_add(8)?))
-    else {
-        return Ok(());
-    };
-    let Ok(serde_json::Value::Object(entries)) = serde_json::from_slice(header) else {
-        return Ok(());
-    };
-    let data = (bytes.len() - 8 - header.len()) as u64;
+    let data = (bytes.len() - 8 - header_len) as u64;
     for (name, info) in &entries {
         let end = info
             .get("data_offsets")
@@ -173,6 +163,19 @@ pub(crate) fn data_within_file(bytes: &[u8]) -> std::result::Result<(), String> 
         }
     }
     Ok(())
+}
+
+/// The header of a file shaped like SafeTensors (an 8-byte little-endian length, then
+/// that many bytes of a JSON object): its length in bytes and its entries; None for any
+/// other file.
+pub(crate) fn safetensors_header(
+    bytes: &[u8],
+) -> Option<(usize, serde_json::Map<String, serde_json::Value>)> {
+    let length = usize::try_from(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?)).ok()?;
+    match serde_json::from_slice(bytes.get(8..length.checked_add(8)?)?).ok()? {
+        serde_json::Value::Object(entries) => Some((length, entries)),
+        _ => None,
+    }
 }
 
 fn wrong_type(name: &str, wanted: &str, path: &Path) -> FormatError {

@@ -69,11 +69,10 @@ fn read_pth(path: &Path) -> Result<StateDict> {
 
 /// The tensors of SafeTensors `bytes`; `path` names the file in errors.
 pub fn safetensors(bytes: &[u8], path: &Path) -> Result<StateDict> {
-    let header = safetensors_header(bytes);
     let bad = |e: String| {
-        let what = match &header {
+        let what = match crate::checkpoint::safetensors_header(bytes).map(|(_, entries)| entries) {
             // Its header reads: it is a SafeTensors file, and what is wrong is inside.
-            Some(entries) => match first_bad_tensor(entries) {
+            Some(entries) => match first_bad_tensor(&entries) {
                 Some(tensor) => format!("a SafeTensors file whose {tensor}"),
                 None if e.starts_with("tensor ") => format!("a SafeTensors file whose {e}"),
                 None => format!("a damaged SafeTensors file ({e})"),
@@ -108,17 +107,6 @@ pub fn safetensors(bytes: &[u8], path: &Path) -> Result<StateDict> {
         tensors.insert(name, weight);
     }
     Ok(StateDict { tensors }.without_data_parallel_prefix())
-}
-
-/// The header of a file shaped like SafeTensors (an 8-byte little-endian length, then
-/// that many bytes of a JSON object), or None for any other file.
-fn safetensors_header(bytes: &[u8]) -> Option<serde_json::Map<String, serde_json::Value>> {
-    let length = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
-    let end = usize::try_from(length).ok()?.checked_add(8)?;
-    match serde_json::from_slice(bytes.get(8..end)?).ok()? {
-        serde_json::Value::Object(entries) => Some(entries),
-        _ => None,
-    }
 }
 
 /// Bytes per element of each data type SafeTensors defines.
