@@ -653,7 +653,7 @@ fn resnet18_audits_a_224_colour_folder_on_the_cpu() {
 /// ResNet-18 weights in torchvision's names, as a `.safetensors` file (a taks network's
 /// own weights, written as `taks audit` keeps a model: the same names and layouts).
 fn resnet18_weights(path: &Path) {
-    use taks_core::model::{Architecture, Classifier};
+    use taks_core::nn::{Architecture, Classifier};
     let net = Classifier::new(
         Architecture::ResNet18,
         [3, 32, 32],

@@ -11,7 +11,7 @@ use crate::Result;
 use crate::config::TrainConfig;
 use crate::data::DatasetKind;
 use crate::methods::Method;
-use crate::model::Architecture;
+use crate::nn::Architecture;
 use crate::noise::NoiseKind;
 use crate::precision::Precision;
 

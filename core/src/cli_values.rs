@@ -8,7 +8,7 @@ use clap::builder::PossibleValue;
 
 use crate::data::DatasetKind;
 use crate::methods::Method;
-use crate::model::Architecture;
+use crate::nn::Architecture;
 use crate::noise::NoiseKind;
 use crate::precision::Precision;
 

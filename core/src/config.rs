@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::DatasetKind;
 use crate::methods::{self, Method, Setting};
-use crate::model::Architecture;
+use crate::nn::Architecture;
 use crate::noise::NoiseKind;
 use crate::precision::Precision;
 use crate::selection::Engine;
@@ -60,7 +60,7 @@ pub struct TrainConfig {
     pub folder_input: Option<[usize; 3]>,
     /// The pretrained weights the ResNet started from (`taks train --init`), as a path;
     /// the folder's images are then prepared as those weights expect
-    /// ([`crate::model::pretrained::PREPROCESSING`]).
+    /// ([`crate::nn::pretrained::PREPROCESSING`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init: Option<String>,
     /// A step schedule instead of the linear decay: (first epoch, learning rate) in order,

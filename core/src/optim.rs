@@ -22,8 +22,7 @@ use burn::tensor::Tensor;
 
 use crate::{Error, Result};
 
-mod adam_cpu;
-pub mod adam_gpu;
+use crate::ops::adam::{cpu as adam_cpu, gpu as adam_gpu};
 
 /// One parameter's Adam state, flattened to `[numel]`.
 #[derive(Clone)]
@@ -37,8 +36,8 @@ pub struct Moments {
 /// Adam (Kingma & Ba, beta2 0.999, eps 1e-8) whose beta1 can change between steps.
 #[derive(Clone)]
 pub struct Adam {
-    beta_2: f32,
-    epsilon: f32,
+    pub(crate) beta_2: f32,
+    pub(crate) epsilon: f32,
     /// Per float parameter of the module, in visiting order; `None` until it is first
     /// stepped (and for buffers such as batch-norm statistics, which never are).
     moments: Vec<Option<Moments>>,
@@ -304,7 +303,7 @@ impl Adam {
     }
 
     /// [`Adam::update`] as tensor operations, for every device.
-    fn generic_update<const D: usize>(
+    pub(crate) fn generic_update<const D: usize>(
         &self,
         lr: f32,
         beta_1: f32,

@@ -92,7 +92,7 @@ impl ModuleMapper for Replace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Architecture, Networks};
+    use crate::nn::{Architecture, Networks};
     use burn::tensor::Device;
 
     #[test]

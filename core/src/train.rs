@@ -27,7 +27,7 @@ use crate::data::{Dataset, DatasetKind, Samples, Split};
 use crate::holdout::noisy_holdout;
 use crate::methods::{Rule, RuleInputs};
 use crate::metrics::EpochMetrics;
-use crate::model::Networks;
+use crate::nn::Networks;
 use crate::noise::{NoiseKind, NoisyLabels, inject};
 use crate::optim::{Adam, schedule};
 use crate::regret::{fpl_bound, paper_bound};
@@ -199,7 +199,7 @@ impl Trainer {
     }
 
     /// Start every network from pretrained weights (all but the classifier, see
-    /// [`crate::model::pretrained`]), before the first epoch; `path` names the file in
+    /// [`crate::nn::pretrained`]), before the first epoch; `path` names the file in
     /// errors.
     pub fn start_from(
         &mut self,

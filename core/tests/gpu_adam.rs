@@ -8,8 +8,8 @@ use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig};
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Distribution, Tensor, TensorData};
 use taks_core::gpu;
+use taks_core::ops::adam::gpu::Scaling;
 use taks_core::optim::Adam;
-use taks_core::optim::adam_gpu::Scaling;
 
 #[derive(Module, Debug)]
 struct Small {

@@ -6,7 +6,7 @@
 
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use taks_core::gpu;
-use taks_core::optim::adam_gpu;
+use taks_core::ops::adam::gpu as adam_gpu;
 use taks_core::rng::perturbation;
 use taks_core::selection::cpu_reference as reference;
 use taks_core::selection::{self, RiskMode, RiskParams};

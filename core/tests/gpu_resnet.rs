@@ -11,7 +11,7 @@ use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use taks_core::methods::small_loss::cross_entropy;
-use taks_core::model::{Architecture, Classifier};
+use taks_core::nn::{Architecture, Classifier};
 use taks_core::optim::Adam;
 use taks_core::params::{float_tensors, replace_float_tensors};
 use taks_core::rng::SplitMix64;

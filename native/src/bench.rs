@@ -75,7 +75,7 @@ pub struct BenchArgs {
     pub generated: Option<crate::bench_data::Generated>,
     /// Network to time. Default: the dataset's (the MLP for 28x28 grey, else the CNN).
     #[arg(long, value_enum)]
-    pub model: Option<taks_core::model::Architecture>,
+    pub model: Option<taks_core::nn::Architecture>,
     /// Samples per scoring forward pass. Default: 4096. ResNet-18 at 224x224 needs fewer,
     /// so that one activation fits a GPU buffer (e.g. 256).
     #[arg(long, value_name = "N")]
@@ -345,7 +345,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     // On a GPU under TAKS_GPU_CONV=auto: which forward kernel each convolution shape met
     // in this process measured faster.
-    let measured = taks_core::model::measured_shapes();
+    let measured = taks_core::ops::conv::measured_shapes();
     if !measured.is_empty() {
         println!(
             "\n| convolution shape (input -> channels, kernel/stride) | burn's kernel ms | im2col + matmul ms | implicit ms | runs |"

@@ -49,7 +49,7 @@ pub fn start_from(
     path: &std::path::Path,
     given: Given,
 ) -> Result<taks_core::formats::state_dict::StateDict> {
-    let state = taks_core::model::pretrained::read(path)?;
+    let state = taks_core::nn::pretrained::read(path)?;
     fine_tune(config, path, &state, given)?;
     Ok(state)
 }
@@ -65,7 +65,7 @@ pub fn fine_tune(
     state: &taks_core::formats::state_dict::StateDict,
     given: Given,
 ) -> Result<()> {
-    use taks_core::model::{Architecture, pretrained};
+    use taks_core::nn::{Architecture, pretrained};
     config.architecture = match pretrained::depth_of(state) {
         Some(Ok(architecture)) => architecture,
         _ => Architecture::ResNet18,

@@ -3,7 +3,7 @@
 //! for numpy.
 //!
 //! DIR holds class sub-folders of images, as for `taks audit`. Each image is prepared
-//! as torchvision prepares ImageNet inputs ([`taks_core::model::pretrained::PREPROCESSING`])
+//! as torchvision prepares ImageNet inputs ([`taks_core::nn::pretrained::PREPROCESSING`])
 //! and the pooled features before the classifier are written, one row per image:
 //! `embeddings.npy` [n, 512] (ResNet-18, -34) or [n, 2048] (ResNet-50), f32;
 //! `labels.npy` (i64 class indices) and `labels.txt` (class names), one a row;
@@ -22,8 +22,8 @@ use clap::Args;
 use taks_core::formats::atomic::write_atomically;
 use taks_core::formats::image_folder::{self, ImageFile, decode_centre_crop};
 use taks_core::formats::npy_write::{MatrixWriter, write_i64_vector};
-use taks_core::model::pretrained::{self, CROP, PREPROCESSING, RESIZE, imagenet_input};
-use taks_core::model::{Architecture, Classifier};
+use taks_core::nn::pretrained::{self, CROP, PREPROCESSING, RESIZE, imagenet_input};
+use taks_core::nn::{Architecture, Classifier};
 
 use crate::device::{self, DeviceChoice};
 use crate::out_dir;

@@ -14,7 +14,7 @@ use taks_core::config::TrainConfig;
 use taks_core::data::cache::Cache;
 use taks_core::data::folder::Preparation;
 use taks_core::data::{Dataset, DatasetKind, Split, folder};
-use taks_core::model::pretrained;
+use taks_core::nn::pretrained;
 
 /// What a run trains, validates and tests on.
 #[derive(Clone)]

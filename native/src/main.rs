@@ -61,10 +61,10 @@ fn main() -> ExitCode {
     // convolution timings.
     let cache = taks_core::gpu::tuning_cache::keep_in_user_cache();
     spirv_probe::keep_in(cache.clone());
-    taks_core::model::gpu_conv_store::keep_in(cache);
-    if let Err(message) = taks_core::model::GpuConv::from_env()
+    taks_core::ops::conv::timings::keep_in(cache);
+    if let Err(message) = taks_core::ops::conv::GpuConv::from_env()
         .map(|_| ())
-        .and(taks_core::model::GpuMatmul::from_env().map(|_| ()))
+        .and(taks_core::ops::matmul::GpuMatmul::from_env().map(|_| ()))
         .and(taks_core::gpu::direct::forced_from_env().map(|_| ()))
     {
         eprintln!("error: {message}");

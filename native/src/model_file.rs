@@ -14,7 +14,7 @@ use burn::store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
 use burn::tensor::Device;
 use taks_core::audit::input::Input;
 use taks_core::formats::atomic::write_atomically;
-use taks_core::model::{Architecture, Classifier};
+use taks_core::nn::{Architecture, Classifier};
 
 pub use taks_core::audit::model_card::{DESCRIPTION, ModelCard, WEIGHTS};
 use taks_core::audit::model_card::{FORMAT, VERSION, VERSION_CENTRE_CROP, pytorch_weights};

@@ -23,7 +23,7 @@ use taks_core::audit::suspects::{self, Decision};
 use taks_core::audit::{self, AuditSettings, SampleAudit, Stage};
 use taks_core::formats::csv_table;
 use taks_core::formats::image_folder::{Skipped, scan_memory};
-use taks_core::model::{Architecture, Classifier};
+use taks_core::nn::{Architecture, Classifier};
 use taks_core::noise::NoisyLabels;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;

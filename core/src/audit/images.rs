@@ -19,7 +19,7 @@ use super::input::{self, Input, Prepared};
 use super::network::{self, Choice};
 use crate::data::cache::{self, Cache};
 use crate::formats::image_folder::{self, Fit, Scan, Skipped};
-use crate::model::Architecture;
+use crate::nn::Architecture;
 use crate::{Error, Result};
 
 /// How many colour files the colour check decodes, spread over the folder.

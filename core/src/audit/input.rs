@@ -11,7 +11,7 @@ use crate::Result;
 pub use crate::data::normalisation::Normalisation;
 use crate::data::{Dataset, Samples};
 use crate::formats::csv_table::Table;
-use crate::model::Architecture;
+use crate::nn::Architecture;
 
 /// The raw input a model expects.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,9 +61,9 @@ impl Input {
     }
 }
 
-pub use crate::model::image_input::MAX_SIDE;
+pub use crate::nn::image_input::MAX_SIDE;
 
-/// Which network and input an image folder gets ([`crate::model::image_input::choose`]),
+/// Which network and input an image folder gets ([`crate::nn::image_input::choose`]),
 /// as the [`Input`] a model card records.
 pub fn choose_for_images(
     common: (u32, u32),
@@ -72,7 +72,7 @@ pub fn choose_for_images(
     size: Option<(u32, u32)>,
 ) -> Result<(Architecture, Input)> {
     let (architecture, [channels, height, width]) =
-        crate::model::image_input::choose(common, colour, model, size)?;
+        crate::nn::image_input::choose(common, colour, model, size)?;
     Ok((
         architecture,
         Input::Image {

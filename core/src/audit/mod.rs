@@ -37,7 +37,7 @@ use crate::data::{Dataset, DatasetKind, Split};
 use crate::formats::image_folder::Skipped;
 use crate::methods::Method;
 use crate::metrics::EpochMetrics;
-use crate::model::{Architecture, Classifier};
+use crate::nn::{Architecture, Classifier};
 use crate::noise::{NoiseKind, NoisyLabels};
 use crate::precision::Precision;
 use crate::selection::Engine;

@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 use super::input::{Input, Normalisation};
 use crate::Result;
 use crate::formats::tensors::{self, Tensor};
-use crate::model::torch_names::{pytorch_name, transposed};
-use crate::model::{Architecture, Classifier};
+use crate::nn::torch_names::{pytorch_name, transposed};
+use crate::nn::{Architecture, Classifier};
 use crate::params::float_tensors;
 use crate::selection::read_floats;
 

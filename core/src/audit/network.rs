@@ -28,7 +28,7 @@ use super::AuditSettings;
 use super::input::Input;
 use crate::data::{Dataset, Samples, Split};
 use crate::methods::Method;
-use crate::model::Architecture;
+use crate::nn::Architecture;
 use crate::noise::NoisyLabels;
 use crate::rng::SplitMix64;
 use crate::train::Trainer;

@@ -5,7 +5,7 @@
 //! out and counted.
 //!
 //! The three splits must have the same class folders. The network and input size follow
-//! the training images' most common size and colour ([`crate::model::image_input`]),
+//! the training images' most common size and colour ([`crate::nn::image_input`]),
 //! chosen once when a run starts and kept in its `config.json` (`folder_input`), so a
 //! resumed run decodes the same way. Pixels are scaled to [0, 1] and standardised per
 //! channel with the training split's mean and deviation. The run reports the validation
@@ -20,8 +20,8 @@ use super::normalisation::Normalisation;
 pub use super::splits::FolderSplit;
 use super::splits::{SPLITS, standardised, standardised_by};
 use crate::formats::image_folder::{self, Fit, Scan};
-use crate::model::image_input;
-use crate::model::{Architecture, pretrained};
+use crate::nn::image_input;
+use crate::nn::{Architecture, pretrained};
 use crate::{Error, Result};
 
 /// How a folder's images become samples.

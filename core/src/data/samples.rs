@@ -20,7 +20,7 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::{Int, Tensor, TensorData};
 
 use super::normalisation::Normalisation;
-use crate::flex_buffers;
+use crate::ops::flex_buffers;
 
 /// Read-only bytes: owned, or a file read as needed.
 pub trait ByteSource: std::fmt::Debug + Send + Sync {

@@ -15,7 +15,6 @@ mod co_teaching;
 mod co_teaching_plus;
 mod decouple;
 pub mod f_correction;
-mod gpu_cross_entropy;
 mod itlm;
 mod jocor;
 pub mod registry;

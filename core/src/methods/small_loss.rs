@@ -15,8 +15,8 @@ use burn::tensor::{Int, Tensor};
 /// On a wgpu device one kernel each way ([`super::gpu_cross_entropy`]), elsewhere burn's
 /// log-softmax and gather.
 pub fn cross_entropy(logits: Tensor<2>, labels: &Tensor<1, Int>) -> Tensor<1> {
-    super::gpu_cross_entropy::on_gpu(&logits, labels)
-        .unwrap_or_else(|| super::gpu_cross_entropy::composed(logits, labels.clone()))
+    crate::ops::cross_entropy::on_gpu(&logits, labels)
+        .unwrap_or_else(|| crate::ops::cross_entropy::composed(logits, labels.clone()))
 }
 
 /// KL(p || q) per sample, `[B]`, with p = softmax(`p_logits`) and q = softmax(`q_logits`):

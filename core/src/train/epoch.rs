@@ -10,7 +10,8 @@ use super::evaluate::{inputs, score};
 use super::loss_scale::DeviceLossScale;
 use crate::Result;
 use crate::methods::{self, BatchAt, EpochSet, Rule};
-use crate::model::{MixedStep, Networks};
+use crate::nn::Networks;
+use crate::ops::mlp_step::MixedStep;
 use crate::precision::Precision;
 use crate::selection::{self, indices_tensor};
 
@@ -59,7 +60,7 @@ impl Trainer {
         // Per network: clean samples picked, samples picked (None until a rule picks).
         let picks: Option<(Vec<Tensor<1>>, Vec<Tensor<1>>)> = None;
         let batch = self.config.batch_size;
-        let on_cpu = crate::flex_buffers::is_f32(&self.clean);
+        let on_cpu = crate::ops::flex_buffers::is_flex_f32(&self.clean);
         let epoch_loop = || {
             let (mut networks, mut loss_sum, mut picks) = (networks, loss_sum, picks);
             for (b, start) in (0..selected).step_by(batch).enumerate() {
@@ -143,7 +144,7 @@ impl Trainer {
                     scale: s.scale_at(),
                     low_copy: &low_copy,
                 });
-                mlp.cross_entropy_step_by_hand(x.clone(), y.clone(), mixed)
+                mlp.layers().cross_entropy_step(x.clone(), y.clone(), mixed)
             }
             _ => None,
         };

@@ -7,7 +7,7 @@ use burn::tensor::{DType, Device, FloatDType, Int, Tensor, TensorData};
 
 use super::{PartSet, Trainer};
 use crate::data::Samples;
-use crate::model::{Classifier, Scorer};
+use crate::nn::{Classifier, Scorer};
 use crate::precision::Precision;
 use crate::{Error, Result};
 
@@ -77,7 +77,7 @@ pub(super) fn score(
     };
     if let Some(logits) = net
         .as_mlp()
-        .and_then(|m| m.cpu_logits_of(n, chunk, chunk_inputs))
+        .and_then(|m| m.layers().cpu_logits_of(n, chunk, chunk_inputs))
     {
         return logits;
     }

@@ -26,8 +26,9 @@ use burn::tensor::{Device, FloatDType, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use crate::Result;
-use crate::model::{Networks, ScaleAt};
-use crate::optim::adam_gpu::Scaling;
+use crate::nn::Networks;
+use crate::ops::adam::gpu::Scaling;
+use crate::ops::layer_kernels::ScaleAt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LossScale {

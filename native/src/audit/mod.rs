@@ -21,7 +21,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 use taks_core::audit::{self, AuditSettings, Stage};
 use taks_core::data::{DatasetKind, cache};
-use taks_core::model::Architecture;
+use taks_core::nn::Architecture;
 use taks_core::noise::NoiseKind;
 use taks_core::precision::Precision;
 use web_time::Instant;

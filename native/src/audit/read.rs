@@ -14,7 +14,7 @@ use taks_core::data::cache::Cache;
 use taks_core::data::{Dataset, DatasetKind};
 use taks_core::formats::image_folder::{self, Skipped};
 use taks_core::formats::{csv_table, labels as label_file, npy};
-use taks_core::model::Architecture;
+use taks_core::nn::Architecture;
 use taks_core::noise::{NoiseKind, NoisyLabels, inject};
 
 use super::AuditArgs;

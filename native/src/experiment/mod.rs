@@ -27,7 +27,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use taks_core::choices::Choices;
 use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
-use taks_core::model::{Architecture, pretrained};
+use taks_core::nn::{Architecture, pretrained};
 use taks_core::noise::NoiseKind;
 use taks_core::precision::Precision;
 use web_time::Instant;

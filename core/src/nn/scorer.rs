@@ -3,17 +3,16 @@
 //! The scoring pass runs the network over all n training samples every epoch, in eval
 //! mode; on a GPU that pass was slower per sample than a training step. A [`Scorer`]
 //! folds each batch norm into the convolution before it once per pass
-//! ([`super::folded_conv`]) and runs each convolution by the kernel measured faster for
-//! its shape ([`super::gpu_conv`]: burn's, or im2col and a matmul). Only on a wgpu
+//! ([`crate::ops::conv::folded`]) and runs each convolution by the kernel measured faster for
+//! its shape ([`crate::ops::conv::choice`]: burn's, or im2col and a matmul). Only on a wgpu
 //! device: on flex the network's own forward pass runs, so CPU results stay the bits
 //! they were. The logits equal the network's forward pass up to rounding (`tests`).
 
 use burn::tensor::Tensor;
 
-use super::GpuConv;
-use super::folded_conv::FoldedConv;
 use super::{Classifier, Cnn, resnet};
 use crate::gpu;
+use crate::ops::conv::{FoldedConv, GpuConv};
 
 /// A network ready for eval-mode forward passes.
 pub enum Scorer<'a> {
@@ -53,7 +52,7 @@ impl Classifier {
 
     fn on_gpu(&self) -> bool {
         match self {
-            Classifier::Mlp(m) => gpu::supports(&m.output.weight.val()),
+            Classifier::Mlp(m) => gpu::supports(&m.layers().output.weight.val()),
             Classifier::Cnn(m) => gpu::supports(&m.output.weight.val()),
             Classifier::ResNet(m) => m.on_gpu(),
         }
@@ -87,7 +86,7 @@ mod tests {
     use burn::tensor::{Device, Distribution, Tensor};
 
     use super::*;
-    use crate::model::Architecture;
+    use crate::nn::Architecture;
     use crate::test_support::host;
 
     /// Folded, and folded with im2col, against the network's own eval-mode forward pass on

@@ -1,9 +1,9 @@
 //! The convolution of a training step on a wgpu device: its forward pass by burn's kernel,
-//! as im2col and a matmul ([`super::im2col`]) or as the implicit convolution
-//! ([`super::implicit_conv`]), whichever [`super::gpu_conv`] measured fastest for the
+//! as im2col and a matmul ([`crate::ops::conv::im2col`]) or as the implicit convolution
+//! ([`crate::ops::conv::implicit`]), whichever [`crate::ops::conv::choice`] measured fastest for the
 //! shape; its backward pass as two matmuls around im2col and col2im
-//! ([`super::im2col::conv2d_backward`]), or as two implicit matmuls where the forward pass
-//! chose those ([`super::gpu_conv::backward_way`]).
+//! ([`crate::ops::conv::im2col::conv2d_backward`]), or as two implicit matmuls where the forward pass
+//! chose those ([`crate::ops::conv::choice::backward_way`]).
 //!
 //! Why: on burn's WGSL compiler a 3x3 convolution's forward pass has only direct kernels
 //! to choose from, and its backward passes build and reassemble their patches a tap block
@@ -37,11 +37,11 @@ use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{DType, Tensor};
 
-use super::GpuConv;
-use super::conv_geometry::Geometry;
-use super::gpu_conv::{ConvShape, Way, backward_way, forward_fastest};
-use super::im2col as conv;
-use super::implicit_conv;
+use crate::ops::conv::GpuConv;
+use crate::ops::conv::choice::{ConvShape, Way, backward_way, forward_fastest};
+use crate::ops::conv::geometry::Geometry;
+use crate::ops::conv::im2col as conv;
+use crate::ops::conv::implicit;
 use crate::precision::is_low;
 
 #[backend_extension(Autodiff, Cube, Flex)]
@@ -112,7 +112,7 @@ impl Im2colConv for Cube {
         let y = forward_fastest(how, shape, &x.device(), |way| match way {
             Way::Burn => Some(conv2d(x.clone(), weight.clone(), None, options.clone())),
             Way::Im2col => conv::conv2d(&x, &columns, None, geometry, false),
-            Way::Implicit => implicit_conv::conv2d(&x, &columns, None, geometry, false),
+            Way::Implicit => implicit::conv2d(&x, &columns, None, geometry, false),
         });
         y.try_into_primitive::<Cube>()
             .expect("a Cube tensor stays on Cube")
@@ -151,7 +151,7 @@ enum Of {
 }
 
 /// The input's or the weight's gradient the way [`backward_way`] says: by
-/// [`implicit_conv::conv2d_backward`] (one matmul with implicit patches) or by
+/// [`implicit::conv2d_backward`] (one matmul with implicit patches) or by
 /// [`conv::conv2d_backward`] (im2col, a matmul, col2im for the input's); `None` where
 /// both decline, and burn's backward runs instead.
 fn cube_backward(
@@ -184,7 +184,7 @@ fn cube_backward(
         low: x.dtype() != DType::F32,
     };
     let want = [of == Of::Input, of == Of::Weight];
-    let implicit = || implicit_conv::conv2d_backward(&x, &weight, &dy, geometry, want[0], want[1]);
+    let implicit = || implicit::conv2d_backward(&x, &weight, &dy, geometry, want[0], want[1]);
     let im2col = || conv::conv2d_backward(&x, &weight, &dy, geometry, want[0], want[1]);
     let (dx, dw) = match backward_way(&shape) {
         Way::Implicit => implicit().or_else(im2col)?,
@@ -356,7 +356,7 @@ fn forward_with(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> Tensor<4> {
 
 /// [`forward`], but where it runs through [`Im2colConv`] (or in a mixed-precision step's
 /// 16 bits) the bias comes back beside the output instead of added to it, for the batch
-/// norm after the convolution to fold in ([`super::train_batch_norm::forward_shifted`]).
+/// norm after the convolution to fold in ([`crate::ops::batch_norm::train::forward_shifted`]).
 /// Elsewhere (burn's own convolution, whose bits the CPU results keep) the output has its
 /// bias and none comes back.
 pub(crate) fn forward_leaving_bias(conv: &Conv2d, x: Tensor<4>) -> (Tensor<4>, Option<Tensor<1>>) {
@@ -366,7 +366,7 @@ pub(crate) fn forward_leaving_bias(conv: &Conv2d, x: Tensor<4>) -> (Tensor<4>, O
 /// The convolution through [`Im2colConv`] with its bias apart, when `how` and the device
 /// offer it (in a mixed-precision step's 16 bits too, on its weights cast to that type);
 /// otherwise burn's, with its bias in f32 and apart in 16 bits
-/// ([`super::mixed_precision::conv`]).
+/// ([`crate::ops::mixed_precision::conv`]).
 fn unbiased(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> (Tensor<4>, Option<Tensor<1>>) {
     let low = is_low(x.dtype());
     let geometry = Geometry::of(conv);
@@ -377,7 +377,7 @@ fn unbiased(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> (Tensor<4>, Option<Ten
     }) = geometry.filter(|_| how.offers_im2col() && crate::gpu::supports(&x))
     else {
         return match low {
-            Some(low) => super::mixed_precision::conv(conv, x, low),
+            Some(low) => crate::ops::mixed_precision::conv(conv, x, low),
             None => (conv.forward(x), None),
         };
     };
@@ -433,7 +433,7 @@ mod tests {
             let ours = forward_with(&conv, x.clone(), GpuConv::Im2col);
             let burns = conv.forward(x.clone());
             assert!(
-                crate::model::im2col::is_channels_last(&ours),
+                crate::ops::conv::im2col::is_channels_last(&ours),
                 "the im2col kernel ran (its output lies channels last)"
             );
             assert!(gap(&host(ours.clone()), &host(burns.clone())) < 1e-5);
@@ -486,7 +486,7 @@ mod tests {
             assert_eq!(ours.dtype(), DType::F16, "{kernel}x{kernel}/{stride}");
             assert!(bias.is_some(), "the bias comes back apart");
             assert!(
-                crate::model::im2col::is_channels_last(&ours),
+                crate::ops::conv::im2col::is_channels_last(&ours),
                 "{kernel}x{kernel}/{stride}: the im2col kernel ran"
             );
             let (truth, _) = unbiased(&conv, x32.clone(), GpuConv::Plain);

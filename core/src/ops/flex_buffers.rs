@@ -1,5 +1,5 @@
 //! Host access to tensors on flex, burn's CPU backend: the few helpers the fused CPU
-//! paths ([`crate::optim`]'s Adam, [`crate::model`]'s graph-free MLP) share.
+//! paths ([`crate::optim`]'s Adam, [`super::mlp_step`]'s graph-free MLP) share.
 //!
 //! On flex a tensor's buffer is ordinary host memory behind an `Arc`; burn-flex exposes
 //! it (`FlexTensor::storage`, and `storage_mut`, which copies first when the buffer is
@@ -12,16 +12,16 @@ use burn::tensor::{DType, Tensor, TensorData};
 
 /// Whether `t` is an f32 tensor on flex (without autodiff). Cheap: the clone shares
 /// the buffer and is dropped before anything is written.
-pub(crate) fn is_f32<const D: usize>(t: &Tensor<D>) -> bool {
+pub(crate) fn is_flex_f32<const D: usize>(t: &Tensor<D>) -> bool {
     t.clone()
         .try_into_primitive::<Flex>()
         .is_ok_and(|p| p.dtype() == DType::F32)
 }
 
-/// The flex primitive of a tensor [`is_f32`] accepted.
+/// The flex primitive of a tensor [`is_flex_f32`] accepted.
 pub(crate) fn primitive<const D: usize>(t: Tensor<D>) -> FlexTensor {
     t.try_into_primitive::<Flex>()
-        .expect("checked by flex_buffers::is_f32")
+        .expect("checked by flex_buffers::is_flex_f32")
 }
 
 /// `t` with its own row-major buffer of exactly its elements, so `storage_mut` indexes

@@ -15,15 +15,15 @@
 //! The gradients are the exact ones of `mean(cross_entropy(forward(x), y))`, summed in a
 //! different order than burn's backward pass, so a run's weights differ from the autodiff
 //! path's in the last bits (`tests` checks the gradients against autodiff to 1e-5).
-//! Everything returns `None` off flex; the caller then takes the GPU twin (`mlp_gpu`) or
+//! Everything returns `None` off flex; the caller then takes the GPU twin ([`super::gpu`]) or
 //! the generic path.
 
 use burn::module::ParamId;
 use burn::optim::GradientsParams;
 use burn::tensor::{Int, Tensor};
 
-use super::{Mlp, MlpStep as Step};
-use crate::flex_buffers::{dense, from_values, is_f32, primitive, tensor, values};
+use super::{Layers, MlpStep as Step};
+use crate::ops::flex_buffers::{dense, from_values, is_flex_f32, primitive, tensor, values};
 
 /// The MLP's weights as plain flex tensors: `[in, 256]`, `[256]`, `[256, C]`, `[C]`.
 struct Weights {
@@ -34,7 +34,7 @@ struct Weights {
     ids: [ParamId; 4],
 }
 
-impl Mlp {
+impl Layers<'_> {
     fn host_weights(&self) -> Option<Weights> {
         let (b1, b2) = (self.hidden.bias.as_ref()?, self.output.bias.as_ref()?);
         let w = Weights {
@@ -44,7 +44,8 @@ impl Mlp {
             b2: b2.val().inner(),
             ids: [self.hidden.weight.id, b1.id, self.output.weight.id, b2.id],
         };
-        (is_f32(&w.w1) && is_f32(&w.b1) && is_f32(&w.w2) && is_f32(&w.b2)).then_some(w)
+        (is_flex_f32(&w.w1) && is_flex_f32(&w.b1) && is_flex_f32(&w.w2) && is_flex_f32(&w.b2))
+            .then_some(w)
     }
 
     /// Gradients of the mean cross-entropy of `x` `[B, in]` against `labels` `[B]`, and
@@ -55,7 +56,7 @@ impl Mlp {
         labels: Tensor<1, Int>,
     ) -> Option<Step> {
         let w = self.host_weights()?;
-        if !is_f32(&x) {
+        if !is_flex_f32(&x) {
             return None;
         }
         let [batch, _] = x.dims();
@@ -232,19 +233,20 @@ pub(super) mod tests {
 
     use super::*;
     use crate::methods::small_loss::cross_entropy;
+    use crate::nn::Mlp;
     use crate::test_support::host;
 
     /// The hand-written gradients against burn's autodiff on the same batch.
     #[test]
     fn gradients_match_autodiff() {
         check_against_autodiff(&Device::flex(), |mlp, x, y| {
-            mlp.cpu_cross_entropy_step(x, y)
+            mlp.layers().cpu_cross_entropy_step(x, y)
         });
     }
 
     /// `step`'s gradients and loss on `device` (flex or wgpu) against burn's autodiff on
     /// the same batch, to 1e-5; shared with the GPU twin's test.
-    pub(in crate::model) fn check_against_autodiff(
+    pub(in crate::ops) fn check_against_autodiff(
         device: &Device,
         step: impl Fn(&Mlp, Tensor<2>, Tensor<1, Int>) -> Option<Step>,
     ) {
@@ -266,10 +268,10 @@ pub(super) mod tests {
 
         let mut by_hand = by_hand.grads;
         let ids = [
-            mlp.hidden.weight.id,
-            mlp.hidden.bias.as_ref().unwrap().id,
-            mlp.output.weight.id,
-            mlp.output.bias.as_ref().unwrap().id,
+            mlp.layers().hidden.weight.id,
+            mlp.layers().hidden.bias.as_ref().unwrap().id,
+            mlp.layers().output.weight.id,
+            mlp.layers().output.bias.as_ref().unwrap().id,
         ];
         for (i, id) in ids.into_iter().enumerate() {
             let (a, b) = if i % 2 == 0 {
@@ -300,12 +302,12 @@ pub(super) mod tests {
     #[test]
     fn the_loss_stays_finite_far_from_the_label() {
         check_far_label(&Device::flex(), |mlp, x, y| {
-            mlp.cpu_cross_entropy_step(x, y)
+            mlp.layers().cpu_cross_entropy_step(x, y)
         });
     }
 
     /// The far-label case on `device`; shared with the GPU twin's test.
-    pub(in crate::model) fn check_far_label(
+    pub(in crate::ops) fn check_far_label(
         device: &Device,
         step: impl Fn(&Mlp, Tensor<2>, Tensor<1, Int>) -> Option<Step>,
     ) {
@@ -369,7 +371,9 @@ pub(super) mod tests {
             .map(|s| mlp.forward(x.clone().narrow(0, s, chunk.min(1000 - s))))
             .collect();
         let expected = host(Tensor::cat(expected, 0));
-        let got = mlp.cpu_logits_of(1000, chunk, |s, len| x.clone().narrow(0, s, len));
+        let got = mlp
+            .layers()
+            .cpu_logits_of(1000, chunk, |s, len| x.clone().narrow(0, s, len));
         let got = host(got.expect("flex"));
         let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&got), bits(&expected));

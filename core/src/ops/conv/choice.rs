@@ -2,8 +2,8 @@
 //!
 //! burn's WGSL compiler gives a 3x3 convolution's forward pass only direct kernels, which
 //! on a large GPU were the slow part of the CNN's and ResNet-18's epochs. taks adds two
-//! more ways ([`Way`]): im2col and a matmul ([`super::im2col`]), and taks's tiled matmul
-//! with the patches computed as it loads them ([`super::implicit_conv`]). By default it
+//! more ways ([`Way`]): im2col and a matmul ([`crate::ops::conv::im2col`]), and taks's tiled matmul
+//! with the patches computed as it loads them ([`crate::ops::conv::implicit`]). By default it
 //! measures, the first time a process meets a convolution of some shape, which is fastest
 //! on this device ([`forward_fastest`]), then keeps using that one; a training step's
 //! backward pass follows the forward pass's choice ([`backward_way`]). In the scoring pass
@@ -17,9 +17,9 @@ use std::sync::Mutex;
 
 use burn::tensor::{Device, Tensor};
 
-use super::gpu_conv_store::{self, Kept};
-use super::gpu_matmul::GpuMatmul;
 use crate::gpu::bridge;
+use crate::ops::conv::timings::{self, Kept};
+use crate::ops::matmul::GpuMatmul;
 
 /// The way, from `TAKS_GPU_CONV` (`auto` when unset).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,10 +85,10 @@ pub(crate) struct ConvShape {
 pub enum Way {
     /// burn's kernel (direct, on burn's WGSL compiler).
     Burn,
-    /// im2col and a matmul, the patches written out ([`super::im2col`]).
+    /// im2col and a matmul, the patches written out ([`crate::ops::conv::im2col`]).
     Im2col,
     /// taks's tiled matmul, the patches computed as it loads them
-    /// ([`super::implicit_conv`]).
+    /// ([`crate::ops::conv::implicit`]).
     Implicit,
 }
 
@@ -125,7 +125,7 @@ pub struct Measured {
     pub direct: f64,
     pub im2col: f64,
     pub implicit: f64,
-    /// Read from an earlier process's timings ([`super::gpu_conv_store`]), not measured
+    /// Read from an earlier process's timings ([`crate::ops::conv::timings`]), not measured
     /// in this one.
     pub earlier: bool,
 }
@@ -255,7 +255,7 @@ fn chosen(shape: ConvShape, device: &Device, run: &dyn Fn(Way) -> Option<Tensor<
     if let Some(adapter) = &adapter
         && m.direct > 0.0
     {
-        gpu_conv_store::append(adapter, shape.kept(m));
+        timings::append(adapter, shape.kept(m));
     }
     m.fastest()
 }
@@ -270,7 +270,7 @@ fn load_kept(adapter: &str) {
     if !first {
         return;
     }
-    let kept = gpu_conv_store::load(adapter);
+    let kept = timings::load(adapter);
     if let Ok(mut all) = MEASURED.lock() {
         for (shape, m) in kept.into_iter().filter_map(ConvShape::from_kept) {
             all.entry(shape).or_insert(m);
@@ -533,7 +533,7 @@ mod tests {
         let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
         let folder = std::env::temp_dir().join(format!("taks-conv-store-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&folder);
-        gpu_conv_store::keep_in(Some(folder.clone()));
+        timings::keep_in(Some(folder.clone()));
         // A shape no other test meets (5 channels, 13x11).
         let shape = ConvShape {
             input: [4, 5, 13, 11],
@@ -561,7 +561,7 @@ mod tests {
         let ways = candidates(false).len();
         assert!(ways >= 2);
         assert_eq!(runs.get(), 3 * ways + 1, "the first process measures");
-        let text = std::fs::read_to_string(folder.join(gpu_conv_store::FILE_NAME)).unwrap();
+        let text = std::fs::read_to_string(folder.join(timings::FILE_NAME)).unwrap();
         assert!(text.contains("[4,5,13,11]"), "the timing is kept: {text}");
 
         // A new process: nothing in memory; a cut line and garbage in the file too.
@@ -569,7 +569,7 @@ mod tests {
         LOADED.lock().unwrap().clear();
         let mut file = std::fs::OpenOptions::new()
             .append(true)
-            .open(folder.join(gpu_conv_store::FILE_NAME))
+            .open(folder.join(timings::FILE_NAME))
             .unwrap();
         std::io::Write::write_all(&mut file, b"not json\n{\"adapter\":\"cut").unwrap();
         runs.set(0);
@@ -584,7 +584,7 @@ mod tests {
         assert_eq!(read.fastest(), kept.fastest());
         let gap: f32 = (first - second).abs().max().into_scalar();
         assert_eq!(gap, 0.0);
-        gpu_conv_store::keep_in(None);
+        timings::keep_in(None);
         let _ = std::fs::remove_dir_all(&folder);
     }
 }

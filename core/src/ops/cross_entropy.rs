@@ -1,6 +1,6 @@
 //! Each sample's cross-entropy on a wgpu device, forward and backward in one launch each
 //! (`shaders/cross_entropy.wgsl`, `shaders/cross_entropy_grad.wgsl`), and its CPU twin,
-//! burn's composition ([`composed`]); [`super::small_loss::cross_entropy`] takes one or
+//! burn's composition ([`composed`]); [`crate::methods::small_loss::cross_entropy`] takes one or
 //! the other.
 //!
 //! Why: every method's loss is built from the per-sample cross-entropy. As burn composes

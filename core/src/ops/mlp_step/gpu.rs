@@ -1,5 +1,5 @@
 //! The MLP's training step on a wgpu device without an autodiff graph: the GPU twin of
-//! `mlp_cpu`'s step, the same gradients of mean cross-entropy written out by hand.
+//! [`super::cpu`]'s step, the same gradients of mean cross-entropy written out by hand.
 //!
 //! Why: on a GPU the MLP's step is bound by kernel launches, not arithmetic (its matmuls
 //! take microseconds on a large card). Through burn's autodiff a step is some forty
@@ -30,11 +30,11 @@ use burn::module::ParamId;
 use burn::optim::GradientsParams;
 use burn::tensor::{FloatDType, Int, Tensor};
 
-use super::gpu_layers;
-use super::{MixedStep, Mlp, MlpStep};
+use super::{Layers, MixedStep, MlpStep};
 use crate::gpu;
+use crate::ops::layer_kernels;
 
-impl Mlp {
+impl Layers<'_> {
     /// Gradients of the mean cross-entropy of `x` `[B, in]` against `labels` `[B]`, and the
     /// loss, by hand on the GPU; `None` off wgpu. With `mixed`, a mixed-precision step:
     /// in f16, the gradients times the loss scale (the weights' f16, the biases' f32).
@@ -73,14 +73,14 @@ impl Mlp {
         };
 
         // Forward: h = relu(x w1 + b1); the output layer's bias goes into the loss kernel.
-        let h = gpu_layers::bias_relu(&x.clone().matmul(w1), &b1.val().inner())?;
+        let h = layer_kernels::bias_relu(&x.clone().matmul(w1), &b1.val().inner())?;
         let s = h.clone().matmul(w2.clone());
         let (loss_sum, dz, db2) =
-            gpu_layers::softmax_cross_entropy_grad(&s, &b2.val().inner(), &labels, scale)?;
+            layer_kernels::softmax_cross_entropy_grad(&s, &b2.val().inner(), &labels, scale)?;
 
         // Backward.
         let dw2 = h.clone().transpose().matmul(dz.clone());
-        let (dh, db1) = gpu_layers::relu_grad(&dz.matmul(w2.transpose()), &h)?;
+        let (dh, db1) = layer_kernels::relu_grad(&dz.matmul(w2.transpose()), &h)?;
         let dw1 = x.transpose().matmul(dh);
 
         let mut grads = GradientsParams::new();
@@ -95,15 +95,20 @@ impl Mlp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nn::Mlp;
 
-    use super::super::mlp_cpu::tests::{check_against_autodiff, check_far_label};
+    use crate::ops::mlp_step::cpu::tests::{check_against_autodiff, check_far_label};
 
     /// On a wgpu device (lavapipe here): the same checks as the CPU twin's.
     #[test]
     fn gradients_match_autodiff_on_wgpu() {
         let device = gpu::direct::start().expect("a wgpu adapter").0;
-        check_against_autodiff(&device, |mlp, x, y| mlp.gpu_cross_entropy_step(x, y, None));
-        check_far_label(&device, |mlp, x, y| mlp.gpu_cross_entropy_step(x, y, None));
+        check_against_autodiff(&device, |mlp, x, y| {
+            mlp.layers().gpu_cross_entropy_step(x, y, None)
+        });
+        check_far_label(&device, |mlp, x, y| {
+            mlp.layers().gpu_cross_entropy_step(x, y, None)
+        });
     }
 
     /// On lavapipe (which offers `shader-f16`): the f16 step by hand gives the gradients
@@ -115,7 +120,7 @@ mod tests {
 
         use crate::gpu::launches::count_by_kernel;
         use crate::methods::small_loss::cross_entropy;
-        use crate::model::ScaleAt;
+        use crate::ops::layer_kernels::ScaleAt;
         use crate::test_support::{host, kernels_named};
 
         let device = gpu::direct::start().expect("a wgpu adapter").0;
@@ -137,7 +142,8 @@ mod tests {
             low_copy: &|_| None,
         };
         let (step, kernels) = count_by_kernel(&device, || {
-            mlp.gpu_cross_entropy_step(x.clone(), y.clone(), Some(mixed))
+            mlp.layers()
+                .gpu_cross_entropy_step(x.clone(), y.clone(), Some(mixed))
         });
         let step = step.expect("on wgpu");
         assert_eq!(
@@ -161,14 +167,17 @@ mod tests {
             (got_loss - expected_loss).abs() < 2e-3 * expected_loss,
             "loss {got_loss} vs {expected_loss}"
         );
-        let scaled = mean * Tensor::<1>::from_floats([scale], &mlp.hidden.weight.device());
+        let scaled = mean * Tensor::<1>::from_floats([scale], &mlp.layers().hidden.weight.device());
         let autodiff = GradientsParams::from_grads(scaled.backward(), &mlp);
-        let f32_step = mlp.gpu_cross_entropy_step(x, y, None).expect("on wgpu");
+        let f32_step = mlp
+            .layers()
+            .gpu_cross_entropy_step(x, y, None)
+            .expect("on wgpu");
 
         // Each parameter's gradient in f32, flat, in the order w1, b1, w2, b2.
-        let (w1, w2) = (mlp.hidden.weight.id, mlp.output.weight.id);
-        let b1 = mlp.hidden.bias.as_ref().unwrap().id;
-        let b2 = mlp.output.bias.as_ref().unwrap().id;
+        let (w1, w2) = (mlp.layers().hidden.weight.id, mlp.layers().output.weight.id);
+        let b1 = mlp.layers().hidden.bias.as_ref().unwrap().id;
+        let b2 = mlp.layers().output.bias.as_ref().unwrap().id;
         let flat = |mut g: GradientsParams| {
             let mut weight = |id| g.remove::<2>(id).unwrap().flatten::<1>(0, 1);
             let (w1, w2) = (weight(w1), weight(w2));

@@ -10,7 +10,7 @@ use burn::tensor::module::{conv2d, linear as linear_op};
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{FloatDType, Tensor};
 
-use super::conv_geometry::Geometry;
+use crate::ops::conv::geometry::Geometry;
 use crate::precision::is_low;
 
 /// `layer(x)`, in `x`'s type.
@@ -62,7 +62,7 @@ mod tests {
 
     use super::*;
     use crate::methods::small_loss::cross_entropy;
-    use crate::model::{Architecture, Networks};
+    use crate::nn::{Architecture, Networks};
     use crate::precision::Precision;
     use crate::test_support::host;
     use crate::train::LossScale;

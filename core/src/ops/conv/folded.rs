@@ -9,7 +9,7 @@
 //! rounding (`tests`).
 //!
 //! On a wgpu device the folded convolution runs as im2col and one matmul
-//! ([`super::im2col`]) unless `TAKS_GPU_CONV` says otherwise ([`super::GpuConv`]).
+//! ([`crate::ops::conv::im2col`]) unless `TAKS_GPU_CONV` says otherwise ([`crate::ops::conv::GpuConv`]).
 
 use burn::nn::BatchNorm;
 use burn::nn::conv::Conv2d;
@@ -18,11 +18,11 @@ use burn::tensor::activation::relu;
 use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 
-use super::GpuConv;
-use super::conv_geometry::Geometry;
-use super::gpu_conv::{ConvShape, Way, forward_fastest};
-use super::im2col as gpu_conv;
-use super::implicit_conv;
+use crate::ops::conv::GpuConv;
+use crate::ops::conv::choice::{ConvShape, Way, forward_fastest};
+use crate::ops::conv::geometry::Geometry;
+use crate::ops::conv::im2col as gpu_conv;
+use crate::ops::conv::implicit;
 
 /// A convolution and its batch norm as one convolution with bias.
 pub struct FoldedConv {
@@ -96,9 +96,7 @@ impl FoldedConv {
         forward_fastest(self.how, shape, &x.device(), |way| match way {
             Way::Burn => Some(direct()),
             Way::Im2col => gpu_conv::conv2d(&x, &self.columns, Some(&self.bias), g, with_relu),
-            Way::Implicit => {
-                implicit_conv::conv2d(&x, &self.columns, Some(&self.bias), g, with_relu)
-            }
+            Way::Implicit => implicit::conv2d(&x, &self.columns, Some(&self.bias), g, with_relu),
         })
     }
 }

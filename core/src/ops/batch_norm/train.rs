@@ -1,5 +1,5 @@
 //! The batch norm (and the ReLU after it) of a training step on a wgpu device: an
-//! autodiff operation of our own over the kernels of [`super::gpu_batch_norm`], two
+//! autodiff operation of our own over the kernels of [`crate::ops::batch_norm::kernels`], two
 //! launches forward and two backward where burn's batch norm takes some thirty.
 //!
 //! The batch's statistics are computed first, outside the graph (with the running
@@ -21,7 +21,7 @@ use burn::nn::BatchNorm;
 use burn::tensor::activation::relu;
 use burn::tensor::{Slice, Tensor};
 
-use super::gpu_batch_norm::{self as kernels, Settings};
+use crate::ops::batch_norm::kernels::{self as kernels, Settings};
 use crate::precision::is_low;
 
 #[backend_extension(Autodiff, Cube, Flex)]
@@ -321,7 +321,7 @@ pub(crate) fn forward(bn: &BatchNorm, x: Tensor<4>, then_relu: bool) -> Tensor<4
 }
 
 /// [`forward`] of `x + shift` (per channel, `shift` `[C]`: a convolution's bias that
-/// [`super::train_conv::forward_leaving_bias`] left out).
+/// [`crate::ops::conv::train::forward_leaving_bias`] left out).
 ///
 /// In a training step on a wgpu device the shift is never added: a training batch norm
 /// subtracts the batch's mean, so its output is the same without it, and the shift's
@@ -351,7 +351,7 @@ pub(crate) fn forward_shifted(
         };
         // Normalised in f32 (its statistics too).
         match is_low(x.dtype()) {
-            Some(low) => super::mixed_precision::in_f32(x, low, layer),
+            Some(low) => crate::ops::mixed_precision::in_f32(x, low, layer),
             None => layer(x),
         }
     };
@@ -447,7 +447,7 @@ mod tests {
                 false => Tensor::<4>::random([3, 5, 6, 7], normal, &device),
             }
             .require_grad();
-            assert_eq!(crate::model::im2col::is_channels_last(&x), last);
+            assert_eq!(crate::ops::conv::im2col::is_channels_last(&x), last);
             let w = Tensor::<4>::random([3, 5, 6, 7], Distribution::Default, &device);
             // Large enough that a running mean without it is off by more than 0.1.
             let bias =
@@ -455,7 +455,7 @@ mod tests {
 
             let ours = forward_shifted(&bn, x.clone(), shifted.then(|| bias.clone()), then_relu);
             assert_eq!(
-                crate::model::im2col::is_channels_last(&ours),
+                crate::ops::conv::im2col::is_channels_last(&ours),
                 last,
                 "the output lies as x does, so a pool or convolution after it reads it as it is"
             );
@@ -488,7 +488,7 @@ mod tests {
 
             let grads_ours = (ours * w.clone()).sum().backward();
             assert_eq!(
-                crate::model::im2col::is_channels_last(&x.grad(&grads_ours).unwrap()),
+                crate::ops::conv::im2col::is_channels_last(&x.grad(&grads_ours).unwrap()),
                 last,
                 "x's gradient lies as x does, so a convolution's backward reads it as it is"
             );
@@ -578,7 +578,7 @@ mod tests {
             forward_shifted(&half, x16.clone(), Some(shift.clone()), true)
         });
         assert_eq!(ours.dtype(), DType::F16);
-        assert!(crate::model::im2col::is_channels_last(&ours));
+        assert!(crate::ops::conv::im2col::is_channels_last(&ours));
         let theirs = forward_shifted(&full, x32.clone(), Some(shift), true);
         let (grads_ours, backward_kernels) = count_by_kernel(&device, || {
             (ours.clone().cast(FloatDType::F32) * w.clone())
@@ -612,7 +612,7 @@ mod tests {
         let grads_theirs = (theirs.clone() * w).sum().backward();
         let dx = x16.grad(&grads_ours).expect("x's gradient");
         assert_eq!(dx.dtype(), DType::F16);
-        assert!(crate::model::im2col::is_channels_last(&dx));
+        assert!(crate::ops::conv::im2col::is_channels_last(&dx));
         let pairs = [
             ("output", host(ours), host(theirs), 2e-3),
             (

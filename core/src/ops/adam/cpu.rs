@@ -1,7 +1,7 @@
-//! Adam's update on the CPU backend (flex), the CPU twin of [`super::adam_gpu`]: one pass
+//! Adam's update on the CPU backend (flex), the CPU twin of [`super::gpu`]: one pass
 //! over each parameter, in place.
 //!
-//! The device-generic update ([`super::Adam`]) is a dozen tensor operations per
+//! The device-generic update ([`crate::optim::Adam`]) is a dozen tensor operations per
 //! parameter (scale and add the first moment, square, scale and add the second, divide,
 //! square root, add epsilon, divide, scale, subtract), and each is its own pass over the
 //! parameter through burn's dispatch. On flex those passes are host loops anyway, so here
@@ -18,11 +18,11 @@
 
 use burn::tensor::Tensor;
 
-use super::Moments;
-use crate::flex_buffers::{dense, from_values, is_f32, primitive, tensor, values};
+use crate::ops::flex_buffers::{dense, from_values, is_flex_f32, primitive, tensor, values};
+use crate::optim::Moments;
 
 /// One parameter's step: what [`update`] needs besides the tensors.
-pub(super) struct Step {
+pub(crate) struct Step {
     pub lr: f32,
     pub beta_1: f32,
     pub beta_2: f32,
@@ -31,7 +31,7 @@ pub(super) struct Step {
 
 /// The tensors of one parameter's update, handed back untouched when they are not all
 /// f32 on flex (then the generic path runs).
-pub(super) type Inputs<const D: usize> = (Tensor<D>, Tensor<D>, Option<Moments>);
+pub(crate) type Inputs<const D: usize> = (Tensor<D>, Tensor<D>, Option<Moments>);
 
 /// Adam's step of weight `x` with gradient `grad` and moments `state` (`None` before the
 /// first step), as the generic update computes it, gated by `gate` (1.0 or absent: step;
@@ -40,21 +40,21 @@ pub(super) type Inputs<const D: usize> = (Tensor<D>, Tensor<D>, Option<Moments>)
 /// neither 0 nor 1. (The inputs go back by value, unboxed: this runs once per parameter
 /// per step, and the caller takes the generic path with them at once.)
 #[allow(clippy::result_large_err)]
-pub(super) fn update<const D: usize>(
+pub(crate) fn update<const D: usize>(
     step: &Step,
     inputs: Inputs<D>,
     gate: Option<&Tensor<1>>,
 ) -> Result<(Tensor<D>, Moments), Inputs<D>> {
     let (x, grad, state) = inputs;
-    let all_f32_flex = is_f32(&x)
-        && is_f32(&grad)
+    let all_f32_flex = is_flex_f32(&x)
+        && is_flex_f32(&grad)
         && state
             .as_ref()
-            .is_none_or(|s| is_f32(&s.first) && is_f32(&s.second));
+            .is_none_or(|s| is_flex_f32(&s.first) && is_flex_f32(&s.second));
     // On flex the gate is a host value: reading it costs nothing.
     let open = match gate {
         None => Some(true),
-        Some(g) if is_f32(g) => match values(&primitive(g.clone())).first() {
+        Some(g) if is_flex_f32(g) => match values(&primitive(g.clone())).first() {
             Some(&1.0) => Some(true),
             Some(&0.0) => Some(false),
             _ => None,

@@ -12,16 +12,16 @@
 //! `x`, `dy` and the outputs `y` and `dx` are f32, or f16 in a mixed-precision step (the
 //! kernels' f16 variants read and write f16 and sum in f32), so that step's batch norms
 //! need no casts around them; the statistics, sums, gamma and beta are f32 either way.
-//! The autodiff operation that uses them is [`super::train_batch_norm`].
+//! The autodiff operation that uses them is [`crate::ops::batch_norm::train`].
 
 use burn::tensor::{DType, Tensor};
 
-use super::channels_last::{from_flat, lies_channels_last};
 use crate::gpu::bridge;
 use crate::gpu::kernels::{
     BN_APPLY, BN_APPLY_F16, BN_GRAD_REDUCE, BN_GRAD_REDUCE_F16, BN_GRAD_X, BN_GRAD_X_F16,
     BN_MOMENTS, BN_MOMENTS_F16, Elem, Shader, WORKGROUP,
 };
+use crate::ops::channels_last::{from_flat, lies_channels_last};
 
 /// The settings every pass reads (`shaders/bn_common.wgsl`'s `params`).
 #[derive(Clone, Copy, Debug, PartialEq)]

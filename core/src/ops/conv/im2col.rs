@@ -1,6 +1,6 @@
 //! A 2-D convolution as im2col (`shaders/im2col.wgsl`) and one matrix product on a wgpu
-//! device: the second forward kernel [`super::gpu_conv`] offers beside burn's, in the
-//! scoring pass ([`super::folded_conv`]) and in training ([`super::train_conv`]).
+//! device: the second forward kernel [`crate::ops::conv::choice`] offers beside burn's, in the
+//! scoring pass ([`crate::ops::conv::folded`]) and in training ([`crate::ops::conv::train`]).
 //!
 //! Why: on burn's WGSL compiler a 3x3 convolution's forward pass only has direct kernels
 //! to choose from (the implicit-GEMM ones need cooperative-matrix or MMA tiles, which WGSL
@@ -11,7 +11,7 @@
 //! at most [`PATCH_BYTES`] or the largest buffer the device allows, whichever is
 //! smaller. Each part costs launches of its own (the CNN's 32x32 layers take three parts
 //! of a 128-image batch on lavapipe, whose buffers stop at 128 MiB; one on a GPU).
-//! [`super::implicit_conv`] is the third way, which never writes the patches.
+//! [`crate::ops::conv::implicit`] is the third way, which never writes the patches.
 //!
 //! The output is the convolution's `[N, O, Ho, Wo]` as a view of an `[N, Ho, Wo, O]`
 //! buffer (channels last, what the matmul writes); the next im2col, pool or elementwise
@@ -25,11 +25,11 @@
 
 use burn::tensor::{DType, Tensor};
 
-use super::conv_geometry::Geometry;
-use super::gpu_layers::bias_relu;
-use super::gpu_matmul::{self, GpuMatmul};
 use crate::gpu::bridge;
 use crate::gpu::kernels::{COL2IM, COL2IM_F16, Elem, IM2COL, IM2COL_F16, WORKGROUP};
+use crate::ops::conv::geometry::Geometry;
+use crate::ops::layer_kernels::bias_relu;
+use crate::ops::matmul::{self, GpuMatmul};
 
 /// At most this many bytes of patches at once.
 const PATCH_BYTES: usize = 512 << 20;
@@ -221,7 +221,7 @@ fn product(
 ) -> Option<Tensor<2>> {
     let f32s = a.dtype() == DType::F32;
     if f32s && GpuMatmul::current() == GpuMatmul::Tiled {
-        return gpu_matmul::matmul(a, b, bias, relu);
+        return matmul::matmul(a, b, bias, relu);
     }
     let y = a.clone().matmul(b.clone());
     if !f32s {
@@ -288,7 +288,7 @@ fn col2im(
 #[cfg(test)]
 pub(crate) fn is_channels_last(y: &Tensor<4>) -> bool {
     bridge::float_strided_as(y, y.dtype())
-        .is_some_and(|p| super::channels_last::lies_channels_last(y.dims(), p.meta.strides()))
+        .is_some_and(|p| crate::ops::channels_last::lies_channels_last(y.dims(), p.meta.strides()))
 }
 
 #[cfg(test)]

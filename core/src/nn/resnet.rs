@@ -24,8 +24,8 @@ use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig2d
 use burn::tensor::{Device, Tensor};
 
 use super::Architecture;
-use super::folded_conv::FoldedConv;
-use super::{residual, train_batch_norm, train_conv};
+use crate::ops::conv::{self, FoldedConv};
+use crate::ops::{batch_norm, residual};
 
 /// A convolution without bias (the batch norm after it has one).
 fn conv(from: usize, to: usize, kernel: usize, stride: usize, device: &Device) -> Conv2d {
@@ -96,18 +96,15 @@ impl Block {
 
     fn forward(&self, x: Tensor<4>) -> Tensor<4> {
         let shortcut = match &self.downsample {
-            Some(d) => {
-                train_batch_norm::forward(&d.bn, train_conv::forward(&d.conv, x.clone()), false)
-            }
+            Some(d) => batch_norm::forward(&d.bn, conv::forward(&d.conv, x.clone()), false),
             None => x.clone(),
         };
-        let h = train_batch_norm::forward(&self.bn1, train_conv::forward(&self.conv1, x), true);
+        let h = batch_norm::forward(&self.bn1, conv::forward(&self.conv1, x), true);
         // A bottleneck's second convolution is followed by a ReLU, a basic block's not.
         let bottleneck = self.conv3.is_some();
-        let mut h =
-            train_batch_norm::forward(&self.bn2, train_conv::forward(&self.conv2, h), bottleneck);
+        let mut h = batch_norm::forward(&self.bn2, conv::forward(&self.conv2, h), bottleneck);
         if let (Some(conv3), Some(bn3)) = (&self.conv3, &self.bn3) {
-            h = train_batch_norm::forward(bn3, train_conv::forward(conv3, h), false);
+            h = batch_norm::forward(bn3, conv::forward(conv3, h), false);
         }
         residual::relu_of_sum(h, shortcut)
     }
@@ -198,9 +195,9 @@ impl ResNet {
     pub fn features(&self, x: Tensor<2>) -> Tensor<2> {
         let batch = x.dims()[0];
         let mut x = x.reshape([batch, self.channels, self.height, self.width]);
-        x = self.maxpool.forward(train_batch_norm::forward(
+        x = self.maxpool.forward(batch_norm::forward(
             &self.bn1,
-            train_conv::forward(&self.conv1, x),
+            conv::forward(&self.conv1, x),
             true,
         ));
         for block in self.blocks() {
@@ -211,7 +208,7 @@ impl ResNet {
 
     /// `[B, C*H*W]` -> `[B, classes]`.
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
-        super::mixed_precision::linear(&self.fc, self.features(x))
+        crate::ops::mixed_precision::linear(&self.fc, self.features(x))
     }
 }
 
@@ -231,7 +228,7 @@ pub struct Folded<'a> {
 
 impl ResNet {
     /// `None` where a layer does not fold (none of these networks').
-    pub(super) fn folded(&self, how: super::GpuConv) -> Option<Folded<'_>> {
+    pub(super) fn folded(&self, how: conv::GpuConv) -> Option<Folded<'_>> {
         let fold = |conv: &Conv2d, bn: &BatchNorm| FoldedConv::new(conv, bn, how);
         let blocks = self
             .blocks()

@@ -1,0 +1,186 @@
+//! The paper's networks: the MLP for MNIST-like data, the 6-layer CNN for CIFAR and
+//! ResNet-18 ([`resnet`]) for larger images (its Clothing1M network), and torchvision's
+//! ResNet-34 and -50 to fine-tune from pretrained weights ([`pretrained`]).
+//!
+//! Each takes a batch of flattened samples `[B, C*H*W]` (the layout the training set is
+//! kept in on the device) and returns logits `[B, classes]`; the CNN and the ResNets
+//! reshape to `[B, C, H, W]` themselves, so the training loop never needs to know which
+//! one it runs. One file per network ([`mlp`], [`cnn`], [`resnet`]) says which layers it
+//! has; how a layer runs on each device and in each precision is an op's business
+//! ([`crate::ops`]). [`Classifier`] is any one of them, [`Networks`] the one or two a
+//! method trains; [`scorer`] is their eval-mode pass over the whole training set.
+
+use burn::module::Module;
+use burn::tensor::{Device, FloatDType, Tensor};
+use serde::{Deserialize, Serialize};
+
+use crate::precision::Precision;
+
+mod cnn;
+pub mod image_input;
+mod mlp;
+pub mod pretrained;
+pub mod resnet;
+mod scorer;
+pub(crate) mod torch_names;
+
+pub use cnn::{Cnn, ConvBlock};
+pub use mlp::Mlp;
+pub use resnet::ResNet;
+pub use scorer::Scorer;
+
+/// Which network to build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Architecture {
+    /// 784 -> 256 (ReLU) -> classes.
+    Mlp,
+    /// conv64-conv64-pool, conv128-conv128-pool, conv196-conv16-pool, linear; BN + ReLU.
+    Cnn,
+    /// torchvision's ResNet-18, for larger images.
+    #[serde(rename = "resnet18")]
+    ResNet18,
+    /// torchvision's ResNet-34.
+    #[serde(rename = "resnet34")]
+    ResNet34,
+    /// torchvision's ResNet-50 (bottleneck blocks).
+    #[serde(rename = "resnet50")]
+    ResNet50,
+}
+
+impl Architecture {
+    pub const ALL: [Architecture; 5] = [
+        Architecture::Mlp,
+        Architecture::Cnn,
+        Architecture::ResNet18,
+        Architecture::ResNet34,
+        Architecture::ResNet50,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Architecture::Mlp => "mlp",
+            Architecture::Cnn => "cnn",
+            Architecture::ResNet18 => "resnet18",
+            Architecture::ResNet34 => "resnet34",
+            Architecture::ResNet50 => "resnet50",
+        }
+    }
+
+    /// One of torchvision's ResNets (the networks pretrained weights exist for).
+    pub fn is_resnet(self) -> bool {
+        matches!(
+            self,
+            Architecture::ResNet18 | Architecture::ResNet34 | Architecture::ResNet50
+        )
+    }
+}
+
+/// Any of the networks behind one forward.
+#[derive(Module, Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum Classifier {
+    Mlp(Mlp),
+    Cnn(Cnn),
+    ResNet(ResNet),
+}
+
+impl Classifier {
+    /// Build `arch` for samples of `shape` = [C, H, W].
+    pub fn new(arch: Architecture, shape: [usize; 3], classes: usize, device: &Device) -> Self {
+        match arch {
+            Architecture::Mlp => Classifier::Mlp(Mlp::new(shape.iter().product(), classes, device)),
+            Architecture::Cnn => Classifier::Cnn(Cnn::new(shape[0], shape[1], classes, device)),
+            Architecture::ResNet18 | Architecture::ResNet34 | Architecture::ResNet50 => {
+                Classifier::ResNet(ResNet::new(arch, shape, classes, device))
+            }
+        }
+    }
+
+    /// The MLP, when this is one (its graph-free step and scoring pass are [`crate::ops::mlp_step`]).
+    pub(crate) fn as_mlp(&self) -> Option<&Mlp> {
+        match self {
+            Classifier::Mlp(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// `[B, C*H*W]` -> the pooled features before a ResNet's classifier, `[B, 512]`
+    /// (`[B, 2048]` for ResNet-50); `None` for the other networks.
+    pub fn features(&self, x: Tensor<2>) -> Option<Tensor<2>> {
+        match self {
+            Classifier::ResNet(m) => Some(m.features(x)),
+            _ => None,
+        }
+    }
+
+    /// `[B, C*H*W]` -> logits `[B, classes]`.
+    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        match self {
+            Classifier::Mlp(m) => m.forward(x),
+            Classifier::Cnn(m) => m.forward(x),
+            Classifier::ResNet(m) => m.forward(x),
+        }
+    }
+}
+
+/// The networks a method trains side by side: one, or two for the co-training methods.
+///
+/// One module, so one optimiser steps them all: Adam's state is per parameter, so that
+/// is the same as one Adam per network (Co-teaching) or one over both (JoCoR).
+#[derive(Module, Debug)]
+pub struct Networks {
+    nets: Vec<Classifier>,
+}
+
+impl Networks {
+    /// `count` networks of `arch`, each initialised with fresh random weights.
+    pub fn new(
+        count: usize,
+        arch: Architecture,
+        shape: [usize; 3],
+        classes: usize,
+        device: &Device,
+    ) -> Self {
+        Self {
+            nets: (0..count)
+                .map(|_| Classifier::new(arch, shape, classes, device))
+                .collect(),
+        }
+    }
+
+    /// `[B, C*H*W]` -> each network's logits `[B, classes]`.
+    pub fn forward(&self, x: Tensor<2>) -> Vec<Tensor<2>> {
+        self.nets.iter().map(|n| n.forward(x.clone())).collect()
+    }
+
+    /// [`Networks::forward`] of a training step in `precision`: the input cast to its
+    /// 16-bit type, each layer in that type (batch norms in f32), the logits cast back to
+    /// f32 for the loss ([`crate::precision`]).
+    pub fn forward_in(&self, x: Tensor<2>, precision: Precision) -> Vec<Tensor<2>> {
+        let Some(low) = precision.low() else {
+            return self.forward(x);
+        };
+        self.forward(x.cast(low))
+            .into_iter()
+            .map(|logits| logits.cast(FloatDType::F32))
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.nets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nets.is_empty()
+    }
+
+    /// The first network: the one a single-network method trains.
+    pub fn first(&self) -> &Classifier {
+        &self.nets[0]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Classifier> {
+        self.nets.iter()
+    }
+}
