@@ -13,7 +13,7 @@
 #   4. the MLP on 60,000 28x28 grey images (Fashion-MNIST's shape);
 #   5. when TILED=1, the CNN and ResNet-18 again with their convolutions as taks's tiled
 #      matmul, the patches computed as they are loaded (`TAKS_GPU_MATMUL=tiled`,
-#      core/src/model/implicit_conv.rs), without PyTorch: whether it beats im2col and
+#      core/src/ops/conv/implicit.rs), without PyTorch: whether it beats im2col and
 #      cubecl's WGSL matmul on this card;
 #   6. when TAKS_SPIRV names a `--features native-shaders` build (burn's SPIR-V
 #      compiler), its driver check alone (`taks probe-spirv`, at most 30 s), then the MLP

@@ -5,7 +5,7 @@ Needs PyTorch, torchvision, safetensors and numpy (run by hand; the tests do not
 
   scripts/torchvision-parity.py --fixture core/tests/fixtures/resnet-parity
       Writes PyTorch's eval-mode logits for weights and inputs made by a formula that
-      the Rust test (the tests of core/src/model/pretrained.rs) computes too, so the test checks parity
+      the Rust test (the tests of core/src/nn/pretrained.rs) computes too, so the test checks parity
       without PyTorch. See `formula` below.
 
   TAKS=path/to/taks scripts/torchvision-parity.py [--images 8] [--timing 10000]

@@ -110,8 +110,6 @@ impl TrainConfig {
         }
     }
 
-    /// How many of n samples an epoch trains on: k = floor(n k_ratio) for TAkS and its
-    /// ablations, int(n (1 - tau)) for ITLM, all n for the others.
     /// [`TrainConfig::k`] for a training set of `n`, as an error when it selects
     /// nothing (checked before any work starts).
     pub fn checked_k(&self, n: usize) -> Result<usize> {
@@ -124,6 +122,10 @@ impl TrainConfig {
         }
     }
 
+    /// How many of n samples an epoch trains on (the method's [`methods::EpochSize`]):
+    /// the paper's k = floor(n k_ratio) for TAkS and its ablations, int(n (1 - tau)) for
+    /// ITLM, and all n for the methods that train on every sample (Standard, F-correction)
+    /// or choose inside each batch (Co-teaching and the others), which have no k-set.
     pub fn k(&self, n: usize) -> usize {
         methods::epoch_size(self.method, n, self.k_ratio, self.forget_rate)
     }

@@ -12,9 +12,10 @@
 //! values); each batch and each scoring block is gathered, scaled and standardised there
 //! and uploaded on its own, so memory grows with n only through per-sample scalars
 //! (labels, risks) and the sample store itself. The labels live on the device, and the
-//! label-precision counts of the samples each network trained on are summed there.
+//! label-precision counts of the samples each network selected (for Co-teaching and
+//! Co-teaching+, those the other network trained on) are summed there.
 //!
-//! [`Trainer::step`] is `async` and reads only through `*_async` calls, because the
+//! [`Trainer::run_epoch`] is `async` and reads only through `*_async` calls, because the
 //! browser's WebGPU cannot block; natively it is driven by a trivial `block_on`.
 
 use burn::module::Module;
@@ -298,7 +299,7 @@ impl Trainer {
     }
 
     /// Run one epoch and return its measurements.
-    pub async fn step(&mut self) -> Result<EpochMetrics> {
+    pub async fn run_epoch(&mut self) -> Result<EpochMetrics> {
         self.prepare().await?;
         let e = self.epoch; // 0-based inside, 1-based in every output
         let (lr, beta_1) = schedule(

@@ -26,7 +26,7 @@ fn run(method: Method, epochs: usize) -> Vec<EpochMetrics> {
     let mut t = trainer(method, epochs);
     let mut history = Vec::new();
     while !t.is_done() {
-        history.push(pollster::block_on(t.step()).unwrap());
+        history.push(pollster::block_on(t.run_epoch()).unwrap());
     }
     eprintln!("{}: {:?}", method.name(), summarize(&history).unwrap());
     history
@@ -126,7 +126,7 @@ fn f_correction_estimates_the_symmetric_transition() {
         "only {dominant} rows put most mass on their class: {:?}",
         p.transition
     );
-    let m = pollster::block_on(t.step()).unwrap();
+    let m = pollster::block_on(t.run_epoch()).unwrap();
     assert!(m.test_accuracy > 0.5, "{}", m.test_accuracy);
     assert!(!t.needs_preparation());
 }

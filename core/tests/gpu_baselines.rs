@@ -28,7 +28,7 @@ fn run(method: Method, device: &Device) -> Vec<EpochMetrics> {
     let mut trainer = Trainer::new(config, split, device).unwrap();
     let mut history = Vec::new();
     while !trainer.is_done() {
-        history.push(pollster::block_on(trainer.step()).unwrap());
+        history.push(pollster::block_on(trainer.run_epoch()).unwrap());
     }
     history
 }

@@ -57,7 +57,7 @@ fn resumes_exactly(precision: Precision) {
         start.state["loss_scale"]["scale"] = serde_json::json!(2f32.powi(21));
         straight.restore(start, path).unwrap();
     }
-    let history = vec![pollster::block_on(straight.step()).unwrap()];
+    let history = vec![pollster::block_on(straight.run_epoch()).unwrap()];
     let saved = pollster::block_on(straight.checkpoint(&history)).unwrap();
     let bytes = saved.encode();
     let scale = saved.state.get("loss_scale").cloned();
@@ -84,8 +84,8 @@ fn resumes_exactly(precision: Precision) {
         );
     }
 
-    let mut expected = pollster::block_on(straight.step()).unwrap();
-    let mut got = pollster::block_on(resumed.step()).unwrap();
+    let mut expected = pollster::block_on(straight.run_epoch()).unwrap();
+    let mut got = pollster::block_on(resumed.run_epoch()).unwrap();
     (expected.epoch_seconds, got.epoch_seconds) = (0.0, 0.0);
     assert_eq!(format!("{got:?}"), format!("{expected:?}"));
 }

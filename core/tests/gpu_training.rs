@@ -33,7 +33,7 @@ fn run(device: &Device) -> (Engine, Vec<(EpochMetrics, Vec<u32>)>) {
     while !trainer.is_done() {
         let selected =
             pollster::block_on(trainer.selector().unwrap().current_indices_host()).unwrap();
-        let metrics = pollster::block_on(trainer.step()).unwrap();
+        let metrics = pollster::block_on(trainer.run_epoch()).unwrap();
         epochs.push((metrics, selected));
     }
     (engine, epochs)

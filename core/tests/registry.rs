@@ -37,7 +37,7 @@ fn every_registered_method_trains_an_epoch_and_resumes() {
         let mut t = trainer(method);
         assert_eq!(t.selector().is_some(), spec.selects, "{method}");
         assert_eq!(t.networks().len(), spec.networks, "{method}");
-        let first = pollster::block_on(t.step()).unwrap();
+        let first = pollster::block_on(t.run_epoch()).unwrap();
         eprintln!("{method}: {first:?}");
         assert_eq!(first.epoch, 1);
         assert!(
@@ -64,11 +64,11 @@ fn every_registered_method_trains_an_epoch_and_resumes() {
         // The rule's own state goes through the checkpoint: a resumed run's second epoch
         // is the uninterrupted run's.
         let saved = pollster::block_on(t.checkpoint(std::slice::from_ref(&first))).unwrap();
-        let straight = pollster::block_on(t.step()).unwrap();
+        let straight = pollster::block_on(t.run_epoch()).unwrap();
         let mut resumed = trainer(method);
         let path = std::path::Path::new("registry-test.safetensors");
         resumed.restore(saved, path).unwrap();
-        let again = pollster::block_on(resumed.step()).unwrap();
+        let again = pollster::block_on(resumed.run_epoch()).unwrap();
         assert_eq!(
             (again.train_loss, again.test_accuracy, again.label_precision),
             (

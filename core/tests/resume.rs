@@ -62,11 +62,11 @@ fn resumed_runs_equal_uninterrupted_ones() {
         let mut straight = trainer(config(method));
         let mut expected = Vec::new();
         while !straight.is_done() {
-            expected.push(pollster::block_on(straight.step()).unwrap());
+            expected.push(pollster::block_on(straight.run_epoch()).unwrap());
         }
 
         let mut first = trainer(config(method));
-        let mut history = vec![pollster::block_on(first.step()).unwrap()];
+        let mut history = vec![pollster::block_on(first.run_epoch()).unwrap()];
         let bytes = pollster::block_on(first.checkpoint(&history))
             .unwrap()
             .encode();
@@ -78,7 +78,7 @@ fn resumed_runs_equal_uninterrupted_ones() {
         assert_eq!(bits(&restored), bits(&history), "{}", method.name());
         assert_eq!(resumed.epoch(), 1);
         while !resumed.is_done() {
-            history.push(pollster::block_on(resumed.step()).unwrap());
+            history.push(pollster::block_on(resumed.run_epoch()).unwrap());
         }
         assert_eq!(
             bits(&without_time(history)),
@@ -92,7 +92,7 @@ fn resumed_runs_equal_uninterrupted_ones() {
 fn a_checkpoint_of_other_settings_is_refused() {
     let path = Path::new("run/checkpoint.safetensors");
     let mut t = trainer(config(Method::TAKS));
-    let history = vec![pollster::block_on(t.step()).unwrap()];
+    let history = vec![pollster::block_on(t.run_epoch()).unwrap()];
     let bytes = pollster::block_on(t.checkpoint(&history)).unwrap().encode();
 
     let mut other = config(Method::TAKS);

@@ -17,7 +17,7 @@ fn run(method: Method, epochs: usize) -> Vec<EpochMetrics> {
     let mut trainer = Trainer::new(config, split, &Device::flex()).unwrap();
     let mut history = Vec::new();
     while !trainer.is_done() {
-        history.push(pollster::block_on(trainer.step()).unwrap());
+        history.push(pollster::block_on(trainer.run_epoch()).unwrap());
     }
     history
 }

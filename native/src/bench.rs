@@ -148,7 +148,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             let mut first = f64::NAN;
             let mut accuracy = f64::NAN;
             while !trainer.is_done() {
-                let m = pollster::block_on(trainer.step())?;
+                let m = pollster::block_on(trainer.run_epoch())?;
                 accuracy = m.test_accuracy;
                 if m.epoch == 1 {
                     first = m.epoch_seconds;

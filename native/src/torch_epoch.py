@@ -37,7 +37,7 @@ import torch.nn.functional as F
 
 
 def network(model: str, shape: tuple, classes: int) -> torch.nn.Module:
-    """taks's networks (core/src/model.rs, core/src/model/resnet.rs) in PyTorch."""
+    """taks's networks (core/src/nn/mlp.rs, core/src/nn/cnn.rs, core/src/nn/resnet.rs) in PyTorch."""
     channels, height, width = shape
     if model == "mlp":
         return torch.nn.Sequential(

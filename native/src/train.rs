@@ -331,7 +331,7 @@ pub fn train_into(
             // One write per row, so a kill never leaves part of one.
             f.write_all(format!("{epoch},{}\n", list.join(" ")).as_bytes())?;
         }
-        let m = pollster::block_on(trainer.step()).with_context(|| {
+        let m = pollster::block_on(trainer.run_epoch()).with_context(|| {
             format!(
                 "epoch {epoch} failed; the {} finished epochs are in {}",
                 epoch - 1,

@@ -189,7 +189,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
             )?;
             let mut history = Vec::new();
             while !trainer.is_done() {
-                history.push(pollster::block_on(trainer.step())?);
+                history.push(pollster::block_on(trainer.run_epoch())?);
                 if let Some(bar) = &bar {
                     bar.inc(1);
                 }

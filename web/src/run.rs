@@ -2,7 +2,7 @@
 //!
 //! The page's settings arrive as JSON and become a core `TrainConfig` on the bundled
 //! MNIST digits, starting from the paper's values. Every epoch is one
-//! `Trainer::step`, returned as a promise of the core's `EpochMetrics` in JSON; what the
+//! `Trainer::run_epoch`, returned as a promise of the core's `EpochMetrics` in JSON; what the
 //! page draws beyond that (the selected set, the cumulative noise-risk, one sample's
 //! history) comes from the core's selection [`Trail`], recorded after every step. Side
 //! by side means two `Run`s on the shared device.
@@ -193,7 +193,7 @@ impl Run {
             let mut trainer = take(&cell)?;
             let result = async {
                 start_trail(&trainer, &trail).await?;
-                let metrics = trainer.step().await?;
+                let metrics = trainer.run_epoch().await?;
                 if let Some(selector) = trainer.selector() {
                     // Read first, then hold the trail only for the push: the page may
                     // ask for a sample while the device read is pending.

@@ -248,7 +248,7 @@ pub async fn run(
             device,
         )?;
         while !probe.is_done() {
-            let m = probe.step().await?;
+            let m = probe.run_epoch().await?;
             report(Stage::Probe(fold), &m);
             probe_history.push(m);
         }
@@ -279,7 +279,7 @@ pub async fn run(
         for i in selector.current_indices_host().await? {
             selected_epochs[i as usize] += 1;
         }
-        let m = taks.step().await?;
+        let m = taks.run_epoch().await?;
         report(Stage::Selection, &m);
         history.push(m);
     }

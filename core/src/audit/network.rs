@@ -210,9 +210,9 @@ async fn seconds_per_sample_epoch(
         },
         device,
     )?;
-    run.step().await?;
+    run.run_epoch().await?;
     let started = Instant::now();
-    run.step().await?;
+    run.run_epoch().await?;
     let seconds = started.elapsed().as_secs_f64();
     if !seconds.is_finite() {
         return Err(Error::Config("the timing clock failed".into()));

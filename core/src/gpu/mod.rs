@@ -6,10 +6,10 @@
 //!
 //! Each kernel's launcher lives beside its CPU twin, in the folder of its concept:
 //! `selection/gpu_noise_risk.rs` and `selection/gpu_select.rs` (the paper's noise risk
-//! and k-set, twins of `selection/cpu_reference.rs`), `optim/adam_gpu.rs` (twin of
-//! `optim/adam_cpu.rs`), `model/gpu_layers.rs` and `model/mlp_gpu.rs` (twin of
-//! `model/mlp_cpu.rs`), `model/im2col.rs`, `model/gpu_batch_norm.rs` (a training step's
-//! batch norm; its CPU twin is burn's own), `methods/gpu_cross_entropy.rs` (each sample's
+//! and k-set, twins of `selection/cpu_reference.rs`), `ops/adam/gpu.rs` (twin of
+//! `ops/adam/cpu.rs`), `ops/layer_kernels.rs` and `ops/mlp_step/gpu.rs` (twin of
+//! `ops/mlp_step/cpu.rs`), `ops/conv/im2col.rs`, `ops/batch_norm/kernels.rs` (a training step's
+//! batch norm; its CPU twin is burn's own), `ops/cross_entropy.rs` (each sample's
 //! loss, beside its CPU twin, burn's composition).
 //!
 //! Why our own kernels: with the model on the GPU, reading all n logits back each epoch to

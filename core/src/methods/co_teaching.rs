@@ -23,6 +23,9 @@ pub(super) struct CoTeaching;
 
 /// The exchange on per-sample losses `ce1`, `ce2` `[B]` with `keep` samples each:
 /// (network 1's loss + network 2's loss, [network 1's picks, network 2's picks]).
+/// Network 1 trains on network 2's picks and network 2 on network 1's; the picks stay in
+/// the order of the network that chose them, as the authors' `ind_1_update` and
+/// `ind_2_update` do, so a network's label precision is that of its own choice.
 pub(super) fn exchange(ce1: Tensor<1>, ce2: Tensor<1>, keep: usize) -> (Tensor<1>, [Tensor<1>; 2]) {
     let picks_1 = small_loss::smallest(ce1.clone(), keep);
     let picks_2 = small_loss::smallest(ce2.clone(), keep);

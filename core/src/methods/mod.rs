@@ -43,8 +43,9 @@ pub fn forget_rate(tau: f64, epoch: usize) -> f64 {
     tau * epoch.min(9) as f64 / 9.0
 }
 
-/// Samples kept out of `batch` at forget rate `r`: `int((1 - r) * batch)`, or the whole
-/// batch when that is 0 (as the authors' Co-teaching does).
+/// Samples of `batch` kept (remembered, the authors' name) at forget rate `r`:
+/// `int((1 - r) * batch)`, or the whole batch when that is 0 (as the authors'
+/// Co-teaching does).
 pub fn num_remember(batch: usize, r: f64) -> usize {
     match ((1.0 - r) * batch as f64) as usize {
         0 => batch,

@@ -78,8 +78,11 @@ pub struct Batch {
     /// loss: their parameters are disjoint, so one backward pass gives each network the
     /// gradient of its own loss, exactly as two separate backward passes would.
     pub loss: Tensor<1>,
-    /// Per network, an f32 `[B]` mask of the samples whose loss updated it (the set label
-    /// precision is measured on); `None` when every sample of the batch did.
+    /// Per network, an f32 `[B]` mask of the samples it selected, the set its label
+    /// precision is measured on: for most rules those whose loss updated it; for
+    /// Co-teaching and Co-teaching+ its small-loss picks, which updated the other network
+    /// (as the authors count it). `None` when every sample of the batch updated every
+    /// network.
     pub picked: Option<Vec<Tensor<1>>>,
     /// f32 `[1]`, 0.0 when this batch must leave weights and optimiser state untouched
     /// (Decouple with no disagreement). Decided on the device, so it costs no read.

@@ -30,7 +30,7 @@ impl CpuEngine {
         &mut self,
         logits: &[f32],
         classes: usize,
-        rule: &Params,
+        params: &Params,
         epoch: u32,
     ) -> Result<(Update, Option<Vec<u32>>)> {
         let theta = cpu_reference::noise_risk(logits, classes, &self.noisy_labels);
@@ -43,16 +43,16 @@ impl CpuEngine {
             .iter_mut()
             .zip(&theta)
             .for_each(|(l, t)| *l += t);
-        let hindsight_risk = cpu_reference::k_smallest(&self.cumulative, rule.k)
+        let hindsight_risk = cpu_reference::k_smallest(&self.cumulative, params.k)
             .iter()
             .map(|&i| self.cumulative[i as usize] as f64)
             .sum();
-        let next = match rule.objective {
-            Objective::LatestRisk => Some(cpu_reference::k_smallest(&theta, rule.k)),
+        let next = match params.objective {
+            Objective::LatestRisk => Some(cpu_reference::k_smallest(&theta, params.k)),
             Objective::Perturbed { eta } => {
                 let objective =
-                    cpu_reference::fpl_objective(&self.cumulative, eta as f32, rule.seed, epoch);
-                Some(cpu_reference::k_smallest(&objective, rule.k))
+                    cpu_reference::fpl_objective(&self.cumulative, eta as f32, params.seed, epoch);
+                Some(cpu_reference::k_smallest(&objective, params.k))
             }
         };
         if let Some(next) = &next {

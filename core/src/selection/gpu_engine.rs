@@ -44,22 +44,22 @@ impl GpuEngine {
     pub(super) async fn update(
         &mut self,
         logits: Tensor<2>,
-        rule: &Params,
+        selection: &Params,
         epoch: u32,
     ) -> Result<(Update, Option<Tensor<1, Int>>)> {
-        let (mode, eta) = match rule.objective {
+        let (mode, eta) = match selection.objective {
             Objective::LatestRisk => (RiskMode::Greedy, 0.0),
             Objective::Perturbed { eta } => (RiskMode::Taks, eta as f32),
         };
         let params = RiskParams {
-            seed: rule.seed,
+            seed: selection.seed,
             epoch,
             eta,
             mode,
         };
         let risk = noise_risk_objective(&logits, &self.labels, &self.cumulative, params)
             .ok_or_else(|| Error::Device("the WGSL kernels need a wgpu device".into()))?;
-        let hindsight = select_k_smallest(&risk.cumulative, rule.k).expect("on wgpu");
+        let hindsight = select_k_smallest(&risk.cumulative, selection.k).expect("on wgpu");
         let scalars = Tensor::cat(
             vec![
                 (risk.theta.clone() * self.mask.clone()).sum(),
@@ -69,7 +69,7 @@ impl GpuEngine {
             0,
         );
         self.cumulative = risk.cumulative;
-        let next = Some(select_k_smallest(&risk.objective, rule.k).expect("on wgpu"));
+        let next = Some(select_k_smallest(&risk.objective, selection.k).expect("on wgpu"));
         let values = read_floats(scalars, "selection results").await?;
         let update = Update {
             selection_risk: values[0] as f64,

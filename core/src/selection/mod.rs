@@ -76,7 +76,7 @@ enum State {
 
 /// The selection state of one run.
 pub struct Selector {
-    rule: Params,
+    params: Params,
     state: State,
     /// The current k-set as device indices, for gathering batches.
     current_device: Tensor<1, Int>,
@@ -123,7 +123,7 @@ impl Selector {
             None => State::Cpu(cpu_engine::CpuEngine::new(labels, first)),
         };
         Ok(Self {
-            rule: Params {
+            params: Params {
                 objective,
                 k,
                 seed: seed as u32,
@@ -144,24 +144,24 @@ impl Selector {
 
     /// What ranks the samples (TAkS's eta, or the latest risk alone).
     pub fn objective(&self) -> Objective {
-        self.rule.objective
+        self.params.objective
     }
 
     /// The values the set chosen after epoch `epoch` (1-based) was the k smallest of:
     /// L_t + eta r_t from the cumulative risk L_t, or the latest risk theta_t. On the
     /// host, with the draws the engines use, for showing why a sample was (not) chosen.
     pub fn ranked_values(&self, cumulative: &[f32], latest: &[f32], epoch: usize) -> Vec<f32> {
-        match self.rule.objective {
+        match self.params.objective {
             Objective::LatestRisk => latest.to_vec(),
             Objective::Perturbed { eta } => {
-                cpu_reference::fpl_objective(cumulative, eta as f32, self.rule.seed, epoch as u32)
+                cpu_reference::fpl_objective(cumulative, eta as f32, self.params.seed, epoch as u32)
             }
         }
     }
 
     /// The size k of every selected set.
     pub fn k(&self) -> usize {
-        self.rule.k
+        self.params.k
     }
 
     /// Size of the set the next epoch trains on.
@@ -220,14 +220,14 @@ impl Selector {
                     "scoring must cover every training sample"
                 );
                 let logits = read_floats(logits, "logits").await?;
-                let (update, next) = host.update(&logits, classes, &self.rule, epoch as u32)?;
+                let (update, next) = host.update(&logits, classes, &self.params, epoch as u32)?;
                 if let Some(next) = next {
                     self.current_device = indices_tensor(&next, &self.device);
                 }
                 update
             }
             State::Gpu(engine) => {
-                let (update, next) = engine.update(logits, &self.rule, epoch as u32).await?;
+                let (update, next) = engine.update(logits, &self.params, epoch as u32).await?;
                 if let Some(next) = next {
                     self.current_device = next;
                 }
@@ -270,7 +270,7 @@ pub async fn k_smallest_indices(values: Tensor<1>, k: usize) -> Result<Tensor<1,
         return Ok(selection.indices);
     }
     let device = values.device();
-    let host = read_floats(values, "losses").await?;
+    let host = read_floats(values, "the values to select from").await?;
     Ok(indices_tensor(
         &cpu_reference::k_smallest(&host, k),
         &device,

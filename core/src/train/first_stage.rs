@@ -37,7 +37,7 @@ impl Trainer {
     /// Run what must happen before the first epoch: the rule's first stage, if it has
     /// one ([`crate::methods::FirstStage`]: F-correction trains Standard on 80% of the noisy
     /// training set, keeps the epoch with the best noisy validation accuracy and
-    /// estimates T). [`Trainer::step`] calls it when needed; call it first to report it
+    /// estimates T). [`Trainer::run_epoch`] calls it when needed; call it first to report it
     /// separately.
     pub async fn prepare(&mut self) -> Result<()> {
         let Some((split, labels)) = self.stage_one.take() else {
@@ -50,7 +50,7 @@ impl Trainer {
         let (mut best_accuracy, mut best_epoch, mut best) = (-1.0, 0, stage.networks());
         while !stage.is_done() {
             // Boxed: a Trainer's step awaiting another Trainer's step is a recursive future.
-            let m = Box::pin(stage.step()).await?;
+            let m = Box::pin(stage.run_epoch()).await?;
             // `<=` as the authors' code: a later epoch wins a tie.
             if best_accuracy <= m.test_accuracy {
                 (best_accuracy, best_epoch, best) = (m.test_accuracy, m.epoch, stage.networks());

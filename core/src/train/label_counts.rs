@@ -1,12 +1,15 @@
 //! Label precision and recall of an epoch, from the counts the epoch summed on the
-//! device: per network, the clean samples among those whose loss updated it, and how
-//! many those were.
+//! device: per network, the clean samples among those it selected (those whose loss
+//! updated it; for Co-teaching and Co-teaching+ its small-loss picks, which updated the
+//! other network, as the authors count them), and how many those were.
 
 /// `(precision, recall)` from `counts` = `[clean picked per network..., picked per
 /// network...]` and the number of clean samples in the training set. Precision is the
-/// mean over the networks that trained on something (a network that trained on nothing
-/// this epoch, Decouple's once the two agree everywhere, has none; with none left it is
-/// NaN); recall the mean share of all clean samples each network trained on.
+/// mean over the networks that selected something (a network that selected nothing this
+/// epoch, Decouple's once the two agree everywhere, has none; with none left it is NaN);
+/// recall the mean share of all clean samples each network selected. Both are means over
+/// the networks, so for Co-teaching they are also the means over the sets each network
+/// trained on.
 pub(super) fn label_precision_recall(counts: &[f32], clean_total: usize) -> (f64, f64) {
     let nets = counts.len() / 2;
     let clean_total = clean_total.max(1) as f64;
