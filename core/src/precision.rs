@@ -18,10 +18,10 @@
 //!   f32 exactly as an f32 run does.
 //!
 //! What runs in 16 bits: the linear layers (burn's matmul; the MLP's step without a
-//! graph on a wgpu device, `model::mlp_gpu`, with its kernels' f16 variants), the
+//! graph on a wgpu device, `ops::mlp_step::gpu`, with its kernels' f16 variants), the
 //! convolutions (on a wgpu device taks's im2col and col2im in f16 around burn's f16
 //! matmul, or burn's direct f16 kernels where timing finds those faster:
-//! `model::train_conv`) and the activations between them.
+//! `ops::conv::train`) and the activations between them.
 //!
 //! f16's range stops at 65,504 and its smallest normal is 6.1e-5, so small gradients
 //! would flush to zero: an f16 step scales its loss up first ([`crate::train::LossScale`]).

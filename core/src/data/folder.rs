@@ -30,7 +30,7 @@ pub enum Preparation {
     /// Resized to the run's input and standardised per channel with the training split's
     /// mean and deviation.
     Fitted,
-    /// What pretrained weights expect (`model::pretrained::PREPROCESSING`): torchvision's
+    /// What pretrained weights expect (`nn::pretrained::PREPROCESSING`): torchvision's
     /// resize and centre crop, standardised with ImageNet's mean and deviation.
     ImageNet,
 }

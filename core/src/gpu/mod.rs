@@ -4,13 +4,10 @@
 //! itself ([`direct`], which also starts the device), counting launches ([`launches`])
 //! and where autotune results are kept ([`tuning_cache`]).
 //!
-//! Each kernel's launcher lives beside its CPU twin, in the folder of its concept:
-//! `selection/gpu_noise_risk.rs` and `selection/gpu_select.rs` (the paper's noise risk
-//! and k-set, twins of `selection/cpu_reference.rs`), `ops/adam/gpu.rs` (twin of
-//! `ops/adam/cpu.rs`), `ops/layer_kernels.rs` and `ops/mlp_step/gpu.rs` (twin of
-//! `ops/mlp_step/cpu.rs`), `ops/conv/im2col.rs`, `ops/batch_norm/kernels.rs` (a training step's
-//! batch norm; its CPU twin is burn's own), `ops/cross_entropy.rs` (each sample's
-//! loss, beside its CPU twin, burn's composition).
+//! Each kernel's launcher lives beside its CPU twin: the paper's noise risk and k-set in
+//! `selection/` (`selection/gpu_noise_risk.rs`, `selection/gpu_select.rs`, twins of
+//! `selection/cpu_reference.rs`), every other op in `ops/`, one folder or file per op with
+//! all its variants ([`crate::ops`] lists them).
 //!
 //! Why our own kernels: with the model on the GPU, reading all n logits back each epoch to
 //! score and sort on the CPU would dominate, and a small network's step is bound by

@@ -10,7 +10,7 @@
 //! moves it to the user's cache folder (`~/.cache/cubecl` on Linux, the platform's
 //! equivalent elsewhere) unless a `cubecl.toml` or `burn.toml` names another place.
 //! `CUBECL_AUTOTUNE_CACHE=0` turns the cache off. taks keeps its own convolution
-//! timings in the same folder ([`crate::nn::gpu_conv_store`]).
+//! timings in the same folder ([`crate::ops::conv::timings`]).
 
 /// Keep autotune results in the user's cache folder, and return that folder (`None` when
 /// `CUBECL_AUTOTUNE_CACHE=0` turned the cache off). Call before the first GPU device is

@@ -12,7 +12,7 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Int, Tensor};
 
 /// Cross-entropy of each sample, `[B]`, from logits `[B, C]` and labels `[B]`.
-/// On a wgpu device one kernel each way ([`super::gpu_cross_entropy`]), elsewhere burn's
+/// On a wgpu device one kernel each way ([`crate::ops::cross_entropy`]), elsewhere burn's
 /// log-softmax and gather.
 pub fn cross_entropy(logits: Tensor<2>, labels: &Tensor<1, Int>) -> Tensor<1> {
     crate::ops::cross_entropy::on_gpu(&logits, labels)

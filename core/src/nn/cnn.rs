@@ -91,7 +91,7 @@ mod tests {
 
     /// On lavapipe: a CNN block in a training step on wgpu leaves its convolution's bias
     /// out and folds it into the batch norm's running mean
-    /// (`train_batch_norm::forward_shifted`); its output and running statistics are those
+    /// (`ops::batch_norm::forward_shifted`); its output and running statistics are those
     /// of the same block on flex, where burn adds the bias.
     #[test]
     fn a_conv_block_on_wgpu_folds_its_bias_into_the_running_mean() {

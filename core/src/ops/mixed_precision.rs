@@ -25,9 +25,9 @@ pub(crate) fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
 
 /// `conv(x)` in `low`, the 16-bit type of `x`, by burn's convolution in that type,
 /// without its bias, which comes back apart (f32) for the caller to add or to leave to
-/// the batch norm after it, as the f32 step leaves it (`train_conv::forward_leaving_bias`).
+/// the batch norm after it, as the f32 step leaves it (`conv::train::forward_leaving_bias`).
 /// The training step takes this only where taks's im2col convolution does not run
-/// (`TAKS_GPU_CONV=plain` or `folded`; `train_conv::unbiased` offers im2col first). A
+/// (`TAKS_GPU_CONV=plain` or `folded`; `conv::train::unbiased` offers im2col first). A
 /// layer whose padding is not one of taks's symmetric ones (none of its networks') runs
 /// in f32 between two casts, with its bias.
 pub(crate) fn conv(conv: &Conv2d, x: Tensor<4>, low: FloatDType) -> (Tensor<4>, Option<Tensor<1>>) {

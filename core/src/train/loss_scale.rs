@@ -322,7 +322,7 @@ mod gpu_tests {
     }
 
     /// On lavapipe: the MLP's f16 step with plain cross-entropy (Standard's) is the step
-    /// by hand in f16 (`model::mlp_gpu`), not autodiff's: its three f16 kernels run once
+    /// by hand in f16 (`ops::mlp_step::gpu`), not autodiff's: its three f16 kernels run once
     /// each, no kernel of the generic path does (the per-sample loss), and the only
     /// casts are the two weights' in the first step (the batch arrives in f16, and the
     /// packed Adam reads the weights' f16 gradients as they are); later steps take the

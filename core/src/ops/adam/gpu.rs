@@ -1,4 +1,4 @@
-//! Adam's step on a wgpu device, the GPU twin of `adam_cpu`: the host side of
+//! Adam's step on a wgpu device, the GPU twin of [`super::cpu`]: the host side of
 //! `shaders/adam.wgsl` (one parameter's step as one kernel) and
 //! `shaders/adam_packed.wgsl` (every parameter's step in one kernel).
 //!

@@ -1,4 +1,4 @@
-//! The convolution timings of `gpu_conv.rs` kept between processes.
+//! The convolution timings of [`super::choice`] kept between processes.
 //!
 //! Under `TAKS_GPU_CONV=auto` each process times burn's kernel against im2col and the
 //! implicit convolution for every convolution shape it meets. That is a few forward passes per shape, but on an H100 it
@@ -33,7 +33,7 @@ pub fn keep_in(folder: Option<PathBuf>) {
     }
 }
 
-/// One kept measurement: a convolution's shape (as `gpu_conv.rs` keys it) and the
+/// One kept measurement: a convolution's shape (as [`super::choice`] keys it) and the
 /// seconds of each way.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Kept {
