@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Fuzz the file parsers of crate taks-formats (fuzz/: targets idx, cifar, checkpoint, csv_table, npy)
+# Fuzz the file parsers of crate taks-formats (fuzz/: targets idx, cifar, checkpoint, csv_table,
+# npy, pickle, safetensors, pth, image)
 # with cargo-fuzz and libFuzzer, one target at a time, one process each.
 #
 #     scripts/fuzz.sh [SECONDS] [TARGET...]      (default: 600 s each, every target)
 #
 # Installs cargo-fuzz when it is missing (it needs the nightly toolchain). Each target
-# starts from its committed seeds (fuzz/seeds/TARGET, never written to) and its growing
+# starts from its committed seeds (formats/tests/seeds/TARGET, which the stable
+# toolchain's mutation test, formats/tests/mutations.rs, also reads; never written to) and its growing
 # corpus (fuzz/corpus/TARGET), and runs under -rss_limit_mb=2048 -malloc_limit_mb=512,
 # so an input whose lying header makes a parser allocate hugely counts as a crash like
 # a panic does. Crashing inputs go to fuzz/artifacts/TARGET/, libFuzzer's output to
@@ -20,7 +22,7 @@ unset CARGO_TARGET_DIR
 
 seconds=${1:-600}
 shift || true
-targets=(idx cifar checkpoint csv_table npy)
+targets=(idx cifar checkpoint csv_table npy pickle safetensors pth image)
 [[ $# -eq 0 ]] || targets=("$@")
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || {
     echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]" >&2
@@ -52,7 +54,7 @@ for target in "${targets[@]}"; do
     echo "== $target: fuzzing for $seconds s (log: fuzz/artifacts/logs/$target.log)"
     start=$(date +%s)
     status=0
-    cargo +nightly fuzz run "$target" "corpus/$target" "seeds/$target" -- "${args[@]}" \
+    cargo +nightly fuzz run "$target" "corpus/$target" "../formats/tests/seeds/$target" -- "${args[@]}" \
         >"$log" 2>&1 || status=$?
     elapsed=$(($(date +%s) - start))
     # libFuzzer's final statistics; before them (a crash), its last status line.

@@ -37,7 +37,14 @@ cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 
 # One optimised build serves the binary and every test (burn is unusably slow unoptimised).
+# Among them `formats/tests/mutations.rs`: every reader of a user's file on 10,000 seeded
+# mutations of each committed seed.
 cargo test --release --workspace
+
+# The coverage-guided fuzz targets of those readers (`fuzz/`, run by `scripts/fuzz.sh` on
+# nightly) compiled on this toolchain, so a reader's change that breaks them fails here.
+# Their own workspace, in a folder of the target directory; a minute the first time.
+(cd fuzz && CARGO_TARGET_DIR="$CARGO_TARGET_DIR/fuzz" cargo build --release --locked)
 
 # The GPU tests once more with taks's kernels dispatched through wgpu itself, the route
 # they take where burn compiles to SPIR-V or MSL (`core/src/gpu/direct.rs`). burn's

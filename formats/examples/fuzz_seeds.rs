@@ -1,7 +1,9 @@
-//! Writes the seed corpora of the fuzz targets (`fuzz/`): small valid inputs of every
-//! format, so the fuzzer starts from files that get past the headers.
+//! Writes the seeds of the IDX, CIFAR, checkpoint and NumPy readers' mutation test
+//! (`tests/mutations.rs`) and fuzz targets (`fuzz/`): small valid inputs of each
+//! format, so that mutations start from files that get past the headers. The other
+//! seeds are made by hand (`tests/seeds/README.md`).
 //!
-//!     cargo run -p taks-formats --example fuzz_seeds -- fuzz/seeds
+//!     cargo run -p taks-formats --example fuzz_seeds -- formats/tests/seeds
 //!
 //! The seeds are committed; rerun this only when a format changes.
 

@@ -58,7 +58,17 @@ const NO_CLASS_FOLDERS: &str = "no class folders (expected DATA/<class>/<image f
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Skipped {
     pub id: String,
+    /// One line: a decoder's message may end in or hold line breaks (a cut JPEG's does),
+    /// which [`Skipped::decoding`] folds into spaces.
     pub reason: String,
+}
+
+impl Skipped {
+    /// A file the decoder refused, with the decoder's message as one line.
+    fn decoding(id: String, reason: String) -> Self {
+        let reason = reason.split_whitespace().collect::<Vec<_>>().join(" ");
+        Self { id, reason }
+    }
 }
 
 /// What [`scan`] found.
@@ -121,7 +131,7 @@ pub fn scan(dir: &Path) -> Result<Scan> {
     for ((id, path, label), header) in candidates.into_iter().zip(headers) {
         match header {
             Ok(header) => files.push(header.file(id, path, label, None)),
-            Err(reason) => skipped.push(Skipped { id, reason }),
+            Err(reason) => skipped.push(Skipped::decoding(id, reason)),
         }
     }
     Ok(Scan {
@@ -181,7 +191,7 @@ pub fn scan_memory(entries: Vec<(String, Vec<u8>)>) -> Result<Scan> {
             Ok(header) => {
                 files.push(header.file(id.clone(), PathBuf::from(&id), label, Some(bytes)))
             }
-            Err(reason) => skipped.push(Skipped { id, reason }),
+            Err(reason) => skipped.push(Skipped::decoding(id, reason)),
         }
     }
     Ok(Scan {
@@ -272,10 +282,7 @@ pub fn decode_as(files: Vec<ImageFile>, shape: [usize; 3], fit: Fit) -> Decoded 
                 }
                 kept.push(file);
             }
-            Some(reason) => skipped.push(Skipped {
-                id: file.id,
-                reason,
-            }),
+            Some(reason) => skipped.push(Skipped::decoding(file.id, reason)),
         }
     }
     pixels.truncate(kept.len() * size);

@@ -1,0 +1,464 @@
+//! What every reader of a user's file must do with any bytes at all, one function per
+//! reader: never panic, give errors of one line that name the file, and return only what
+//! holds together (counts that match shapes, labels inside their classes, round trips
+//! that give back the same bits). Shared by the seeded mutation test of this crate
+//! (`tests/mutations.rs`, stable toolchain, every test run) and the coverage-guided fuzz
+//! targets (`fuzz/fuzz_targets/`, nightly, `scripts/fuzz.sh`), so both check the same
+//! properties. Each function panics when a property fails.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+
+use taks_formats::FormatError;
+
+/// An error message fit for a user: one line, naming `path`.
+fn one_line(e: impl std::fmt::Display, path: &str) {
+    let msg = e.to_string();
+    assert!(!msg.contains('\n'), "error on several lines: {msg:?}");
+    assert!(msg.contains(path), "error names no file ({path}): {msg:?}");
+}
+
+pub mod idx {
+    //! Checks of the `idx` reader.
+
+    use super::*;
+    use taks_formats::{FormatError, idx};
+
+    const IMAGES: &str = "fuzz-images.idx";
+    const LABELS: &str = "fuzz-labels.idx";
+
+    fn check_error(e: &FormatError, paths: &[&str]) {
+        let msg = e.to_string();
+        assert!(!msg.contains('\n'), "error on several lines: {msg:?}");
+        assert!(
+            paths.iter().any(|p| msg.contains(p)),
+            "error names no file: {msg:?}"
+        );
+    }
+
+    fn parse(bytes: &[u8], rank: usize, path: &str) -> Option<idx::IdxArray> {
+        match idx::parse(bytes, rank, Path::new(path)) {
+            Ok(array) => {
+                assert_eq!(array.dims.len(), rank);
+                // Accepted bytes are exactly the array written back.
+                assert_eq!(idx::encode(&array.dims, &array.values), bytes);
+                Some(array)
+            }
+            Err(e) => {
+                check_error(&e, &[path]);
+                None
+            }
+        }
+    }
+
+    /// The IDX reader of MNIST-like sets (`taks_formats::idx`). Checks, for any bytes, that:
+    /// - `parse` as rank 1 and as rank 3 never panics, and accepts only bytes that are
+    ///   exactly the header it reports followed by exactly the values its dimensions need;
+    /// - when the input (after its first byte, which gives where to cut) splits into an
+    ///   image array and a label array that both parse, `decode_pair` with 10 classes never
+    ///   panics, and what it returns agrees with them (labels below 10, pixels in [0, 1]);
+    /// - `gunzip_if_gzip` never panics, never returns more than `MAX_DECOMPRESSED` bytes,
+    ///   passes non-gzip bytes through unchanged, and its output goes through `parse` too;
+    /// - every error is one line that names the file.
+    ///
+    /// Run under `-malloc_limit_mb`, an allocation driven by a lying header is a crash too.
+    pub fn check(data: &[u8]) {
+        parse(data, 1, LABELS);
+        parse(data, 3, IMAGES);
+
+        if let Some((&cut, rest)) = data.split_first() {
+            let (images, labels) = rest.split_at((cut as usize).min(rest.len()));
+            if let (Some(img), Some(lab)) = (parse(images, 3, IMAGES), parse(labels, 1, LABELS)) {
+                let n = img.dims[0];
+                match idx::decode_pair(img, lab, 10, Path::new(IMAGES), Path::new(LABELS)) {
+                    Ok((pixels, labels, rows, cols)) => {
+                        assert_eq!(labels.len(), n);
+                        assert_eq!(pixels.len(), n * rows * cols);
+                        assert!(labels.iter().all(|&l| l < 10));
+                        assert!(pixels.iter().all(|p| (0.0..=1.0).contains(p)));
+                    }
+                    Err(e) => check_error(&e, &[IMAGES, LABELS]),
+                }
+            }
+        }
+
+        match idx::gunzip_if_gzip(data.to_vec(), Path::new(IMAGES)) {
+            Ok(out) => {
+                assert!(out.len() <= idx::MAX_DECOMPRESSED);
+                if !data.starts_with(&[0x1f, 0x8b]) {
+                    assert_eq!(out, data);
+                }
+                parse(&out, 1, LABELS);
+                parse(&out, 3, IMAGES);
+            }
+            Err(e) => check_error(&e, &[IMAGES]),
+        }
+    }
+}
+
+pub mod cifar {
+    //! Checks of the `cifar` reader.
+
+    use super::*;
+    use taks_formats::cifar::{self, PIXELS, Variant};
+
+    const PATH: &str = "fuzz_batch.bin";
+    /// Samples already in the outputs before the file is parsed.
+    const BEFORE: usize = 2;
+
+    /// The CIFAR-10 / CIFAR-100 binary reader (`taks_formats::cifar::parse`), with both
+    /// variants. Checks, for any bytes, that `parse` never panics; that on success it
+    /// appended one label below the class count and the 3072 pixel bytes of every record,
+    /// and nothing else; that on failure it left the outputs as they were; and that every
+    /// error is one line naming the file. The outputs start non-empty, so the sample
+    /// index in a label error must count the samples already there.
+    pub fn check(data: &[u8]) {
+        for (variant, label_bytes) in [(Variant::Cifar10, 1), (Variant::Cifar100, 2)] {
+            let mut pixels = vec![7u8; BEFORE * PIXELS];
+            let mut labels = vec![1u32; BEFORE];
+            match cifar::parse(data, variant, Path::new(PATH), &mut pixels, &mut labels) {
+                Ok(()) => {
+                    let record = label_bytes + PIXELS;
+                    assert_eq!(data.len() % record, 0);
+                    let n = data.len() / record;
+                    assert!(n > 0);
+                    assert_eq!(labels.len(), BEFORE + n);
+                    assert_eq!(pixels.len(), (BEFORE + n) * PIXELS);
+                    for (i, rec) in data.chunks_exact(record).enumerate() {
+                        let label = labels[BEFORE + i];
+                        assert_eq!(label, rec[label_bytes - 1] as u32);
+                        assert!((label as usize) < variant.classes());
+                        let at = (BEFORE + i) * PIXELS;
+                        assert_eq!(&pixels[at..at + PIXELS], &rec[label_bytes..]);
+                    }
+                }
+                Err(e) => {
+                    assert_eq!(
+                        labels,
+                        vec![1u32; BEFORE],
+                        "labels changed by a failed parse"
+                    );
+                    assert_eq!(
+                        pixels.len(),
+                        BEFORE * PIXELS,
+                        "pixels changed by a failed parse"
+                    );
+                    let msg = e.to_string();
+                    assert!(
+                        !msg.contains('\n') && msg.contains(PATH),
+                        "bad error: {msg:?}"
+                    );
+                    if let taks_formats::FormatError::LabelOutOfRange { index, .. } = e {
+                        assert!(
+                            index >= BEFORE,
+                            "sample index {index} ignores earlier samples"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub mod checkpoint {
+    //! Checks of the `checkpoint` reader.
+
+    use super::*;
+    use taks_formats::checkpoint::{Checkpoint, Values};
+
+    const PATH: &str = "fuzz/checkpoint.safetensors";
+
+    fn check_error(e: &FormatError) {
+        let msg = e.to_string();
+        assert!(
+            !msg.contains('\n') && msg.contains(PATH),
+            "bad error: {msg:?}"
+        );
+    }
+
+    /// Values as bits, so that equality is exact for every f32.
+    fn bits(values: &Values) -> (bool, Vec<u32>) {
+        match values {
+            Values::F32(v) => (true, v.iter().map(|x| x.to_bits()).collect()),
+            Values::U32(v) => (false, v.clone()),
+        }
+    }
+
+    fn same(a: &Checkpoint, b: &Checkpoint) -> bool {
+        // The state as text: unlike `Value`'s `==`, it tells -0.0 from 0.0.
+        let (state_a, state_b) = (a.state.to_string(), b.state.to_string());
+        state_a == state_b
+            && a.tensors.len() == b.tensors.len()
+            && a.tensors
+                .iter()
+                .zip(&b.tensors)
+                .all(|((na, ta), (nb, tb))| {
+                    na == nb && ta.shape == tb.shape && bits(&ta.values) == bits(&tb.values)
+                })
+    }
+
+    /// The run checkpoint container (`taks_formats::checkpoint`, SafeTensors with
+    /// metadata). Checks, for any bytes, that `Checkpoint::decode` never panics and gives
+    /// one-line errors naming the file; and that whatever it accepts
+    /// - has a JSON object as its state and tensors whose value count matches their shape,
+    /// - round-trips: `encode` then `decode` gives the same state and the same tensors,
+    ///   bit for bit (f32 compared by bits, so NaN payloads and -0.0 count),
+    /// - hands every tensor out through `take_f32`/`take_u32` with its own shape, and
+    ///   refuses it with the other type, a different shape or once it has been taken.
+    pub fn check(data: &[u8]) {
+        let path = Path::new(PATH);
+        let checkpoint = match Checkpoint::decode(data, path) {
+            Ok(c) => c,
+            Err(e) => return check_error(&e),
+        };
+        assert!(checkpoint.state.is_object());
+        for t in checkpoint.tensors.values() {
+            let count: usize = t.shape.iter().product();
+            assert_eq!(bits(&t.values).1.len(), count);
+        }
+
+        let again = Checkpoint::decode(&checkpoint.encode(), path)
+            .unwrap_or_else(|e| panic!("an accepted checkpoint, re-encoded, is refused: {e}"));
+        assert!(
+            same(&checkpoint, &again),
+            "round trip changed the checkpoint"
+        );
+
+        let mut taken = checkpoint.clone();
+        for (name, tensor) in &checkpoint.tensors {
+            let shape = &tensor.shape;
+            let (is_f32, want) = bits(&tensor.values);
+            // The wrong type, and a shape one element longer, are refused (on a copy:
+            // a refused take still removes the tensor).
+            let mut other = checkpoint.clone();
+            let wrong = if is_f32 {
+                other.take_u32(name, shape, path).map(drop)
+            } else {
+                other.take_f32(name, shape, path).map(drop)
+            };
+            check_error(&wrong.expect_err("a tensor taken with the wrong type"));
+            let mut longer = shape.clone();
+            longer.push(1);
+            let mut other = checkpoint.clone();
+            check_error(
+                &other
+                    .take_f32(name, &longer, path)
+                    .expect_err("a wrong shape"),
+            );
+
+            let got = if is_f32 {
+                let v = taken
+                    .take_f32(name, shape, path)
+                    .expect("its own tensor, type and shape");
+                Values::F32(v)
+            } else {
+                Values::U32(
+                    taken
+                        .take_u32(name, shape, path)
+                        .expect("its own tensor, type and shape"),
+                )
+            };
+            assert_eq!(bits(&got).1, want);
+            check_error(
+                &taken
+                    .take_f32(name, shape, path)
+                    .expect_err("a tensor taken twice"),
+            );
+        }
+        assert!(taken.tensors.is_empty());
+    }
+}
+
+pub mod csv_table {
+    //! Checks of the `csv_table` reader.
+
+    use super::*;
+    use taks_formats::csv_table;
+
+    const PATH: &str = "fuzz_table.csv";
+
+    /// The CSV table reader of `taks audit` (`taks_formats::csv_table::parse`). Checks, for
+    /// any bytes, that `parse` never panics; that on success every feature value is finite,
+    /// there is one row of values per label, every label indexes a class and the classes
+    /// are distinct; and that every error is one line naming the file.
+    pub fn check(data: &[u8]) {
+        match csv_table::parse(data, "label", Path::new(PATH)) {
+            Ok(table) => {
+                assert!(!table.features.is_empty());
+                assert!(table.rows() > 0);
+                assert_eq!(table.values.len(), table.rows() * table.features.len());
+                assert!(table.values.iter().all(|v| v.is_finite()));
+                assert!(
+                    table
+                        .labels
+                        .iter()
+                        .all(|&l| (l as usize) < table.classes.len())
+                );
+                let mut classes = table.classes.clone();
+                classes.sort();
+                classes.dedup();
+                assert_eq!(classes.len(), table.classes.len(), "classes repeat");
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(
+                    !msg.contains('\n') && msg.contains(PATH),
+                    "bad error: {msg:?}"
+                );
+            }
+        }
+    }
+}
+
+pub mod npy {
+    //! Checks of the `npy` reader.
+
+    use super::*;
+    use taks_formats::{labels, npy};
+
+    const PATH: &str = "fuzz_features.npy";
+
+    fn one_line(e: impl std::fmt::Display) {
+        let msg = e.to_string();
+        assert!(
+            !msg.contains('\n') && msg.contains(PATH),
+            "bad error: {msg:?}"
+        );
+    }
+
+    /// The NumPy readers of `taks audit FEATURES.npy --labels LABELS`
+    /// (`taks_formats::npy::parse_matrix`, `parse_labels`, and the text labels of
+    /// `taks_formats::labels::parse_names`). Checks, for any bytes, that none panics or
+    /// allocates beyond what the bytes hold; that a matrix has rows * cols finite values;
+    /// that names give one in-range class index per line and distinct classes; and that
+    /// every error is one line naming the file.
+    pub fn check(data: &[u8]) {
+        let path = Path::new(PATH);
+        match npy::parse_matrix(data, path) {
+            Ok(m) => {
+                assert!(m.rows > 0 && m.cols > 0);
+                assert_eq!(m.values.len(), m.rows * m.cols);
+                assert!(m.values.iter().all(|v| v.is_finite()));
+            }
+            Err(e) => one_line(e),
+        }
+        if let Err(e) = npy::parse_labels(data, path) {
+            one_line(e);
+        }
+        match labels::parse_names(data, path) {
+            Ok((classes, labels)) => {
+                assert!(!labels.is_empty());
+                assert!(labels.iter().all(|&l| (l as usize) < classes.len()));
+                let mut distinct = classes.clone();
+                distinct.sort();
+                distinct.dedup();
+                assert_eq!(distinct.len(), classes.len(), "classes repeat");
+            }
+            Err(e) => one_line(e),
+        }
+    }
+}
+
+pub mod pickle {
+    //! Checks of the pickle reader inside a torch `.pth` (`taks_formats::pickle::read`).
+
+    /// The safe pickle reader, which builds values and runs nothing: for any bytes it
+    /// never panics (a pickle nested deeper than its limit included) and its error is
+    /// one line (the `.pth` reader puts the file's name before it).
+    pub fn check(data: &[u8]) {
+        if let Err(e) = taks_formats::pickle::read(data) {
+            assert!(!e.contains('\n'), "error on several lines: {e:?}");
+            assert!(!e.is_empty(), "an empty error");
+        }
+    }
+}
+
+pub mod state_dict {
+    //! Checks of the state_dict readers of pretrained weights
+    //! (`taks_formats::state_dict::safetensors`, `taks_formats::pth::read`).
+
+    use super::*;
+    use taks_formats::weights::{StateDict, Weight};
+
+    const SAFETENSORS: &str = "fuzz-weights.safetensors";
+
+    /// Every floating tensor holds as many values as its shape has elements.
+    fn holds_together(dict: &StateDict) {
+        for (name, weight) in &dict.tensors {
+            if let Weight::Float { shape, values } = weight {
+                let count: usize = shape.iter().product();
+                assert_eq!(
+                    values.len(),
+                    count,
+                    "{name}: {shape:?} with {} values",
+                    values.len()
+                );
+            }
+        }
+    }
+
+    /// A SafeTensors state_dict from any bytes: no panic, a one-line error naming the
+    /// file, and tensors whose values match their shapes.
+    pub fn safetensors(data: &[u8]) {
+        match taks_formats::state_dict::safetensors(data, Path::new(SAFETENSORS)) {
+            Ok(dict) => holds_together(&dict),
+            Err(e) => one_line(e, SAFETENSORS),
+        }
+    }
+
+    /// A torch `.pth` archive from any bytes, written to `path` first (the reader opens
+    /// a file: a zip archive is read by seeking): the same properties.
+    pub fn pth(data: &[u8], path: &Path) {
+        std::fs::write(path, data).expect("writing the input");
+        let name = path.display().to_string();
+        match taks_formats::pth::read(path) {
+            Ok(dict) => holds_together(&dict),
+            Err(e) => one_line(e, &name),
+        }
+    }
+}
+
+pub mod image {
+    //! Checks of the image-folder reader (`taks_formats::image_folder`), on files given
+    //! in memory as the browser's audit page gives them.
+
+    use taks_formats::image_folder::{self, Fit};
+
+    /// Any bytes as one image file of a class folder, beside a good one of another
+    /// class: the scan never panics and either reads the file's header or skips it
+    /// with a one-line reason; decoding what it read, resized and as torchvision's
+    /// centre crop, never panics and gives `C * H * W` bytes per decoded file, the
+    /// others skipped with a one-line reason.
+    pub fn check(data: &[u8], good: &[u8]) {
+        let entries = vec![
+            ("cat/fuzz.png".to_string(), data.to_vec()),
+            ("dog/good.png".to_string(), good.to_vec()),
+        ];
+        let scan = match image_folder::scan_memory(entries) {
+            Ok(scan) => scan,
+            Err(e) => panic!("two class folders refused: {e}"),
+        };
+        assert_eq!(scan.classes, ["cat", "dog"]);
+        assert_eq!(scan.files.len() + scan.skipped.len(), 2);
+        for skipped in &scan.skipped {
+            assert!(!skipped.reason.contains('\n'), "{:?}", skipped.reason);
+        }
+        for (shape, fit) in [
+            ([3, 4, 5], Fit::Resize),
+            ([1, 6, 6], Fit::Resize),
+            ([3, 4, 4], Fit::CentreCrop { resize: 5 }),
+        ] {
+            let decoded = image_folder::decode_as(scan.files.clone(), shape, fit);
+            let per_file: usize = shape.iter().product();
+            assert_eq!(decoded.pixels.len(), decoded.files.len() * per_file);
+            assert_eq!(
+                decoded.files.len() + decoded.skipped.len(),
+                scan.files.len()
+            );
+            for skipped in &decoded.skipped {
+                assert!(!skipped.reason.contains('\n'), "{:?}", skipped.reason);
+            }
+        }
+    }
+}

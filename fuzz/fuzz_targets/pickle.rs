@@ -1,0 +1,12 @@
+//! The safe pickle reader inside a torch `.pth` (`taks_formats::pickle::read`).
+//! The properties it asserts are those of the crate's mutation test, in
+//! `formats/tests/fuzz_checks/mod.rs` (read there what each reader must do).
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+#[path = "../../formats/tests/fuzz_checks/mod.rs"]
+mod checks;
+
+fuzz_target!(|data: &[u8]| checks::pickle::check(data));
