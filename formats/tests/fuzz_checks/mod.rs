@@ -149,7 +149,7 @@ pub mod cifar {
                         !msg.contains('\n') && msg.contains(PATH),
                         "bad error: {msg:?}"
                     );
-                    if let taks_formats::FormatError::LabelOutOfRange { index, .. } = e {
+                    if let FormatError::LabelOutOfRange { index, .. } = e {
                         assert!(
                             index >= BEFORE,
                             "sample index {index} ignores earlier samples"
