@@ -1,9 +1,12 @@
 //! Every reader of a user's file against 10,000 mutations of each of its committed seeds
 //! (`tests/seeds/READER/`): the properties of `fuzz_checks` hold for every input, so no
 //! hostile file makes a reader panic, give an error of several lines or return what
-//! does not hold together. The mutations are drawn from a fixed seed, so a failure
+//! does not hold together; and every seed itself is accepted, so the mutations start
+//! past the readers' checks. The mutations are drawn from a fixed seed, so a failure
 //! names the input that caused it and repeats on every run; the failing input is
-//! written to the system's temporary folder for `fuzz/` to replay. This is the stable
+//! written to the system's temporary folder for `fuzz/` to replay. An abort (a failed
+//! allocation, a stack overflow) ends the test binary unnamed; `scripts/fuzz.sh`, under
+//! libFuzzer's memory limits, is where those show. This is the stable
 //! toolchain's share of the fuzzing; `scripts/fuzz.sh` runs the same checks
 //! coverage-guided (nightly).
 
@@ -116,7 +119,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// `check` on every seed of `reader` as it is, then on `MUTATIONS` mutations of each.
 /// The first input that fails is written out and named in the failure.
-fn run(reader: &str, check: impl Fn(&[u8])) {
+fn run(reader: &str, check: impl Fn(&[u8]) -> bool) {
     let mut failure = None;
     'seeds: for (index, (name, seed)) in seeds(reader).into_iter().enumerate() {
         let mut draw = Draw(0x7a6b_0000 + index as u64);
@@ -126,7 +129,12 @@ fn run(reader: &str, check: impl Fn(&[u8])) {
             } else {
                 mutate(&seed, &mut draw)
             };
-            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| check(&input))) {
+            let outcome = catch_unwind(AssertUnwindSafe(|| check(&input)));
+            if i == 0 && matches!(outcome, Ok(false)) {
+                failure = Some(format!("{reader}: the seed {name} itself is refused"));
+                break 'seeds;
+            }
+            if let Err(panic) = outcome {
                 let message = panic
                     .downcast_ref::<String>()
                     .cloned()
@@ -198,21 +206,42 @@ fn image_files() {
     run("image", |data| fuzz_checks::image::check(data, &good));
 }
 
-/// The harness itself: a check that fails on some inputs is caught and named (the
-/// default panic hook prints its message once more as it happens), so a reader that
-/// panicked on a mutation could not pass unseen; and the mutations are many distinct
-/// inputs, shorter and longer than the seed, not copies of it.
+/// The harness itself: a check that fails on some mutation is caught and named, its
+/// input kept (the default panic hook prints the message once more as it happens), so a
+/// reader that panicked on a mutation could not pass unseen; a refused seed fails; and
+/// the mutations are many distinct inputs, shorter and longer than the seed.
 #[test]
 fn the_harness_catches_a_failing_check_and_mutates() {
+    // A check the seeds pass and some mutation fails (random bytes are inserted).
     let caught = catch_unwind(|| {
-        run("csv_table", |data| assert!(!data.contains(&b'9'), "a nine"));
+        run("csv_table", |data| {
+            assert!(!data.contains(&b'#'), "a hash");
+            true
+        });
     });
     let message = caught.expect_err("a check that fails on some mutation");
     let message = message.downcast_ref::<String>().expect("a message");
     assert!(
-        message.contains("csv_table: mutation") && message.contains("a nine"),
+        message.contains("csv_table: mutation ")
+            && !message.contains("mutation 0 ")
+            && message.contains("a hash"),
         "{message}"
     );
+    // The failing input is kept where the message says.
+    let kept = message
+        .split("kept at ")
+        .nth(1)
+        .and_then(|rest| rest.split("): ").next())
+        .expect("the kept input's path");
+    let input = std::fs::read(kept).expect("the kept input");
+    assert!(input.contains(&b'#'));
+    std::fs::remove_file(kept).expect("removing the kept input");
+
+    // A reader that refuses its own seed is a failure, not a pass.
+    let refused = catch_unwind(|| run("csv_table", |_| false));
+    let message = refused.expect_err("a seed refused");
+    let message = message.downcast_ref::<String>().expect("a message");
+    assert!(message.contains("itself is refused"), "{message}");
 
     let seed = b"label,x\ncat,1.5\ndog,2.5\n";
     let mut draw = Draw(1);

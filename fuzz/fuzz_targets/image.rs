@@ -12,4 +12,6 @@ mod checks;
 /// The good file of the other class.
 const GOOD: &[u8] = include_bytes!("../../formats/tests/seeds/image/rgb.png");
 
-fuzz_target!(|data: &[u8]| checks::image::check(data, GOOD));
+fuzz_target!(|data: &[u8]| {
+    checks::image::check(data, GOOD);
+});

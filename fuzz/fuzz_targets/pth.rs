@@ -14,4 +14,6 @@ fn scratch() -> std::path::PathBuf {
     std::env::temp_dir().join(format!("taks-fuzz-{}.pth", std::process::id()))
 }
 
-fuzz_target!(|data: &[u8]| checks::state_dict::pth(data, &scratch()));
+fuzz_target!(|data: &[u8]| {
+    checks::state_dict::pth(data, &scratch());
+});

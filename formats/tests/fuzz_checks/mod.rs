@@ -4,7 +4,9 @@
 //! that give back the same bits). Shared by the seeded mutation test of this crate
 //! (`tests/mutations.rs`, stable toolchain, every test run) and the coverage-guided fuzz
 //! targets (`fuzz/fuzz_targets/`, nightly, `scripts/fuzz.sh`), so both check the same
-//! properties. Each function panics when a property fails.
+//! properties. Each function panics when a property fails, and returns whether the
+//! reader accepted the input (the mutation test requires that of every seed, so that
+//! the mutations start from files that get past the readers' checks).
 
 #![allow(dead_code)]
 
@@ -63,9 +65,8 @@ pub mod idx {
     /// - every error is one line that names the file.
     ///
     /// Run under `-malloc_limit_mb`, an allocation driven by a lying header is a crash too.
-    pub fn check(data: &[u8]) {
-        parse(data, 1, LABELS);
-        parse(data, 3, IMAGES);
+    pub fn check(data: &[u8]) -> bool {
+        let mut accepted = parse(data, 1, LABELS).is_some() | parse(data, 3, IMAGES).is_some();
 
         if let Some((&cut, rest)) = data.split_first() {
             let (images, labels) = rest.split_at((cut as usize).min(rest.len()));
@@ -73,6 +74,7 @@ pub mod idx {
                 let n = img.dims[0];
                 match idx::decode_pair(img, lab, 10, Path::new(IMAGES), Path::new(LABELS)) {
                     Ok((pixels, labels, rows, cols)) => {
+                        accepted = true;
                         assert_eq!(labels.len(), n);
                         assert_eq!(pixels.len(), n * rows * cols);
                         assert!(labels.iter().all(|&l| l < 10));
@@ -89,11 +91,11 @@ pub mod idx {
                 if !data.starts_with(&[0x1f, 0x8b]) {
                     assert_eq!(out, data);
                 }
-                parse(&out, 1, LABELS);
-                parse(&out, 3, IMAGES);
+                accepted |= parse(&out, 1, LABELS).is_some() | parse(&out, 3, IMAGES).is_some();
             }
             Err(e) => check_error(&e, &[IMAGES]),
         }
+        accepted
     }
 }
 
@@ -113,12 +115,23 @@ pub mod cifar {
     /// and nothing else; that on failure it left the outputs as they were; and that every
     /// error is one line naming the file. The outputs start non-empty, so the sample
     /// index in a label error must count the samples already there.
-    pub fn check(data: &[u8]) {
+    pub fn check(data: &[u8]) -> bool {
+        let mut accepted = false;
         for (variant, label_bytes) in [(Variant::Cifar10, 1), (Variant::Cifar100, 2)] {
             let mut pixels = vec![7u8; BEFORE * PIXELS];
             let mut labels = vec![1u32; BEFORE];
             match cifar::parse(data, variant, Path::new(PATH), &mut pixels, &mut labels) {
                 Ok(()) => {
+                    accepted = true;
+                    // What was there before is untouched.
+                    assert!(
+                        labels[..BEFORE].iter().all(|&l| l == 1),
+                        "earlier labels changed"
+                    );
+                    assert!(
+                        pixels[..BEFORE * PIXELS].iter().all(|&p| p == 7),
+                        "earlier pixels changed"
+                    );
                     let record = label_bytes + PIXELS;
                     assert_eq!(data.len() % record, 0);
                     let n = data.len() / record;
@@ -139,9 +152,8 @@ pub mod cifar {
                         vec![1u32; BEFORE],
                         "labels changed by a failed parse"
                     );
-                    assert_eq!(
-                        pixels.len(),
-                        BEFORE * PIXELS,
+                    assert!(
+                        pixels.len() == BEFORE * PIXELS && pixels.iter().all(|&p| p == 7),
                         "pixels changed by a failed parse"
                     );
                     let msg = e.to_string();
@@ -158,6 +170,7 @@ pub mod cifar {
                 }
             }
         }
+        accepted
     }
 }
 
@@ -206,11 +219,14 @@ pub mod checkpoint {
     ///   bit for bit (f32 compared by bits, so NaN payloads and -0.0 count),
     /// - hands every tensor out through `take_f32`/`take_u32` with its own shape, and
     ///   refuses it with the other type, a different shape or once it has been taken.
-    pub fn check(data: &[u8]) {
+    pub fn check(data: &[u8]) -> bool {
         let path = Path::new(PATH);
         let checkpoint = match Checkpoint::decode(data, path) {
             Ok(c) => c,
-            Err(e) => return check_error(&e),
+            Err(e) => {
+                check_error(&e);
+                return false;
+            }
         };
         assert!(checkpoint.state.is_object());
         for t in checkpoint.tensors.values() {
@@ -267,6 +283,7 @@ pub mod checkpoint {
             );
         }
         assert!(taken.tensors.is_empty());
+        true
     }
 }
 
@@ -282,7 +299,7 @@ pub mod csv_table {
     /// any bytes, that `parse` never panics; that on success every feature value is finite,
     /// there is one row of values per label, every label indexes a class and the classes
     /// are distinct; and that every error is one line naming the file.
-    pub fn check(data: &[u8]) {
+    pub fn check(data: &[u8]) -> bool {
         match csv_table::parse(data, "label", Path::new(PATH)) {
             Ok(table) => {
                 assert!(!table.features.is_empty());
@@ -299,6 +316,7 @@ pub mod csv_table {
                 classes.sort();
                 classes.dedup();
                 assert_eq!(classes.len(), table.classes.len(), "classes repeat");
+                true
             }
             Err(e) => {
                 let msg = e.to_string();
@@ -306,6 +324,7 @@ pub mod csv_table {
                     !msg.contains('\n') && msg.contains(PATH),
                     "bad error: {msg:?}"
                 );
+                false
             }
         }
     }
@@ -333,21 +352,25 @@ pub mod npy {
     /// allocates beyond what the bytes hold; that a matrix has rows * cols finite values;
     /// that names give one in-range class index per line and distinct classes; and that
     /// every error is one line naming the file.
-    pub fn check(data: &[u8]) {
+    pub fn check(data: &[u8]) -> bool {
         let path = Path::new(PATH);
+        let mut accepted = false;
         match npy::parse_matrix(data, path) {
             Ok(m) => {
+                accepted = true;
                 assert!(m.rows > 0 && m.cols > 0);
                 assert_eq!(m.values.len(), m.rows * m.cols);
                 assert!(m.values.iter().all(|v| v.is_finite()));
             }
             Err(e) => one_line(e),
         }
-        if let Err(e) = npy::parse_labels(data, path) {
-            one_line(e);
+        match npy::parse_labels(data, path) {
+            Ok(_) => accepted = true,
+            Err(e) => one_line(e),
         }
         match labels::parse_names(data, path) {
             Ok((classes, labels)) => {
+                accepted = true;
                 assert!(!labels.is_empty());
                 assert!(labels.iter().all(|&l| (l as usize) < classes.len()));
                 let mut distinct = classes.clone();
@@ -357,6 +380,7 @@ pub mod npy {
             }
             Err(e) => one_line(e),
         }
+        accepted
     }
 }
 
@@ -366,10 +390,14 @@ pub mod pickle {
     /// The safe pickle reader, which builds values and runs nothing: for any bytes it
     /// never panics (a pickle nested deeper than its limit included) and its error is
     /// one line (the `.pth` reader puts the file's name before it).
-    pub fn check(data: &[u8]) {
-        if let Err(e) = taks_formats::pickle::read(data) {
-            assert!(!e.contains('\n'), "error on several lines: {e:?}");
-            assert!(!e.is_empty(), "an empty error");
+    pub fn check(data: &[u8]) -> bool {
+        match taks_formats::pickle::read(data) {
+            Ok(_) => true,
+            Err(e) => {
+                assert!(!e.contains('\n'), "error on several lines: {e:?}");
+                assert!(!e.is_empty(), "an empty error");
+                false
+            }
         }
     }
 }
@@ -383,8 +411,9 @@ pub mod state_dict {
 
     const SAFETENSORS: &str = "fuzz-weights.safetensors";
 
-    /// Every floating tensor holds as many values as its shape has elements.
-    fn holds_together(dict: &StateDict) {
+    /// Every floating tensor holds as many values as its shape has elements (true: the
+    /// input was accepted).
+    fn holds_together(dict: &StateDict) -> bool {
         for (name, weight) in &dict.tensors {
             if let Weight::Float { shape, values } = weight {
                 let count: usize = shape.iter().product();
@@ -396,25 +425,32 @@ pub mod state_dict {
                 );
             }
         }
+        true
     }
 
     /// A SafeTensors state_dict from any bytes: no panic, a one-line error naming the
     /// file, and tensors whose values match their shapes.
-    pub fn safetensors(data: &[u8]) {
+    pub fn safetensors(data: &[u8]) -> bool {
         match taks_formats::state_dict::safetensors(data, Path::new(SAFETENSORS)) {
             Ok(dict) => holds_together(&dict),
-            Err(e) => one_line(e, SAFETENSORS),
+            Err(e) => {
+                one_line(e, SAFETENSORS);
+                false
+            }
         }
     }
 
     /// A torch `.pth` archive from any bytes, written to `path` first (the reader opens
     /// a file: a zip archive is read by seeking): the same properties.
-    pub fn pth(data: &[u8], path: &Path) {
+    pub fn pth(data: &[u8], path: &Path) -> bool {
         std::fs::write(path, data).expect("writing the input");
         let name = path.display().to_string();
         match taks_formats::pth::read(path) {
             Ok(dict) => holds_together(&dict),
-            Err(e) => one_line(e, &name),
+            Err(e) => {
+                one_line(e, &name);
+                false
+            }
         }
     }
 }
@@ -429,8 +465,9 @@ pub mod image {
     /// class: the scan never panics and either reads the file's header or skips it
     /// with a one-line reason; decoding what it read, resized and as torchvision's
     /// centre crop, never panics and gives `C * H * W` bytes per decoded file, the
-    /// others skipped with a one-line reason.
-    pub fn check(data: &[u8], good: &[u8]) {
+    /// others skipped with a one-line reason; the good file is read and decoded every
+    /// time. Accepted: the file was decoded each way.
+    pub fn check(data: &[u8], good: &[u8]) -> bool {
         let entries = vec![
             ("cat/fuzz.png".to_string(), data.to_vec()),
             ("dog/good.png".to_string(), good.to_vec()),
@@ -441,6 +478,12 @@ pub mod image {
         };
         assert_eq!(scan.classes, ["cat", "dog"]);
         assert_eq!(scan.files.len() + scan.skipped.len(), 2);
+        let read = |files: &[image_folder::ImageFile], id: &str| files.iter().any(|f| f.id == id);
+        assert!(
+            read(&scan.files, "dog/good.png"),
+            "the good file was not read"
+        );
+        let mut accepted = read(&scan.files, "cat/fuzz.png");
         for skipped in &scan.skipped {
             assert!(!skipped.reason.contains('\n'), "{:?}", skipped.reason);
         }
@@ -459,6 +502,12 @@ pub mod image {
             for skipped in &decoded.skipped {
                 assert!(!skipped.reason.contains('\n'), "{:?}", skipped.reason);
             }
+            assert!(
+                read(&decoded.files, "dog/good.png"),
+                "the good file was not decoded"
+            );
+            accepted &= read(&decoded.files, "cat/fuzz.png");
         }
+        accepted
     }
 }
