@@ -55,7 +55,7 @@ TAKS_GPU_DIRECT=1 cargo test --release --workspace --test 'gpu_*'
 # The convolutions' tests once more with every convolution through taks's tiled matmul,
 # the patches implicit (`TAKS_GPU_MATMUL=tiled`, which `auto`, the default, chooses only
 # where it measures fastest: `core/src/ops/conv/implicit.rs`). Same build, a minute.
-TAKS_GPU_MATMUL=tiled cargo test --release --workspace --lib -- im2col scorer ops::conv::train ops::conv::choice
+TAKS_GPU_MATMUL=tiled cargo test --release --workspace --lib -- ops::conv nn::scorer nn::cnn
 
 # With burn's kernel fusion (`--features fusion`, `core/src/gpu/fusion.rs`): another build
 # of burn (about 11 minutes cold here, seconds warm), then clippy, the libraries' tests and

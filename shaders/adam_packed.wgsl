@@ -1,5 +1,5 @@
 // adam_packed.wgsl — Adam's step of many parameters in one launch
-// (core/src/optim/adam_gpu.rs), each element as adam.wgsl steps it:
+// (core/src/ops/adam/gpu.rs), each element as adam.wgsl steps it:
 //
 //   m' = m * beta_1 + g * (1 - beta_1),  v' = v * beta_2 + (g * g) * (1 - beta_2)
 //   x' = x - (m' / (sqrt(v' / c_2) + epsilon)) * step_size

@@ -1,6 +1,6 @@
 // bias_relu.wgsl — a layer's bias and ReLU after its matmul, h = relu(a + b), in one pass:
-// the MLP's hidden layer (core/src/model/mlp_gpu.rs; the CPU twin is `bias_relu` in
-// mlp_cpu.rs) and a folded convolution's output, channels last (core/src/model/im2col.rs).
+// the MLP's hidden layer (core/src/ops/mlp_step/gpu.rs; the CPU twin is `bias_relu` in
+// core/src/ops/mlp_step/cpu.rs) and a folded convolution's output, channels last (core/src/ops/conv/im2col.rs).
 //
 // One invocation per element i of the [rows, cols] matrix (workgroup size 256, 2-D grid
 // as in noise_risk.wgsl): h_i = a_i + b_(i mod cols) where that is positive or NaN (NaN

@@ -1,4 +1,4 @@
-// bn_common.wgsl — prelude of the batch-norm passes (core/src/model/gpu_batch_norm.rs;
+// bn_common.wgsl — prelude of the batch-norm passes (core/src/ops/batch_norm/kernels.rs;
 // the CPU twin is burn's own batch norm, whose numbers these reproduce).
 //
 // A training step's batch norm over x [N, C, H, W], read through its strides (the

@@ -1,6 +1,6 @@
 // col2im.wgsl — the input's gradient of a 2-D convolution from the gradient of its
 // patches, the inverse scatter of im2col.wgsl written as a gather (no atomics), for a
-// training step's backward pass (core/src/model/im2col.rs).
+// training step's backward pass (core/src/ops/conv/im2col.rs).
 //
 // With dcols [P, K] the gradient of im2col's patches (P = (n, oh, ow) rows of the images
 // of this part, K = (c, i, j) columns, as in im2col.wgsl), every input element sums the

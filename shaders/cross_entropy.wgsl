@@ -1,5 +1,5 @@
 // cross_entropy.wgsl — each sample's cross-entropy from its logits, the loss every method
-// trains on (core/src/methods/gpu_cross_entropy.rs; the CPU twin is burn's log-softmax
+// trains on (core/src/ops/cross_entropy.rs; the CPU twin is burn's log-softmax
 // and gather in small_loss.rs). For row r of the logits z [B, C] and its label y_r:
 //
 //   m_r    = max_j z_rj

@@ -1,5 +1,5 @@
 // cross_entropy_common.wgsl — prelude of cross_entropy.wgsl and cross_entropy_grad.wgsl
-// (core/src/methods/gpu_cross_entropy.rs): a row's maximum, the sum of its shifted
+// (core/src/ops/cross_entropy.rs): a row's maximum, the sum of its shifted
 // exponentials and its label's position, computed one way for the loss and its
 // gradient. Both shaders bind the logits z [B * C] (row-major), the labels y [B] (< C)
 // and params [B, C]; one invocation per row (2-D grid as in noise_risk.wgsl).

@@ -1,5 +1,5 @@
 // cross_entropy_grad.wgsl — the gradient of each sample's cross-entropy in its logits
-// (cross_entropy.wgsl), the backward half (core/src/methods/gpu_cross_entropy.rs; the
+// (cross_entropy.wgsl), the backward half (core/src/ops/cross_entropy.rs; the
 // CPU twin is burn's autodiff of log-softmax and gather). For row r of the logits
 // z [B, C], its label y_r and the loss's gradient g_r:
 //

@@ -1,6 +1,6 @@
 // im2col.wgsl — the patches of a 2-D convolution as the rows of a matrix, so that the
-// convolution is one matrix product (core/src/model/im2col.rs; a forward kernel of the
-// convolutions of training and of the scoring pass, core/src/model/gpu_conv.rs).
+// convolution is one matrix product (core/src/ops/conv/im2col.rs; a forward kernel of the
+// convolutions of training and of the scoring pass, core/src/ops/conv/choice.rs).
 //
 // For input x [N, C, H, W] (any strides), a kh x kw kernel, stride (sh, sw) and zero
 // padding (ph, pw), output position p = (n, oh, ow) of [N, Ho, Wo] and column

@@ -1,6 +1,6 @@
 // matmul.wgsl — C [M, N] = A [M, K] x B [K, N] in f32, then + bias [N] and ReLU when asked:
 // a convolution's forward pass and the two matmuls of its backward pass, its patches
-// never written out (core/src/model/gpu_matmul.rs, core/src/model/implicit_conv.rs; the
+// never written out (core/src/ops/matmul.rs, core/src/ops/conv/implicit.rs; the
 // references are burn's matmul and convolutions, which the tests compare).
 //
 // Each operand is one of these kinds (params 10 for A, 11 for B):

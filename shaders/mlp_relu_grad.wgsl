@@ -1,6 +1,6 @@
 // mlp_relu_grad.wgsl — the gradient through the MLP's ReLU and the hidden bias's
-// gradient in one pass (core/src/model/mlp_gpu.rs; the CPU twins are `relu_mask` and
-// `column_sums` in mlp_cpu.rs): for g = dz w2^T and the hidden activations h, both
+// gradient in one pass (core/src/ops/mlp_step/gpu.rs; the CPU twins are `relu_mask` and
+// `column_sums` in core/src/ops/mlp_step/cpu.rs): for g = dz w2^T and the hidden activations h, both
 // [rows, cols],
 //
 //   dh_rc = g_rc where h_rc > 0 (or NaN), else 0        db_c = sum_r dh_rc

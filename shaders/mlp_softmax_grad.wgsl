@@ -1,5 +1,5 @@
 // mlp_softmax_grad.wgsl — the MLP's output layer and loss in one workgroup
-// (core/src/model/mlp_gpu.rs; the CPU twin is the loop in mlp_cpu.rs): for the
+// (core/src/ops/mlp_step/gpu.rs; the CPU twin is the loop in core/src/ops/mlp_step/cpu.rs): for the
 // logits z = s + b of a batch of B rows and C classes, labels y and the loss scale
 // sigma (1 in an f32 step),
 //

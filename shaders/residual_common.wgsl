@@ -1,5 +1,5 @@
 // residual_common.wgsl — prelude of residual_relu.wgsl and residual_relu_grad.wgsl
-// (core/src/model/residual.rs): two [N, C, H, W] inputs read through their own strides,
+// (core/src/ops/residual.rs): two [N, C, H, W] inputs read through their own strides,
 // one output in a layout of its own.
 //
 // params (u32): 0 N, 1 C, 2 H, 3 W, 4..8 the first input's strides (n, c, h, w), 8..12

@@ -1,5 +1,5 @@
 // residual_relu.wgsl — a residual block's ending, y = relu(h + s), in one pass: the block's
-// last batch norm output h plus its shortcut s (core/src/model/residual.rs; the CPU twin
+// last batch norm output h plus its shortcut s (core/src/ops/residual.rs; the CPU twin
 // is burn's add and relu). NaN stays NaN, as in burn's relu.
 //
 // h and s are [N, C, H, W] read through their own strides; y lies channels last

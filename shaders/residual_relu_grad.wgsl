@@ -1,7 +1,7 @@
 // residual_relu_grad.wgsl — the backward pass of residual_relu.wgsl: the gradient of
 // relu(h + s) in h, which is also the one in s, from the output y and its gradient dy:
 // dy where y is positive or NaN, 0 where y is 0 (burn's relu passes the gradient where
-// its input is not <= 0). core/src/model/residual.rs.
+// its input is not <= 0). core/src/ops/residual.rs.
 //
 // y and dy are [N, C, H, W] read through their own strides; the result lies as y does
 // (channels last when params[12] is 1, else NCHW), so the layers on both sides read it

@@ -24,14 +24,8 @@ use crate::{Error, Result};
 
 use crate::ops::adam::{cpu as adam_cpu, gpu as adam_gpu};
 
-/// One parameter's Adam state, flattened to `[numel]`.
-#[derive(Clone)]
-pub struct Moments {
-    pub first: Tensor<1>,
-    pub second: Tensor<1>,
-    /// Steps taken, for bias correction.
-    pub time: usize,
-}
+/// One parameter's Adam state (kept with the op that updates it).
+pub use crate::ops::adam::Moments;
 
 /// Adam (Kingma & Ba, beta2 0.999, eps 1e-8) whose beta1 can change between steps.
 #[derive(Clone)]

@@ -18,8 +18,8 @@
 
 use burn::tensor::Tensor;
 
+use super::Moments;
 use crate::ops::flex_buffers::{dense, from_values, is_flex_f32, primitive, tensor, values};
-use crate::optim::Moments;
 
 /// One parameter's step: what [`update`] needs besides the tensors.
 pub(crate) struct Step {

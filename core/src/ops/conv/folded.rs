@@ -21,7 +21,7 @@ use burn::tensor::ops::ConvOptions;
 use crate::ops::conv::GpuConv;
 use crate::ops::conv::choice::{ConvShape, Way, forward_fastest};
 use crate::ops::conv::geometry::Geometry;
-use crate::ops::conv::im2col as gpu_conv;
+use crate::ops::conv::im2col;
 use crate::ops::conv::implicit;
 
 /// A convolution and its batch norm as one convolution with bias.
@@ -63,7 +63,7 @@ impl FoldedConv {
             None => mean.neg(),
         } * scale
             + beta;
-        let columns = gpu_conv::columns(weight.clone());
+        let columns = im2col::columns(weight.clone());
         Some(Self {
             weight,
             columns,
@@ -95,7 +95,7 @@ impl FoldedConv {
         };
         forward_fastest(self.how, shape, &x.device(), |way| match way {
             Way::Burn => Some(direct()),
-            Way::Im2col => gpu_conv::conv2d(&x, &self.columns, Some(&self.bias), g, with_relu),
+            Way::Im2col => im2col::conv2d(&x, &self.columns, Some(&self.bias), g, with_relu),
             Way::Implicit => implicit::conv2d(&x, &self.columns, Some(&self.bias), g, with_relu),
         })
     }

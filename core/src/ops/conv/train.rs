@@ -40,7 +40,7 @@ use burn::tensor::{DType, Tensor};
 use crate::ops::conv::GpuConv;
 use crate::ops::conv::choice::{ConvShape, Way, backward_way, forward_fastest};
 use crate::ops::conv::geometry::Geometry;
-use crate::ops::conv::im2col as conv;
+use crate::ops::conv::im2col;
 use crate::ops::conv::implicit;
 use crate::precision::is_low;
 
@@ -95,7 +95,7 @@ impl Im2colConv for Cube {
             stride: [sh, sw],
             padding: [ph, pw],
         };
-        let columns = conv::columns(weight.clone());
+        let columns = im2col::columns(weight.clone());
         let how = if always {
             GpuConv::Im2col
         } else {
@@ -111,7 +111,7 @@ impl Im2colConv for Cube {
         };
         let y = forward_fastest(how, shape, &x.device(), |way| match way {
             Way::Burn => Some(conv2d(x.clone(), weight.clone(), None, options.clone())),
-            Way::Im2col => conv::conv2d(&x, &columns, None, geometry, false),
+            Way::Im2col => im2col::conv2d(&x, &columns, None, geometry, false),
             Way::Implicit => implicit::conv2d(&x, &columns, None, geometry, false),
         });
         y.try_into_primitive::<Cube>()
@@ -152,7 +152,7 @@ enum Of {
 
 /// The input's or the weight's gradient the way [`backward_way`] says: by
 /// [`implicit::conv2d_backward`] (one matmul with implicit patches) or by
-/// [`conv::conv2d_backward`] (im2col, a matmul, col2im for the input's); `None` where
+/// [`im2col::conv2d_backward`] (im2col, a matmul, col2im for the input's); `None` where
 /// both decline, and burn's backward runs instead.
 fn cube_backward(
     x: &FloatTensor<Cube>,
@@ -184,11 +184,11 @@ fn cube_backward(
         low: x.dtype() != DType::F32,
     };
     let want = [of == Of::Input, of == Of::Weight];
-    let implicit = || implicit::conv2d_backward(&x, &weight, &dy, geometry, want[0], want[1]);
-    let im2col = || conv::conv2d_backward(&x, &weight, &dy, geometry, want[0], want[1]);
+    let by_implicit = || implicit::conv2d_backward(&x, &weight, &dy, geometry, want[0], want[1]);
+    let by_im2col = || im2col::conv2d_backward(&x, &weight, &dy, geometry, want[0], want[1]);
     let (dx, dw) = match backward_way(&shape) {
-        Way::Implicit => implicit().or_else(im2col)?,
-        _ => im2col()?,
+        Way::Implicit => by_implicit().or_else(by_im2col)?,
+        _ => by_im2col()?,
     };
     let gradient = match of {
         Of::Input => dx?,
@@ -433,7 +433,7 @@ mod tests {
             let ours = forward_with(&conv, x.clone(), GpuConv::Im2col);
             let burns = conv.forward(x.clone());
             assert!(
-                crate::ops::conv::im2col::is_channels_last(&ours),
+                im2col::is_channels_last(&ours),
                 "the im2col kernel ran (its output lies channels last)"
             );
             assert!(gap(&host(ours.clone()), &host(burns.clone())) < 1e-5);
@@ -486,7 +486,7 @@ mod tests {
             assert_eq!(ours.dtype(), DType::F16, "{kernel}x{kernel}/{stride}");
             assert!(bias.is_some(), "the bias comes back apart");
             assert!(
-                crate::ops::conv::im2col::is_channels_last(&ours),
+                im2col::is_channels_last(&ours),
                 "{kernel}x{kernel}/{stride}: the im2col kernel ran"
             );
             let (truth, _) = unbiased(&conv, x32.clone(), GpuConv::Plain);

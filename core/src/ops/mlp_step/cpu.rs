@@ -9,7 +9,7 @@
 //! matmuls and three host loops: bias and ReLU fused into one pass, softmax,
 //! cross-entropy and its gradient into another, the ReLU mask into a third; and the two
 //! large matmuls are split in column halves over the thread pool. Scoring runs whole chunks in
-//! parallel (each chunk exactly as [`Mlp::forward`] computes it, so the logits are the
+//! parallel (each chunk exactly as [`crate::nn::Mlp::forward`] computes it, so the logits are the
 //! same bits), with bias and ReLU fused.
 //!
 //! The gradients are the exact ones of `mean(cross_entropy(forward(x), y))`, summed in a
@@ -124,7 +124,7 @@ impl Layers<'_> {
     /// thread that scores a chunk also making its inputs (`inputs(start, len)`, f32 on
     /// flex): the scoring pass gathers and standardises each chunk where it is used, and
     /// no chunk's inputs wait in memory for another's. Each chunk's logits are the bits
-    /// [`Mlp::forward`] gives for it. `None` off flex.
+    /// [`crate::nn::Mlp::forward`] gives for it. `None` off flex.
     pub(crate) fn cpu_logits_of(
         &self,
         n: usize,
