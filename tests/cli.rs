@@ -84,7 +84,8 @@ fn bad_input_corpus() {
     let cwd = scratch("corpus-cwd");
     std::fs::create_dir_all(&cwd).unwrap();
     let cases = std::fs::read_to_string(corpus.join("cases.tsv")).unwrap();
-    let mut count = 0;
+    let mut names = std::collections::BTreeSet::new();
+    let mut all_args = Vec::new();
     for line in cases
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -93,6 +94,8 @@ fn bad_input_corpus() {
         let [name, args, expected] = fields[..] else {
             panic!("cases.tsv: not name<TAB>args<TAB>expected: {line}");
         };
+        assert!(names.insert(name), "cases.tsv: two cases named {name}");
+        all_args.push(args);
         let args = args.replace("{files}", files.to_str().unwrap());
         let mut args: Vec<&str> = args.split(' ').collect();
         // Leading NAME=value words set the environment, as in a shell.
@@ -112,9 +115,22 @@ fn bad_input_corpus() {
             out.status.code()
         );
         assert_user_error(&out, expected);
-        count += 1;
     }
-    assert!(count >= 90, "only {count} cases");
+    // Every bad file or folder of the corpus is the input of some case: one added
+    // without its case, or a case whose file was renamed, fails here.
+    for entry in std::fs::read_dir(corpus.join("files")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let used = format!("{{files}}/{name}");
+        let named = all_args.iter().any(|args| {
+            args.match_indices(&used).any(|(at, _)| {
+                matches!(
+                    args[at + used.len()..].chars().next(),
+                    None | Some('/' | ' ' | ',' | '=')
+                )
+            })
+        });
+        assert!(named, "tests/corpus/files/{name} is the input of no case");
+    }
     let left: Vec<_> = std::fs::read_dir(&cwd)
         .unwrap()
         .map(|e| e.unwrap().path())
