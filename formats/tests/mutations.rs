@@ -120,8 +120,7 @@ fn scratch(name: &str) -> PathBuf {
 /// `check` on every seed of `reader` as it is, then on `MUTATIONS` mutations of each.
 /// The first input that fails is written out and named in the failure.
 fn run(reader: &str, check: impl Fn(&[u8]) -> bool) {
-    let mut failure = None;
-    'seeds: for (index, (name, seed)) in seeds(reader).into_iter().enumerate() {
+    for (index, (name, seed)) in seeds(reader).into_iter().enumerate() {
         let mut draw = Draw(0x7a6b_0000 + index as u64);
         for i in 0..=MUTATIONS {
             let input = if i == 0 {
@@ -129,30 +128,25 @@ fn run(reader: &str, check: impl Fn(&[u8]) -> bool) {
             } else {
                 mutate(&seed, &mut draw)
             };
-            let outcome = catch_unwind(AssertUnwindSafe(|| check(&input)));
-            if i == 0 && matches!(outcome, Ok(false)) {
-                failure = Some(format!("{reader}: the seed {name} itself is refused"));
-                break 'seeds;
-            }
-            if let Err(panic) = outcome {
-                let message = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                let kept = scratch(&format!("{reader}-{name}-{i}"));
-                std::fs::write(&kept, &input).expect("keeping the failing input");
-                failure = Some(format!(
-                    "{reader}: mutation {i} of seed {name} ({} bytes, kept at {}): {message}",
-                    input.len(),
-                    kept.display()
-                ));
-                break 'seeds;
+            match catch_unwind(AssertUnwindSafe(|| check(&input))) {
+                Ok(false) if i == 0 => panic!("{reader}: the seed {name} itself is refused"),
+                Ok(_) => {}
+                Err(panic) => {
+                    let message = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    let kept = scratch(&format!("{reader}-{name}-{i}"));
+                    std::fs::write(&kept, &input).expect("keeping the failing input");
+                    panic!(
+                        "{reader}: mutation {i} of seed {name} ({} bytes, kept at {}): {message}",
+                        input.len(),
+                        kept.display()
+                    );
+                }
             }
         }
-    }
-    if let Some(failure) = failure {
-        panic!("{failure}");
     }
 }
 

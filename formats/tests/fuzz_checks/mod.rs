@@ -14,30 +14,33 @@ use std::path::Path;
 
 use taks_formats::FormatError;
 
-/// An error message fit for a user: one line, naming `path`.
-fn one_line(e: impl std::fmt::Display, path: &str) {
+/// An error message fit for a user: one line, naming one of `paths` (the file it is
+/// about).
+fn one_line(e: impl std::fmt::Display, paths: &[&str]) {
     let msg = e.to_string();
     assert!(!msg.contains('\n'), "error on several lines: {msg:?}");
-    assert!(msg.contains(path), "error names no file ({path}): {msg:?}");
+    assert!(
+        paths.iter().any(|p| msg.contains(p)),
+        "error names no file ({paths:?}): {msg:?}"
+    );
+}
+
+/// Class names as a reader returns them: none twice.
+fn distinct(classes: &[String]) {
+    let mut sorted = classes.to_vec();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), classes.len(), "classes repeat");
 }
 
 pub mod idx {
     //! Checks of the `idx` reader.
 
     use super::*;
-    use taks_formats::{FormatError, idx};
+    use taks_formats::idx;
 
     const IMAGES: &str = "fuzz-images.idx";
     const LABELS: &str = "fuzz-labels.idx";
-
-    fn check_error(e: &FormatError, paths: &[&str]) {
-        let msg = e.to_string();
-        assert!(!msg.contains('\n'), "error on several lines: {msg:?}");
-        assert!(
-            paths.iter().any(|p| msg.contains(p)),
-            "error names no file: {msg:?}"
-        );
-    }
 
     fn parse(bytes: &[u8], rank: usize, path: &str) -> Option<idx::IdxArray> {
         match idx::parse(bytes, rank, Path::new(path)) {
@@ -48,7 +51,7 @@ pub mod idx {
                 Some(array)
             }
             Err(e) => {
-                check_error(&e, &[path]);
+                one_line(&e, &[path]);
                 None
             }
         }
@@ -80,7 +83,7 @@ pub mod idx {
                         assert!(labels.iter().all(|&l| l < 10));
                         assert!(pixels.iter().all(|p| (0.0..=1.0).contains(p)));
                     }
-                    Err(e) => check_error(&e, &[IMAGES, LABELS]),
+                    Err(e) => one_line(&e, &[IMAGES, LABELS]),
                 }
             }
         }
@@ -93,7 +96,7 @@ pub mod idx {
                 }
                 accepted |= parse(&out, 1, LABELS).is_some() | parse(&out, 3, IMAGES).is_some();
             }
-            Err(e) => check_error(&e, &[IMAGES]),
+            Err(e) => one_line(&e, &[IMAGES]),
         }
         accepted
     }
@@ -156,11 +159,7 @@ pub mod cifar {
                         pixels.len() == BEFORE * PIXELS && pixels.iter().all(|&p| p == 7),
                         "pixels changed by a failed parse"
                     );
-                    let msg = e.to_string();
-                    assert!(
-                        !msg.contains('\n') && msg.contains(PATH),
-                        "bad error: {msg:?}"
-                    );
+                    one_line(&e, &[PATH]);
                     if let FormatError::LabelOutOfRange { index, .. } = e {
                         assert!(
                             index >= BEFORE,
@@ -183,11 +182,7 @@ pub mod checkpoint {
     const PATH: &str = "fuzz/checkpoint.safetensors";
 
     fn check_error(e: &FormatError) {
-        let msg = e.to_string();
-        assert!(
-            !msg.contains('\n') && msg.contains(PATH),
-            "bad error: {msg:?}"
-        );
+        one_line(e, &[PATH]);
     }
 
     /// Values as bits, so that equality is exact for every f32.
@@ -312,18 +307,11 @@ pub mod csv_table {
                         .iter()
                         .all(|&l| (l as usize) < table.classes.len())
                 );
-                let mut classes = table.classes.clone();
-                classes.sort();
-                classes.dedup();
-                assert_eq!(classes.len(), table.classes.len(), "classes repeat");
+                distinct(&table.classes);
                 true
             }
             Err(e) => {
-                let msg = e.to_string();
-                assert!(
-                    !msg.contains('\n') && msg.contains(PATH),
-                    "bad error: {msg:?}"
-                );
+                one_line(&e, &[PATH]);
                 false
             }
         }
@@ -337,14 +325,6 @@ pub mod npy {
     use taks_formats::{labels, npy};
 
     const PATH: &str = "fuzz_features.npy";
-
-    fn one_line(e: impl std::fmt::Display) {
-        let msg = e.to_string();
-        assert!(
-            !msg.contains('\n') && msg.contains(PATH),
-            "bad error: {msg:?}"
-        );
-    }
 
     /// The NumPy readers of `taks audit FEATURES.npy --labels LABELS`
     /// (`taks_formats::npy::parse_matrix`, `parse_labels`, and the text labels of
@@ -362,23 +342,20 @@ pub mod npy {
                 assert_eq!(m.values.len(), m.rows * m.cols);
                 assert!(m.values.iter().all(|v| v.is_finite()));
             }
-            Err(e) => one_line(e),
+            Err(e) => one_line(e, &[PATH]),
         }
         match npy::parse_labels(data, path) {
             Ok(_) => accepted = true,
-            Err(e) => one_line(e),
+            Err(e) => one_line(e, &[PATH]),
         }
         match labels::parse_names(data, path) {
             Ok((classes, labels)) => {
                 accepted = true;
                 assert!(!labels.is_empty());
                 assert!(labels.iter().all(|&l| (l as usize) < classes.len()));
-                let mut distinct = classes.clone();
-                distinct.sort();
-                distinct.dedup();
-                assert_eq!(distinct.len(), classes.len(), "classes repeat");
+                distinct(&classes);
             }
-            Err(e) => one_line(e),
+            Err(e) => one_line(e, &[PATH]),
         }
         accepted
     }
@@ -434,7 +411,7 @@ pub mod state_dict {
         match taks_formats::state_dict::safetensors(data, Path::new(SAFETENSORS)) {
             Ok(dict) => holds_together(&dict),
             Err(e) => {
-                one_line(e, SAFETENSORS);
+                one_line(e, &[SAFETENSORS]);
                 false
             }
         }
@@ -448,7 +425,7 @@ pub mod state_dict {
         match taks_formats::pth::read(path) {
             Ok(dict) => holds_together(&dict),
             Err(e) => {
-                one_line(e, &name);
+                one_line(e, &[&name]);
                 false
             }
         }
