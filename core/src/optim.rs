@@ -240,8 +240,8 @@ impl Adam {
     /// Adam in the same order (a default `taks train` ends on the same 91.00% test
     /// accuracy as with burn's optimiser). The moments are stored flat, so one list
     /// holds parameters of every rank; reshaping them back is free. On flex a step is one
-    /// fused pass ([`crate::ops::adam::cpu`]; bit-identical weights), on wgpu an ungated one is one kernel
-    /// (where [`Adam::step_packed`] does not step them all at once).
+    /// fused pass ([`adam_cpu`]; bit-identical weights), on wgpu an ungated one is one
+    /// kernel (where [`Adam::step_packed`] does not step them all at once).
     fn update<const D: usize>(
         &self,
         lr: f32,
@@ -267,7 +267,7 @@ impl Adam {
         self.generic_update(lr, beta_1, x, grad, state, gate)
     }
 
-    /// [`Adam::update`] as one WGSL kernel ([`crate::ops::adam::gpu`]) on a wgpu device. Before
+    /// [`Adam::update`] as one WGSL kernel ([`adam_gpu`]) on a wgpu device. Before
     /// the first step the moments are zeros, which gives the generic path's first moments
     /// (`0 * beta + y` is `y`).
     fn wgsl_update<const D: usize>(

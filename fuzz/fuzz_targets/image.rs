@@ -1,4 +1,5 @@
-//! One image file of an image folder given in memory (`taks_formats::image_folder`), beside a good one.
+//! One image file of an image folder given in memory (`taks_formats::image_folder`),
+//! beside a good one.
 //! The properties it asserts are those of the crate's mutation test, in
 //! `formats/tests/fuzz_checks/mod.rs` (read there what each reader must do).
 

@@ -1,4 +1,5 @@
-//! A torch `.pth` archive of pretrained weights (`taks_formats::pth::read`), written to a scratch file first.
+//! A torch `.pth` archive of pretrained weights (`taks_formats::pth::read`), written to
+//! a scratch file first.
 //! The properties it asserts are those of the crate's mutation test, in
 //! `formats/tests/fuzz_checks/mod.rs` (read there what each reader must do).
 

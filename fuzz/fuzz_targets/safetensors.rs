@@ -1,4 +1,5 @@
-//! A SafeTensors state_dict of pretrained weights (`taks_formats::state_dict::safetensors`).
+//! A SafeTensors state_dict of pretrained weights
+//! (`taks_formats::state_dict::safetensors`).
 //! The properties it asserts are those of the crate's mutation test, in
 //! `formats/tests/fuzz_checks/mod.rs` (read there what each reader must do).
 

@@ -97,7 +97,8 @@ impl Classifier {
         }
     }
 
-    /// The MLP, when this is one (its graph-free step and scoring pass are [`crate::ops::mlp_step`]).
+    /// The MLP, when this is one (its graph-free step and scoring pass are
+    /// [`crate::ops::mlp_step`]).
     pub(crate) fn as_mlp(&self) -> Option<&Mlp> {
         match self {
             Classifier::Mlp(m) => Some(m),

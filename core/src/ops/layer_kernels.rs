@@ -1,9 +1,9 @@
 //! The host side of the layer kernels a network's graph-free GPU paths use, one launch
 //! each (`shaders/bias_relu.wgsl`, `shaders/mlp_*.wgsl`): a layer's bias and ReLU after its
-//! matmul (the MLP's hidden layer in [`crate::ops::mlp_step::gpu`], a folded convolution's output in
-//! [`crate::ops::conv::im2col`]); the MLP's softmax, cross-entropy and their gradients; ReLU's
+//! matmul (the MLP's hidden layer in [`super::mlp_step::gpu`], a folded convolution's output in
+//! [`super::conv::im2col`]); the MLP's softmax, cross-entropy and their gradients; ReLU's
 //! backward with the hidden bias's gradient. The CPU twins are host loops in
-//! [`crate::ops::mlp_step::cpu`].
+//! [`super::mlp_step::cpu`].
 //!
 //! Each function returns `None` when its inputs are not on a wgpu device or their type is
 //! one the kernels lack (bf16). Activations and their gradients come out in the input's

@@ -1,7 +1,7 @@
 //! A tiled matrix product of our own on a wgpu device (`shaders/matmul.wgsl`), for the
 //! convolutions: `a` times `b`, with a bias and ReLU after it when asked, each operand a
 //! matrix read through its strides or a convolution's patches computed as they are
-//! loaded ([`Operand`], used by [`crate::ops::conv::implicit`]).
+//! loaded ([`Operand`], used by [`super::conv::implicit`]).
 //!
 //! Why: on an H100 the im2col convolutions run at 7-13 TFLOP/s through cubecl's WGSL
 //! matmul, a fifth or less of the card's FP32 peak, and that, not the launches, is what a
@@ -9,15 +9,15 @@
 //! alternative to measure against it: 64 x 64 tiles of the output, 4 x 4 per invocation in
 //! registers, no copy of a transposed operand, no patches matrix, the bias and ReLU in the
 //! same pass. It is not the default: `TAKS_GPU_MATMUL=tiled` ([`GpuMatmul`]) turns it on
-//! for the convolutions ([`crate::ops::conv::im2col`] hands them to [`crate::ops::conv::implicit`]), so a
+//! for the convolutions ([`super::conv::im2col`] hands them to [`super::conv::implicit`]), so a
 //! GPU run can time both; the tests compare it with burn's matmul and convolutions on
 //! lavapipe.
 
 use burn::tensor::{DType, Tensor};
 
+use super::conv::geometry::Geometry;
 use crate::gpu::bridge;
 use crate::gpu::kernels::MATMUL;
-use crate::ops::conv::geometry::Geometry;
 
 /// The output's rows and columns one workgroup computes (`shaders/matmul.wgsl`).
 const TILE: usize = 64;
@@ -26,11 +26,11 @@ const TILE: usize = 64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuMatmul {
     /// `auto`: per convolution shape, whichever measured fastest of burn's kernel,
-    /// im2col with burn's matmul and the implicit convolution ([`crate::ops::conv::choice`]).
+    /// im2col with burn's matmul and the implicit convolution ([`super::conv::choice`]).
     Auto,
     /// `burn`: burn's matmul (cubecl's, autotuned) for im2col; never the implicit one.
     Burn,
-    /// `tiled`: [`product`] with the patches implicit ([`crate::ops::conv::implicit`]) wherever
+    /// `tiled`: [`product`] with the patches implicit ([`super::conv::implicit`]) wherever
     /// taks's convolutions run, and for im2col's patches where that declines.
     Tiled,
 }

@@ -10,7 +10,7 @@ use burn::tensor::module::{conv2d, linear as linear_op};
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{FloatDType, Tensor};
 
-use crate::ops::conv::geometry::Geometry;
+use super::conv::geometry::Geometry;
 use crate::precision::is_low;
 
 /// `layer(x)`, in `x`'s type.

@@ -24,12 +24,12 @@ use burn::backend::{Autodiff, Backend, Cube, Dispatch, Flex, backend_extension};
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 
+use super::channels_last::{from_flat, lies_channels_last};
 use crate::gpu::bridge;
 use crate::gpu::kernels::{
     Elem, RESIDUAL_RELU, RESIDUAL_RELU_F16, RESIDUAL_RELU_GRAD, RESIDUAL_RELU_GRAD_F16, Shader,
     WORKGROUP,
 };
-use crate::ops::channels_last::{from_flat, lies_channels_last};
 
 #[backend_extension(Autodiff, Cube, Flex)]
 pub trait ResidualRelu: Backend {

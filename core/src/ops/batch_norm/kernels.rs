@@ -12,7 +12,7 @@
 //! `x`, `dy` and the outputs `y` and `dx` are f32, or f16 in a mixed-precision step (the
 //! kernels' f16 variants read and write f16 and sum in f32), so that step's batch norms
 //! need no casts around them; the statistics, sums, gamma and beta are f32 either way.
-//! The autodiff operation that uses them is [`crate::ops::batch_norm::train`].
+//! The autodiff operation that uses them is [`super::train`].
 
 use burn::tensor::{DType, Tensor};
 

@@ -1,5 +1,5 @@
 //! The batch norm (and the ReLU after it) of a training step on a wgpu device: an
-//! autodiff operation of our own over the kernels of [`crate::ops::batch_norm::kernels`], two
+//! autodiff operation of our own over the kernels of [`super::kernels`], two
 //! launches forward and two backward where burn's batch norm takes some thirty.
 //!
 //! The batch's statistics are computed first, outside the graph (with the running
@@ -21,7 +21,7 @@ use burn::nn::BatchNorm;
 use burn::tensor::activation::relu;
 use burn::tensor::{Slice, Tensor};
 
-use crate::ops::batch_norm::kernels::{self as kernels, Settings};
+use super::kernels::{self as kernels, Settings};
 use crate::precision::is_low;
 
 #[backend_extension(Autodiff, Cube, Flex)]

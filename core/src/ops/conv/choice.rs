@@ -2,8 +2,8 @@
 //!
 //! burn's WGSL compiler gives a 3x3 convolution's forward pass only direct kernels, which
 //! on a large GPU were the slow part of the CNN's and ResNet-18's epochs. taks adds two
-//! more ways ([`Way`]): im2col and a matmul ([`crate::ops::conv::im2col`]), and taks's tiled matmul
-//! with the patches computed as it loads them ([`crate::ops::conv::implicit`]). By default it
+//! more ways ([`Way`]): im2col and a matmul ([`super::im2col`]), and taks's tiled matmul
+//! with the patches computed as it loads them ([`super::implicit`]). By default it
 //! measures, the first time a process meets a convolution of some shape, which is fastest
 //! on this device ([`forward_fastest`]), then keeps using that one; a training step's
 //! backward pass follows the forward pass's choice ([`backward_way`]). In the scoring pass
@@ -17,8 +17,8 @@ use std::sync::Mutex;
 
 use burn::tensor::{Device, Tensor};
 
+use super::timings::{self, Kept};
 use crate::gpu::bridge;
-use crate::ops::conv::timings::{self, Kept};
 use crate::ops::matmul::GpuMatmul;
 
 /// The way, from `TAKS_GPU_CONV` (`auto` when unset).
@@ -85,10 +85,10 @@ pub(crate) struct ConvShape {
 pub enum Way {
     /// burn's kernel (direct, on burn's WGSL compiler).
     Burn,
-    /// im2col and a matmul, the patches written out ([`crate::ops::conv::im2col`]).
+    /// im2col and a matmul, the patches written out ([`super::im2col`]).
     Im2col,
     /// taks's tiled matmul, the patches computed as it loads them
-    /// ([`crate::ops::conv::implicit`]).
+    /// ([`super::implicit`]).
     Implicit,
 }
 
@@ -125,7 +125,7 @@ pub struct Measured {
     pub direct: f64,
     pub im2col: f64,
     pub implicit: f64,
-    /// Read from an earlier process's timings ([`crate::ops::conv::timings`]), not measured
+    /// Read from an earlier process's timings ([`super::timings`]), not measured
     /// in this one.
     pub earlier: bool,
 }

@@ -1,5 +1,5 @@
 //! Where a 2-D convolution's kernel taps fall on its input: the geometry the GPU
-//! convolution kernels share (im2col and col2im, [`crate::ops::conv::im2col`]; the tiled matmul's
+//! convolution kernels share (im2col and col2im, [`super::im2col`]; the tiled matmul's
 //! implicit patches, [`crate::ops::matmul`]).
 
 use burn::nn::PaddingConfig2d;

@@ -1,6 +1,6 @@
 //! A 2-D convolution as im2col (`shaders/im2col.wgsl`) and one matrix product on a wgpu
-//! device: the second forward kernel [`crate::ops::conv::choice`] offers beside burn's, in the
-//! scoring pass ([`crate::ops::conv::folded`]) and in training ([`crate::ops::conv::train`]).
+//! device: the second forward kernel [`super::choice`] offers beside burn's, in the
+//! scoring pass ([`super::folded`]) and in training ([`super::train`]).
 //!
 //! Why: on burn's WGSL compiler a 3x3 convolution's forward pass only has direct kernels
 //! to choose from (the implicit-GEMM ones need cooperative-matrix or MMA tiles, which WGSL
@@ -11,7 +11,7 @@
 //! at most [`PATCH_BYTES`] or the largest buffer the device allows, whichever is
 //! smaller. Each part costs launches of its own (the CNN's 32x32 layers take three parts
 //! of a 128-image batch on lavapipe, whose buffers stop at 128 MiB; one on a GPU).
-//! [`crate::ops::conv::implicit`] is the third way, which never writes the patches.
+//! [`super::implicit`] is the third way, which never writes the patches.
 //!
 //! The output is the convolution's `[N, O, Ho, Wo]` as a view of an `[N, Ho, Wo, O]`
 //! buffer (channels last, what the matmul writes); the next im2col, pool or elementwise
@@ -25,9 +25,9 @@
 
 use burn::tensor::{DType, Tensor};
 
+use super::geometry::Geometry;
 use crate::gpu::bridge;
 use crate::gpu::kernels::{COL2IM, COL2IM_F16, Elem, IM2COL, IM2COL_F16, WORKGROUP};
-use crate::ops::conv::geometry::Geometry;
 use crate::ops::layer_kernels::bias_relu;
 use crate::ops::matmul::{self, GpuMatmul};
 

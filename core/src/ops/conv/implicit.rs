@@ -1,7 +1,7 @@
 //! A 2-D convolution as one launch of taks's tiled matmul per product, its patches never
 //! written out (an implicit GEMM): the forward pass with its bias and ReLU, the weight's
 //! gradient and the input's gradient (`shaders/matmul.wgsl`'s convolution operands,
-//! [`Operand`]). What [`crate::ops::conv::im2col`]'s convolutions run when `TAKS_GPU_MATMUL=tiled`.
+//! [`Operand`]). What [`super::im2col`]'s convolutions run when `TAKS_GPU_MATMUL=tiled`.
 //!
 //! Why: im2col writes a patches matrix `C kh kw` times the input's size and reads it back,
 //! col2im reads the patches' gradient, and where the patches pass the device's largest
@@ -17,13 +17,13 @@
 
 use burn::tensor::Tensor;
 
-use crate::ops::conv::geometry::Geometry;
-use crate::ops::conv::im2col::{from_rows, rows_of};
+use super::geometry::Geometry;
+use super::im2col::{from_rows, rows_of};
 use crate::ops::matmul::{Operand, product};
 
 /// `conv(x, weight) + bias` (where there is one), then ReLU when `relu`: `x`
 /// `[N, C, H, W]` (any layout), `columns` the weight as `[C kh kw, O]`, `bias` `[O]`;
-/// `[N, O, Ho, Wo]` laid out channels last, as [`crate::ops::conv::im2col::conv2d`] gives it.
+/// `[N, O, Ho, Wo]` laid out channels last, as [`super::im2col::conv2d`] gives it.
 pub(crate) fn conv2d(
     x: &Tensor<4>,
     columns: &Tensor<2>,
@@ -40,7 +40,7 @@ pub(crate) fn conv2d(
 
 /// The gradients of `conv(x, weight)` for the output's gradient `dy` `[N, O, Ho, Wo]`
 /// (any layout): the input's `[N, C, H, W]`, laid out channels last, when `want_x`, and
-/// the weight's when `want_weight`, as [`crate::ops::conv::im2col::conv2d_backward`] gives them.
+/// the weight's when `want_weight`, as [`super::im2col::conv2d_backward`] gives them.
 ///
 /// The weight's gradient is `dy^T` `[O, P]` times the patches `[P, C kh kw]`; the
 /// input's is the transposed convolution's patches of `dy` `[N H W, O kh kw]` times the

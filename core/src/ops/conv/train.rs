@@ -1,9 +1,9 @@
 //! The convolution of a training step on a wgpu device: its forward pass by burn's kernel,
-//! as im2col and a matmul ([`crate::ops::conv::im2col`]) or as the implicit convolution
-//! ([`crate::ops::conv::implicit`]), whichever [`crate::ops::conv::choice`] measured fastest for the
+//! as im2col and a matmul ([`super::im2col`]) or as the implicit convolution
+//! ([`super::implicit`]), whichever [`super::choice`] measured fastest for the
 //! shape; its backward pass as two matmuls around im2col and col2im
-//! ([`crate::ops::conv::im2col::conv2d_backward`]), or as two implicit matmuls where the forward pass
-//! chose those ([`crate::ops::conv::choice::backward_way`]).
+//! ([`super::im2col::conv2d_backward`]), or as two implicit matmuls where the forward pass
+//! chose those ([`super::choice::backward_way`]).
 //!
 //! Why: on burn's WGSL compiler a 3x3 convolution's forward pass has only direct kernels
 //! to choose from, and its backward passes build and reassemble their patches a tap block
@@ -37,11 +37,11 @@ use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{DType, Tensor};
 
-use crate::ops::conv::GpuConv;
-use crate::ops::conv::choice::{ConvShape, Way, backward_way, forward_fastest};
-use crate::ops::conv::geometry::Geometry;
-use crate::ops::conv::im2col;
-use crate::ops::conv::implicit;
+use super::GpuConv;
+use super::choice::{ConvShape, Way, backward_way, forward_fastest};
+use super::geometry::Geometry;
+use super::im2col;
+use super::implicit;
 use crate::precision::is_low;
 
 #[backend_extension(Autodiff, Cube, Flex)]
