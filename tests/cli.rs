@@ -1072,8 +1072,9 @@ fn the_spirv_driver_check_passes_where_the_gpu_runs() {
 }
 
 /// A GPU run (lavapipe here) keeps cubecl's autotune results in the user's cache folder
-/// (`$XDG_CACHE_HOME/cubecl`), for the next process to reuse, and never in a `target/`
-/// folder beside the `Cargo.toml` it runs under (cubecl's own default).
+/// (`$XDG_CACHE_HOME/cubecl`), and never in a `target/` folder beside the `Cargo.toml` it
+/// runs under (cubecl's own default); the next process reuses them: the same run again
+/// tunes nothing, so it leaves the folder as it found it.
 #[test]
 fn autotune_results_are_kept_in_the_user_cache() {
     let cache = scratch("user-cache");
@@ -1087,7 +1088,7 @@ fn autotune_results_are_kept_in_the_user_cache() {
         let mesa = Path::new(&home).join(".cache/mesa_shader_cache");
         command.env("MESA_SHADER_CACHE_DIR", mesa);
     }
-    let out = command
+    command
         .args([
             "train",
             "--device",
@@ -1103,15 +1104,35 @@ fn autotune_results_are_kept_in_the_user_cache() {
             checkout.join("run").to_str().unwrap(),
         ])
         .env("XDG_CACHE_HOME", &cache)
-        .current_dir(&checkout)
-        .output()
-        .unwrap();
-    assert_succeeded(&out);
-    let kept: Vec<_> = walk(&cache.join("cubecl"));
+        .current_dir(&checkout);
+    // Each file under the folder with its contents, in order.
+    let kept = || {
+        let mut files: Vec<(PathBuf, Vec<u8>)> = walk(&cache.join("cubecl"))
+            .into_iter()
+            .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+            .collect();
+        files.sort();
+        files
+    };
+    assert_succeeded(&command.output().unwrap());
+    let first = kept();
     assert!(
-        !kept.is_empty(),
-        "nothing under {}",
+        first.iter().any(|(_, bytes)| !bytes.is_empty()),
+        "nothing kept under {}",
         cache.join("cubecl").display()
+    );
+    std::fs::remove_dir_all(checkout.join("run")).unwrap();
+    assert_succeeded(&command.output().unwrap());
+    let names =
+        |files: &[(PathBuf, Vec<u8>)]| files.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        names(&kept()),
+        names(&first),
+        "the second run kept other files"
+    );
+    assert!(
+        kept() == first,
+        "the second run tuned again: the kept results changed"
     );
     assert!(
         !checkout.join("target").exists(),
@@ -1177,6 +1198,17 @@ fn bench_reports_first_epochs_apart_and_the_projection() {
     );
     assert!(first > 0.0 && min > 0.0 && min <= mean, "{taks_row:?}");
     assert_eq!(standard[8], "1.00");
+    // TAkS's ratio is its mean epoch over Standard's, as printed (to the rounding of the
+    // printed means, a millisecond each).
+    let (ratio, standard_mean) = (number(&taks_row[8]), number(&standard[6]));
+    let (low, high) = (
+        (mean - 5e-4) / (standard_mean + 5e-4),
+        (mean + 5e-4) / (standard_mean - 5e-4).max(1e-9),
+    );
+    assert!(
+        ratio >= low - 0.005 && ratio <= high + 0.005,
+        "x T {ratio} against means {mean} / {standard_mean}"
+    );
     let projection = stdout
         .lines()
         .find_map(|l| l.strip_prefix("TAkS epoch per million samples of this shape on cpu: "))

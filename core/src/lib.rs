@@ -23,6 +23,7 @@ pub mod noise;
 pub mod ops;
 pub mod optim;
 pub mod params;
+pub mod plan;
 pub mod precision;
 pub mod regret;
 pub mod rng;

@@ -23,6 +23,7 @@ use burn::tensor::Tensor;
 use crate::{Error, Result};
 
 use crate::ops::adam::{cpu as adam_cpu, gpu as adam_gpu};
+use crate::plan::Kernel;
 
 /// One parameter's Adam state (kept with the op that updates it).
 pub use crate::ops::adam::Moments;
@@ -261,7 +262,7 @@ impl Adam {
             Ok(done) => return done,
             Err(inputs) => (x, grad, state) = inputs,
         }
-        if gate.is_none() && crate::gpu::supports(&x) {
+        if gate.is_none() && Kernel::AdamGpu.runs_for(&x) {
             return self.wgsl_update(lr, beta_1, x, grad, state);
         }
         self.generic_update(lr, beta_1, x, grad, state, gate)
@@ -285,7 +286,7 @@ impl Adam {
         let (x, grad) = (x.reshape([numel]), grad.reshape([numel]));
         let (m, v) = adam_gpu::moments_or_zeros(state.map(|s| (s.first, s.second)), &x);
         let (x, first, second) = adam_gpu::step(&x, &grad, &m, &v, scalars)
-            .expect("gpu::supports said the kernels run on this device");
+            .expect("the plan runs Adam's kernel on this device only");
         (
             x.reshape(dims),
             Moments {
@@ -371,7 +372,7 @@ impl ModuleVisitor for Gather<'_> {
             return;
         }
         let x = param.val().inner();
-        if !crate::gpu::supports(&x) {
+        if !Kernel::AdamGpu.runs_for(&x) {
             self.off_wgpu = true;
             return;
         }

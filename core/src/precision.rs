@@ -130,9 +130,10 @@ pub(crate) fn is_low(dtype: DType) -> Option<FloatDType> {
 mod tests {
     use super::*;
 
-    /// f32 runs anywhere; mixed precision is refused off a GPU, and on lavapipe (burn's
-    /// WGSL compiler, an adapter with shader-f16) f16 is allowed and bf16 refused with
-    /// the reason.
+    /// f32 runs anywhere; mixed precision is refused off a GPU. On burn's WGSL compiler
+    /// bf16 is refused on every adapter (WGSL has no such type), naming the adapter, and
+    /// f16 runs where the adapter has shader-f16 and is refused for that reason where it
+    /// does not; lavapipe, the adapter of the test machines, has it.
     #[test]
     fn each_precision_is_checked_against_the_device() {
         let cpu = Device::flex();
@@ -142,15 +143,29 @@ mod tests {
             err.contains("--precision f16") && err.contains("GPU only"),
             "{err}"
         );
+        assert_eq!(err.lines().count(), 1);
 
         let gpu = crate::gpu::direct::start().expect("a wgpu adapter").0;
+        let adapter = crate::gpu::bridge::adapter_name(&gpu).expect("a wgpu adapter's name");
         assert!(Precision::F32.check(&gpu).is_ok());
-        assert!(
-            Precision::F16.check(&gpu).is_ok(),
-            "lavapipe has shader-f16"
-        );
-        let err = Precision::Bf16.check(&gpu).unwrap_err().to_string();
-        assert!(err.contains("no bf16") && err.contains("llvmpipe"), "{err}");
-        assert_eq!(err.lines().count(), 1);
+        let has_f16 = crate::gpu::bridge::supports_float(&gpu, FloatDType::F16) == Some(true);
+        match Precision::F16.check(&gpu) {
+            Ok(()) => assert!(has_f16, "f16 allowed on {adapter} without shader-f16"),
+            Err(e) => {
+                assert!(
+                    !has_f16,
+                    "f16 refused on {adapter}, which has shader-f16: {e}"
+                );
+                assert!(e.to_string().contains("shader-f16"), "{e}");
+            }
+        }
+        if adapter.contains("llvmpipe") {
+            assert!(has_f16, "lavapipe has shader-f16");
+        }
+        if crate::gpu::compiler(&gpu) == Some("wgpu<wgsl>") {
+            let err = Precision::Bf16.check(&gpu).unwrap_err().to_string();
+            assert!(err.contains("no bf16") && err.contains(&adapter), "{err}");
+            assert_eq!(err.lines().count(), 1);
+        }
     }
 }

@@ -1,6 +1,11 @@
 //! What the unit tests of several modules read back and compare, in one place.
 
-use burn::tensor::Tensor;
+use burn::module::Param;
+use burn::nn::Linear;
+use burn::tensor::{Device, Distribution, Tensor, TensorData};
+
+use crate::nn::Mlp;
+use crate::rng::SplitMix64;
 
 /// A tensor's values on the host, as f32.
 pub(crate) fn host<const D: usize>(t: Tensor<D>) -> Vec<f32> {
@@ -33,4 +38,63 @@ pub(crate) fn kernels_named<'a>(
         .collect();
     named.sort_unstable();
     named
+}
+
+/// A tensor of `dims` drawn from `distribution` by [`SplitMix64`] from `seed`, so a test's
+/// inputs do not depend on burn's one generator per process, which every test thread
+/// draws from in whatever order the threads run. `Default` is uniform on [0, 1), as
+/// burn's; normal values come by Box-Muller.
+pub(crate) fn random<const D: usize>(
+    dims: [usize; D],
+    distribution: Distribution,
+    seed: u64,
+    device: &Device,
+) -> Tensor<D> {
+    let mut rng = SplitMix64::new(seed);
+    let count = dims.iter().product();
+    let mut uniform = || rng.next_f64();
+    let values: Vec<f32> = (0..count)
+        .map(|_| match distribution {
+            Distribution::Default => uniform() as f32,
+            Distribution::Uniform(low, high) => (low + (high - low) * uniform()) as f32,
+            Distribution::Normal(mean, std) => {
+                // 1 - u is in (0, 1], so its logarithm is finite.
+                let (u, v) = (1.0 - uniform(), uniform());
+                let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+                (mean + std * z) as f32
+            }
+            other => panic!("no test draws from {other:?}"),
+        })
+        .collect();
+    Tensor::from_data(TensorData::new(values, dims), device)
+}
+
+/// A linear layer `inputs -> outputs` with weights uniform in ±1/sqrt(inputs) and biases
+/// in ±0.1, drawn as [`random`] draws, for tests that need a network's exact weights.
+pub(crate) fn linear(inputs: usize, outputs: usize, seed: u64, device: &Device) -> Linear {
+    let bound = 1.0 / (inputs as f64).sqrt();
+    let weight = random(
+        [inputs, outputs],
+        Distribution::Uniform(-bound, bound),
+        seed,
+        device,
+    );
+    let bias = random(
+        [outputs],
+        Distribution::Uniform(-0.1, 0.1),
+        seed ^ 1,
+        device,
+    );
+    Linear {
+        weight: Param::from_tensor(weight),
+        bias: Some(Param::from_tensor(bias)),
+    }
+}
+
+/// An [`Mlp`] `inputs -> 256 -> classes` with the weights [`linear`] draws from `seed`.
+pub(crate) fn mlp(inputs: usize, classes: usize, seed: u64, device: &Device) -> Mlp {
+    Mlp::from_layers(
+        linear(inputs, 256, seed, device),
+        linear(256, classes, seed.wrapping_add(2), device),
+    )
 }

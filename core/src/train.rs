@@ -160,18 +160,18 @@ impl Trainer {
         let Split { train, test } = split;
         let n = train.len();
         let k = config.checked_k(n)?;
-        device.seed(config.seed);
         let (shape, classes) = (train.shape, train.classes);
         let rule = build_rule(&config, &labels, classes, device)?;
         let stage_one = rule
             .first_stage()
             .map(|stage| noisy_holdout(&train, &labels, stage.holdout, config.seed).into_split());
-        let networks = Networks::new(
+        let networks = Networks::seeded(
             config.method.networks(),
             config.architecture,
             shape,
             classes,
             &device.clone().autodiff(),
+            config.seed,
         );
         let clean: Vec<f32> = (0..n).map(|i| labels.is_clean(i) as u8 as f32).collect();
         let test_labels = test.labels.clone();

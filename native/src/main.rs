@@ -62,11 +62,7 @@ fn main() -> ExitCode {
     let cache = taks_core::gpu::tuning_cache::keep_in_user_cache();
     spirv_probe::keep_in(cache.clone());
     taks_core::ops::conv::timings::keep_in(cache);
-    if let Err(message) = taks_core::ops::conv::GpuConv::from_env()
-        .map(|_| ())
-        .and(taks_core::ops::matmul::GpuMatmul::from_env().map(|_| ()))
-        .and(taks_core::gpu::direct::forced_from_env().map(|_| ()))
-    {
+    if let Err(message) = taks_core::plan::Switches::from_env() {
         eprintln!("error: {message}");
         return ExitCode::from(2);
     }

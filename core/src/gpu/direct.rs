@@ -66,23 +66,12 @@ pub fn start() -> Result<(Device, wgpu::AdapterInfo), String> {
     Ok((device, info))
 }
 
-/// `TAKS_GPU_DIRECT`: `1` sends taks's kernels through [`launch`] on burn's WGSL
-/// compiler too, so that this route is tested on the machines whose Vulkan driver cannot
-/// run burn's SPIR-V (Mesa's lavapipe: see docs/gpu.md); `0` or unset, only where it is
-/// needed. Anything else is an error `taks` reports before it starts.
-pub fn forced_from_env() -> Result<bool, String> {
-    match std::env::var("TAKS_GPU_DIRECT").as_deref() {
-        Err(_) | Ok("0") => Ok(false),
-        Ok("1") => Ok(true),
-        Ok(other) => Err(format!("TAKS_GPU_DIRECT={other:?}: expected 0 or 1")),
-    }
-}
-
 /// Whether `client`'s launches go through [`launch`]: where burn does not compile WGSL
-/// itself (its SPIR-V or MSL compiler), or everywhere under `TAKS_GPU_DIRECT=1`.
+/// itself (its SPIR-V or MSL compiler), or everywhere under `TAKS_GPU_DIRECT=1`
+/// ([`crate::plan::Switches::direct`]), so that this route is tested on the machines whose
+/// Vulkan driver cannot run burn's SPIR-V (Mesa's lavapipe: see docs/gpu.md).
 pub(crate) fn goes_direct(client: &Client) -> bool {
-    static FORCED: OnceLock<bool> = OnceLock::new();
-    *FORCED.get_or_init(|| forced_from_env().unwrap_or(false)) || client.name() != "wgpu<wgsl>"
+    crate::plan::Switches::current().direct || client.name() != "wgpu<wgsl>"
 }
 
 /// Dispatch `kernel` over `count` workgroups with `buffers` bound at `@binding(0..)`,

@@ -82,7 +82,7 @@ mod tests {
     use burn::tensor::Distribution;
 
     use super::*;
-    use crate::test_support::{gap, host};
+    use crate::test_support::{gap, host, random};
 
     fn assert_near(a: Vec<f32>, b: Vec<f32>, what: &str) {
         let gap = gap(&a, &b);
@@ -102,13 +102,13 @@ mod tests {
         let cpu = Device::flex().autodiff();
         let mut block = ConvBlock::new(3, 4, &cpu);
         // Far from zero: a running mean without it is off by more than 0.1.
-        let bias = Tensor::<1>::random([4], Distribution::Uniform(1.0, 3.0), &cpu);
+        let bias = random([4], Distribution::Uniform(1.0, 3.0), 1, &cpu);
         block.conv.bias = Some(Param::from_tensor(bias));
         // Its own running statistics, from a record (a clone would share them).
         let on_gpu = ConvBlock::new(3, 4, &gpu)
             .load_record(block.clone().into_record())
             .to_device(&gpu);
-        let x = Tensor::<4>::random([4, 3, 8, 8], Distribution::Normal(0.0, 1.0), &cpu);
+        let x = random([4, 3, 8, 8], Distribution::Normal(0.0, 1.0), 2, &cpu);
 
         let theirs = block.forward(x.clone());
         let ours = on_gpu.forward(x.to_device(&gpu));

@@ -25,6 +25,12 @@ impl Mlp {
         }
     }
 
+    /// An MLP of the given layers, for tests that need its exact weights.
+    #[cfg(test)]
+    pub(crate) fn from_layers(hidden: Linear, output: Linear) -> Self {
+        Self { hidden, output }
+    }
+
     /// `[B, inputs]` -> `[B, classes]`.
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         let hidden = mixed_precision::linear(&self.hidden, x);

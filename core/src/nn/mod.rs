@@ -10,6 +10,8 @@
 //! ([`crate::ops`]). [`Classifier`] is any one of them, [`Networks`] the one or two a
 //! method trains; [`scorer`] is their eval-mode pass over the whole training set.
 
+use std::sync::{Mutex, PoisonError};
+
 use burn::module::Module;
 use burn::tensor::{Device, FloatDType, Tensor};
 use serde::{Deserialize, Serialize};
@@ -148,6 +150,25 @@ impl Networks {
                 .map(|_| Classifier::new(arch, shape, classes, device))
                 .collect(),
         }
+    }
+
+    /// [`Networks::new`] with the weights burn draws after seeding its generator with
+    /// `seed`. burn keeps one generator per process, so two runs in one process (the
+    /// tests' threads, a caller's) would otherwise take their weights from it in whatever
+    /// order their threads ran; the lock makes seeding and drawing one step, so a run's
+    /// weights are its seed's alone.
+    pub fn seeded(
+        count: usize,
+        arch: Architecture,
+        shape: [usize; 3],
+        classes: usize,
+        device: &Device,
+        seed: u64,
+    ) -> Self {
+        static DRAWING: Mutex<()> = Mutex::new(());
+        let _drawing = DRAWING.lock().unwrap_or_else(PoisonError::into_inner);
+        device.seed(seed);
+        Self::new(count, arch, shape, classes, device)
     }
 
     /// `[B, C*H*W]` -> each network's logits `[B, classes]`.

@@ -26,6 +26,7 @@ use burn::tensor::{Device, Tensor};
 use super::Architecture;
 use crate::ops::conv::{self, FoldedConv};
 use crate::ops::{batch_norm, residual};
+use crate::plan::GpuConv;
 
 /// A convolution without bias (the batch norm after it has one).
 fn conv(from: usize, to: usize, kernel: usize, stride: usize, device: &Device) -> Conv2d {
@@ -228,7 +229,7 @@ pub struct Folded<'a> {
 
 impl ResNet {
     /// `None` where a layer does not fold (none of these networks').
-    pub(super) fn folded(&self, how: conv::GpuConv) -> Option<Folded<'_>> {
+    pub(super) fn folded(&self, how: GpuConv) -> Option<Folded<'_>> {
         let fold = |conv: &Conv2d, bn: &BatchNorm| FoldedConv::new(conv, bn, how);
         let blocks = self
             .blocks()
@@ -251,8 +252,9 @@ impl ResNet {
         })
     }
 
-    pub(super) fn on_gpu(&self) -> bool {
-        crate::gpu::supports(&self.fc.weight.val())
+    /// The last layer's weights, whose device and type are the network's.
+    pub(super) fn output_weight(&self) -> Tensor<2> {
+        self.fc.weight.val()
     }
 }
 

@@ -11,8 +11,8 @@
 use burn::tensor::Tensor;
 
 use super::{Classifier, Cnn, resnet};
-use crate::gpu;
-use crate::ops::conv::{FoldedConv, GpuConv};
+use crate::ops::conv::FoldedConv;
+use crate::plan::{GpuConv, Kernel, Switches};
 
 /// A network ready for eval-mode forward passes.
 pub enum Scorer<'a> {
@@ -28,12 +28,12 @@ impl Classifier {
     /// This network prepared for scoring: folded on a wgpu device (as `TAKS_GPU_CONV`
     /// says), plain elsewhere.
     pub fn scorer(&self) -> Scorer<'_> {
-        self.scorer_with(GpuConv::current())
+        self.scorer_with(Switches::current().conv)
     }
 
     /// This network prepared for scoring as `how` says (on a wgpu device; plain elsewhere).
     pub fn scorer_with(&self, how: GpuConv) -> Scorer<'_> {
-        if how == GpuConv::Plain || !self.on_gpu() {
+        if how == GpuConv::Plain || !self.folds() {
             return Scorer::Plain(self);
         }
 
@@ -50,12 +50,15 @@ impl Classifier {
         folded.unwrap_or(Scorer::Plain(self))
     }
 
-    fn on_gpu(&self) -> bool {
-        match self {
-            Classifier::Mlp(m) => gpu::supports(&m.layers().output.weight.val()),
-            Classifier::Cnn(m) => gpu::supports(&m.output.weight.val()),
-            Classifier::ResNet(m) => m.on_gpu(),
-        }
+    /// Whether its batch norms fold: where the plan runs the folded convolution, on the
+    /// device and in the type of the network's weights.
+    fn folds(&self) -> bool {
+        let weight = match self {
+            Classifier::Mlp(m) => m.layers().output.weight.val(),
+            Classifier::Cnn(m) => m.output.weight.val(),
+            Classifier::ResNet(m) => m.output_weight(),
+        };
+        Kernel::ConvFolded.runs_for(&weight)
     }
 }
 
@@ -83,11 +86,11 @@ impl Scorer<'_> {
 #[cfg(test)]
 mod tests {
     use burn::module::Module;
-    use burn::tensor::{Device, Distribution, Tensor};
+    use burn::tensor::{Device, Distribution};
 
     use super::*;
     use crate::nn::Architecture;
-    use crate::test_support::host;
+    use crate::test_support::{host, random};
 
     /// Folded, and folded with im2col, against the network's own eval-mode forward pass on
     /// lavapipe, for the CNN, ResNet-18 and ResNet-50 (basic and bottleneck blocks; every
@@ -95,7 +98,7 @@ mod tests {
     /// training-mode passes (else folding would be an identity).
     #[test]
     fn scoring_forward_is_the_eval_forward() {
-        let device = gpu::direct::start().expect("a wgpu adapter").0;
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
         for arch in [
             Architecture::Cnn,
             Architecture::ResNet18,
@@ -103,17 +106,17 @@ mod tests {
         ] {
             let net = Classifier::new(arch, [3, 32, 32], 5, &device.clone().autodiff());
             for _ in 0..3 {
-                let x = Tensor::<2>::random(
+                let x = random(
                     [6, 3 * 32 * 32],
                     Distribution::Normal(0.5, 2.0),
+                    1,
                     &device.clone().autodiff(),
                 );
                 let _ = net.forward(x);
             }
             let net = net.valid();
             // A chunk that starts inside a larger block, as `score_block` cuts them.
-            let block =
-                Tensor::<2>::random([9, 3 * 32 * 32], Distribution::Normal(0.5, 2.0), &device);
+            let block = random([9, 3 * 32 * 32], Distribution::Normal(0.5, 2.0), 2, &device);
             let x = block.narrow(0, 3, 5);
             let expected = host(net.forward(x.clone()));
             let scale = expected.iter().fold(0.0f32, |m, v| m.max(v.abs()));

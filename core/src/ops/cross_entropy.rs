@@ -29,6 +29,8 @@ use burn::tensor::{DType, Int, Tensor};
 use cubecl::CubeCount;
 use cubecl::server::Handle;
 
+use crate::plan::Kernel;
+
 use crate::gpu::bridge;
 use crate::gpu::kernels::{CROSS_ENTROPY, CROSS_ENTROPY_GRAD, WORKGROUP};
 
@@ -49,7 +51,7 @@ pub trait FusedCrossEntropy: Backend {
 /// `cross_entropy(logits, labels)` in one launch, with a backward pass of one launch,
 /// when `logits` are f32 on a wgpu device; `None` elsewhere (the caller composes burn's).
 pub(crate) fn on_gpu(logits: &Tensor<2>, labels: &Tensor<1, Int>) -> Option<Tensor<1>> {
-    if logits.dtype() != DType::F32 || !crate::gpu::supports(logits) {
+    if !Kernel::CrossEntropy.runs_for(logits) {
         return None;
     }
     let loss = Dispatch::fused_cross_entropy(

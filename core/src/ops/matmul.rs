@@ -8,7 +8,7 @@
 //! ResNet-18 epoch waits on (docs/benchmarks.md, "GPU speed"). This kernel is the
 //! alternative to measure against it: 64 x 64 tiles of the output, 4 x 4 per invocation in
 //! registers, no copy of a transposed operand, no patches matrix, the bias and ReLU in the
-//! same pass. It is not the default: `TAKS_GPU_MATMUL=tiled` ([`GpuMatmul`]) turns it on
+//! same pass. It is not the default: `TAKS_GPU_MATMUL=tiled` ([`crate::plan::GpuMatmul`]) turns it on
 //! for the convolutions ([`super::conv::im2col`] hands them to [`super::conv::implicit`]), so a
 //! GPU run can time both; the tests compare it with burn's matmul and convolutions on
 //! lavapipe.
@@ -18,48 +18,10 @@ use burn::tensor::{DType, Tensor};
 use super::conv::geometry::Geometry;
 use crate::gpu::bridge;
 use crate::gpu::kernels::MATMUL;
+use crate::plan::Kernel;
 
 /// The output's rows and columns one workgroup computes (`shaders/matmul.wgsl`).
 const TILE: usize = 64;
-
-/// Which matmul the convolutions use, from `TAKS_GPU_MATMUL` (`auto` when unset).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GpuMatmul {
-    /// `auto`: per convolution shape, whichever measured fastest of burn's kernel,
-    /// im2col with burn's matmul and the implicit convolution ([`super::conv::choice`]).
-    Auto,
-    /// `burn`: burn's matmul (cubecl's, autotuned) for im2col; never the implicit one.
-    Burn,
-    /// `tiled`: [`product`] with the patches implicit ([`super::conv::implicit`]) wherever
-    /// taks's convolutions run, and for im2col's patches where that declines.
-    Tiled,
-}
-
-impl GpuMatmul {
-    /// From the environment; an unknown value is an error the caller reports (`taks`
-    /// checks it before anything runs).
-    pub fn from_env() -> Result<Self, String> {
-        Self::parse(std::env::var("TAKS_GPU_MATMUL").ok().as_deref())
-    }
-
-    fn parse(value: Option<&str>) -> Result<Self, String> {
-        match value {
-            None | Some("auto") => Ok(Self::Auto),
-            Some("burn") => Ok(Self::Burn),
-            Some("tiled") => Ok(Self::Tiled),
-            Some(other) => Err(format!(
-                "TAKS_GPU_MATMUL={other:?}: expected auto, burn or tiled"
-            )),
-        }
-    }
-
-    /// [`GpuMatmul::from_env`] read once per process (`auto` if the value is unknown;
-    /// `taks` refuses that before this is read).
-    pub fn current() -> Self {
-        static CURRENT: std::sync::OnceLock<GpuMatmul> = std::sync::OnceLock::new();
-        *CURRENT.get_or_init(|| Self::from_env().unwrap_or(Self::Auto))
-    }
-}
 
 /// One side of [`product`]: a matrix, or one the kernel computes from a convolution's
 /// tensor as it loads it (so it is never written out).
@@ -123,7 +85,7 @@ impl Operand<'_> {
             Operand::OutputTaps(dy, _, _) => dy.dtype(),
             Operand::WeightTaps(weight) => weight.dtype(),
         };
-        if tensor_dtype != DType::F32 {
+        if !Kernel::TiledMatmul.runs_in(tensor_dtype) {
             return None;
         }
         let under_32 = |v: usize| (v < u32::MAX as usize).then_some(v);
@@ -296,7 +258,7 @@ mod tests {
     use burn::tensor::{Distribution, activation::relu};
 
     use super::*;
-    use crate::test_support::{gap, host};
+    use crate::test_support::{gap, host, random};
 
     /// On lavapipe: the tiled product is burn's, for sizes on and off the tile's edges,
     /// each operand contiguous and transposed (a view), so both ways of loading a tile
@@ -305,9 +267,9 @@ mod tests {
     fn the_tiled_matmul_is_burns() {
         let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
         for [m, k, n] in [[64, 16, 64], [130, 27, 70], [3, 576, 65], [200, 33, 1]] {
-            let a = Tensor::<2>::random([m, k], Distribution::Normal(0.0, 1.0), &device);
-            let bt = Tensor::<2>::random([n, k], Distribution::Normal(0.0, 1.0), &device);
-            let bias = Tensor::<1>::random([n], Distribution::Normal(0.0, 1.0), &device);
+            let a = random([m, k], Distribution::Normal(0.0, 1.0), 1, &device);
+            let bt = random([n, k], Distribution::Normal(0.0, 1.0), 2, &device);
+            let bias = random([n], Distribution::Normal(0.0, 1.0), 3, &device);
             // b as the weights lie in a convolution: [N, K], read transposed.
             let b = bt.clone().transpose();
             // Each operand contiguous and as a transposed view of a contiguous one.
@@ -338,24 +300,9 @@ mod tests {
             }
         }
         // An f16 operand is declined, not cast to an f32 result.
-        let a = Tensor::<2>::random([8, 4], Distribution::Default, &device);
+        let a = random([8, 4], Distribution::Default, 4, &device);
         let half = a.clone().cast(burn::tensor::FloatDType::F16);
         assert!(matmul(&half, &a.clone().transpose(), None, false).is_none());
         assert!(matmul(&a, &half.transpose(), None, false).is_none());
-    }
-
-    #[test]
-    fn the_switch_reads_three_values_and_refuses_others() {
-        assert_eq!(GpuMatmul::parse(None), Ok(GpuMatmul::Auto));
-        assert_eq!(GpuMatmul::parse(Some("auto")), Ok(GpuMatmul::Auto));
-        assert_eq!(GpuMatmul::parse(Some("burn")), Ok(GpuMatmul::Burn));
-        assert_eq!(GpuMatmul::parse(Some("tiled")), Ok(GpuMatmul::Tiled));
-        for silly in ["", "fast", "Tiled"] {
-            let refused = GpuMatmul::parse(Some(silly)).unwrap_err();
-            assert!(
-                refused.contains("expected auto, burn or tiled"),
-                "{refused}"
-            );
-        }
     }
 }

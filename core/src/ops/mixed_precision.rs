@@ -64,7 +64,7 @@ mod tests {
     use crate::methods::small_loss::cross_entropy;
     use crate::nn::{Architecture, Networks};
     use crate::precision::Precision;
-    use crate::test_support::host;
+    use crate::test_support::{host, random};
     use crate::train::LossScale;
 
     fn norm(a: &[f32]) -> f32 {
@@ -107,7 +107,12 @@ mod tests {
         let train = device.clone().autodiff();
         let networks = Networks::new(1, Architecture::Cnn, [3, 16, 16], 10, &train);
         let batch: usize = 16;
-        let x = Tensor::<2>::random([batch, 3 * 16 * 16], Distribution::Normal(0.0, 1.0), &train);
+        let x = random(
+            [batch, 3 * 16 * 16],
+            Distribution::Normal(0.0, 1.0),
+            1,
+            &train,
+        );
         let labels: Vec<i32> = (0..batch as i32).map(|i| i % 10).collect();
         let labels = Tensor::<1, Int>::from_data(TensorData::new(labels, [batch]), &train);
         let step = |precision: Precision| {

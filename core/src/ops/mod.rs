@@ -4,9 +4,9 @@
 //! wiring where it is part of a training step, and its tests.
 //!
 //! A network ([`crate::nn`]) says which layers it has and calls an op per layer; the op
-//! runs taks's kernel where one applies (a wgpu device, the precision and shape it was
-//! written for) and burn's composition elsewhere, so every op has a fallback that is
-//! the plain tensor formula.
+//! runs taks's kernel where the execution plan says it applies ([`crate::plan::KERNELS`]:
+//! the device, the type, the switches) and burn's composition elsewhere, so every op has
+//! a fallback that is the plain tensor formula.
 //!
 //! | op | what | variants |
 //! |---|---|---|

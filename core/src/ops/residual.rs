@@ -30,6 +30,7 @@ use crate::gpu::kernels::{
     Elem, RESIDUAL_RELU, RESIDUAL_RELU_F16, RESIDUAL_RELU_GRAD, RESIDUAL_RELU_GRAD_F16, Shader,
     WORKGROUP,
 };
+use crate::plan::Kernel;
 
 #[backend_extension(Autodiff, Cube, Flex)]
 pub trait ResidualRelu: Backend {
@@ -44,10 +45,9 @@ pub trait ResidualRelu: Backend {
 /// `relu(h + shortcut)`: one launch forward and one backward where both are f32, or both
 /// f16, on a wgpu device; burn's add and relu elsewhere.
 pub(crate) fn relu_of_sum(h: Tensor<4>, shortcut: Tensor<4>) -> Tensor<4> {
-    let ours = Elem::of(h.dtype()).is_some()
-        && h.dtype() == shortcut.dtype()
-        && crate::gpu::supports(&h)
-        && crate::gpu::supports(&shortcut);
+    let ours = h.dtype() == shortcut.dtype()
+        && Kernel::Residual.runs_for(&h)
+        && Kernel::Residual.runs_for(&shortcut);
     if !ours || h.dims() != shortcut.dims() {
         return relu(h + shortcut);
     }
@@ -178,7 +178,7 @@ mod tests {
     use super::*;
     use crate::gpu::launches::count;
     use crate::ops::conv::im2col::is_channels_last;
-    use crate::test_support::{gap, host};
+    use crate::test_support::{gap, host, random};
 
     /// On lavapipe: the output and both gradients against burn's add and relu, in f32 and
     /// in f16 (a mixed-precision step's; the f16 variants add in f32 and round once,
@@ -203,9 +203,9 @@ mod tests {
             let make = |last: bool, values: Option<Vec<f32>>| -> Tensor<4> {
                 let t = match (last, values) {
                     (true, Some(v)) => Tensor::<4>::from_data(TensorData::new(v, nhwc), &device),
-                    (true, None) => Tensor::<4>::random(nhwc, normal, &device),
+                    (true, None) => random(nhwc, normal, 1, &device),
                     (false, Some(v)) => Tensor::<4>::from_data(TensorData::new(v, dims), &device),
-                    (false, None) => Tensor::<4>::random(dims, normal, &device),
+                    (false, None) => random(dims, normal, 2, &device),
                 }
                 .cast(dtype);
                 match last {
@@ -255,7 +255,7 @@ mod tests {
                 "{dtype:?} {h_last} {s_last}: output"
             );
 
-            let w = Tensor::<4>::random(dims, normal, &device).cast(dtype);
+            let w = random(dims, normal, 3, &device).cast(dtype);
             let g_ours = (ours * w.clone()).sum().backward();
             let g_theirs = (theirs * w).sum().backward();
             let dh = h.grad(&g_ours).expect("h's gradient");

@@ -6,12 +6,12 @@
 //! catch NaN anywhere). Label precision is the training loop's, counted on the samples
 //! each batch actually trained on.
 
-use burn::tensor::{Int, Tensor, TensorData};
+use burn::tensor::{DType, Int, Tensor, TensorData};
 
 use super::{Objective, Params, Update, read_floats};
 use super::{RiskMode, RiskParams, noise_risk_objective, select_k_smallest};
-use crate::gpu;
 use crate::noise::NoisyLabels;
+use crate::plan::{Kernel, Place};
 use crate::{Error, Result};
 
 pub(super) struct GpuEngine {
@@ -27,10 +27,10 @@ impl GpuEngine {
     pub(super) fn new(labels: &NoisyLabels, first_mask: Tensor<1>) -> Option<Self> {
         let device = first_mask.device();
         let n = labels.noisy_labels.len();
-        let cumulative = Tensor::<1>::zeros([n], &device);
-        if !gpu::supports(&cumulative) {
+        if !Kernel::Selection.runs(Place::of(&device), DType::F32) {
             return None;
         }
+        let cumulative = Tensor::<1>::zeros([n], &device);
         let as_i32: Vec<i32> = labels.noisy_labels.iter().map(|&l| l as i32).collect();
         Some(GpuEngine {
             labels: Tensor::from_data(TensorData::new(as_i32, [n]), &device),

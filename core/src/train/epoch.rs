@@ -12,6 +12,7 @@ use crate::Result;
 use crate::methods::{self, BatchAt, EpochSet, Rule};
 use crate::nn::Networks;
 use crate::ops::mlp_step::MixedStep;
+use crate::plan::Place;
 use crate::precision::Precision;
 use crate::selection::{self, indices_tensor};
 
@@ -60,7 +61,7 @@ impl Trainer {
         // Per network: clean samples picked, samples picked (None until a rule picks).
         let picks: Option<(Vec<Tensor<1>>, Vec<Tensor<1>>)> = None;
         let batch = self.config.batch_size;
-        let on_cpu = crate::ops::flex_buffers::is_flex_f32(&self.clean);
+        let on_cpu = Place::of(&self.device) == Place::Flex;
         let epoch_loop = || {
             let (mut networks, mut loss_sum, mut picks) = (networks, loss_sum, picks);
             for (b, start) in (0..selected).step_by(batch).enumerate() {

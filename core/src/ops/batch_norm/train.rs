@@ -22,6 +22,7 @@ use burn::tensor::activation::relu;
 use burn::tensor::{Slice, Tensor};
 
 use super::kernels::{self as kernels, Settings};
+use crate::plan::Kernel;
 use crate::precision::is_low;
 
 #[backend_extension(Autodiff, Cube, Flex)]
@@ -356,7 +357,7 @@ pub(crate) fn forward_shifted(
         }
     };
     let training = x.device().is_autodiff() && bn.training.is_enabled();
-    if !training || !crate::gpu::supports(&x) {
+    if !training || !Kernel::BatchNorm.runs_for(&x) {
         return plain(x);
     }
     let device = x.device();
@@ -396,7 +397,7 @@ mod tests {
     use burn::tensor::{Device, Distribution, TensorData};
 
     use super::*;
-    use crate::test_support::{host, largest};
+    use crate::test_support::{host, largest, random};
 
     /// The largest difference and `b`'s largest magnitude.
     fn gap(a: &[f32], b: &[f32]) -> (f32, f32) {
@@ -423,8 +424,8 @@ mod tests {
             (true, true, false),
         ] {
             let mut bn = BatchNormConfig::new(5).init(&device);
-            let gamma = Tensor::<1>::random([5], Distribution::Uniform(0.5, 1.5), &device);
-            let beta = Tensor::<1>::random([5], Distribution::Uniform(-0.5, 0.5), &device);
+            let gamma = random([5], Distribution::Uniform(0.5, 1.5), 1, &device);
+            let beta = random([5], Distribution::Uniform(-0.5, 0.5), 2, &device);
             bn.gamma = Param::from_tensor(gamma.clone());
             bn.beta = Param::from_tensor(beta.clone());
             // Its own running statistics (a clone would share them).
@@ -434,8 +435,8 @@ mod tests {
             // Running statistics of earlier steps, not the fresh zeros and ones, so that a
             // kernel reading anything else in their place (or adding a shift it was not
             // given) shows.
-            let mean = Tensor::<1>::random([5], Distribution::Uniform(-1.0, 1.0), &device);
-            let var = Tensor::<1>::random([5], Distribution::Uniform(0.5, 2.0), &device);
+            let mean = random([5], Distribution::Uniform(-1.0, 1.0), 3, &device);
+            let var = random([5], Distribution::Uniform(0.5, 2.0), 4, &device);
             bn.running_mean = RunningState::new(mean.clone());
             bn.running_var = RunningState::new(var.clone());
             reference.running_mean = RunningState::new(mean);
@@ -443,15 +444,14 @@ mod tests {
             // [3, 6, 7, 5] permuted to [3, 5, 6, 7]: strided, channels last; or contiguous.
             let normal = Distribution::Normal(0.3, 2.0);
             let x = match last {
-                true => Tensor::<4>::random([3, 6, 7, 5], normal, &device).permute([0, 3, 1, 2]),
-                false => Tensor::<4>::random([3, 5, 6, 7], normal, &device),
+                true => random([3, 6, 7, 5], normal, 5, &device).permute([0, 3, 1, 2]),
+                false => random([3, 5, 6, 7], normal, 6, &device),
             }
             .require_grad();
             assert_eq!(crate::ops::conv::im2col::is_channels_last(&x), last);
-            let w = Tensor::<4>::random([3, 5, 6, 7], Distribution::Default, &device);
+            let w = random([3, 5, 6, 7], Distribution::Default, 7, &device);
             // Large enough that a running mean without it is off by more than 0.1.
-            let bias =
-                Tensor::<1>::random([5], Distribution::Uniform(1.0, 3.0), &device).require_grad();
+            let bias = random([5], Distribution::Uniform(1.0, 3.0), 8, &device).require_grad();
 
             let ours = forward_shifted(&bn, x.clone(), shifted.then(|| bias.clone()), then_relu);
             assert_eq!(
@@ -566,13 +566,13 @@ mod tests {
             bn
         };
         let (half, full) = (layer(), layer());
-        let x = Tensor::<4>::random([3, 6, 7, 5], Distribution::Normal(0.3, 2.0), &device)
-            .permute([0, 3, 1, 2]);
+        let x =
+            random([3, 6, 7, 5], Distribution::Normal(0.3, 2.0), 9, &device).permute([0, 3, 1, 2]);
         let x16 = x.cast(FloatDType::F16).require_grad();
         // The same values in f32 (f16's rounding taken out of the comparison).
         let x32 = x16.clone().cast(FloatDType::F32).detach().require_grad();
         let shift = Tensor::<1>::from_floats([1.5, 2.0, 1.0, 2.5, 3.0], &device);
-        let w = Tensor::<4>::random([3, 5, 6, 7], Distribution::Default, &device);
+        let w = random([3, 5, 6, 7], Distribution::Default, 10, &device);
 
         let (ours, forward_kernels) = count_by_kernel(&device, || {
             forward_shifted(&half, x16.clone(), Some(shift.clone()), true)

@@ -9,7 +9,8 @@
 //! backward pass follows the forward pass's choice ([`backward_way`]). In the scoring pass
 //! it also folds eval-mode batch norm into the convolution before it. `TAKS_GPU_CONV` and
 //! `TAKS_GPU_MATMUL` can force a way, so that `scripts/gpu-bench.sh` can time each on the
-//! same card; on flex none of this applies, and in the browser (no blocking reads to time
+//! same card: which ways they leave, and where nothing needs timing, are the execution
+//! plan's rules ([`crate::plan::Switches`]); on flex none of this applies, and in the browser (no blocking reads to time
 //! with) burn's kernel runs.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,51 +20,7 @@ use burn::tensor::{Device, Tensor};
 
 use super::timings::{self, Kept};
 use crate::gpu::bridge;
-use crate::ops::matmul::GpuMatmul;
-
-/// The way, from `TAKS_GPU_CONV` (`auto` when unset).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GpuConv {
-    /// `plain`: the networks' own forward passes (burn's convolutions, batch norm after).
-    Plain,
-    /// `folded`: the scoring pass with batch norm folded into burn's convolution;
-    /// training as `plain`.
-    Folded,
-    /// `im2col`: the scoring pass folded, and every convolution (training and scoring)
-    /// as im2col and a matmul, or, under `TAKS_GPU_MATMUL=tiled`, as the implicit one.
-    Im2col,
-    /// `auto`: as `im2col`, but each shape runs whichever [`Way`] measured fastest on this
-    /// device the first time (the ways `TAKS_GPU_MATMUL` leaves: [`candidates`]).
-    Auto,
-}
-
-impl GpuConv {
-    /// From the environment; an unknown value is an error the caller reports
-    /// (`taks` checks it before anything runs).
-    pub fn from_env() -> Result<Self, String> {
-        match std::env::var("TAKS_GPU_CONV").as_deref() {
-            Err(_) | Ok("auto") => Ok(Self::Auto),
-            Ok("im2col") => Ok(Self::Im2col),
-            Ok("folded") => Ok(Self::Folded),
-            Ok("plain") => Ok(Self::Plain),
-            Ok(other) => Err(format!(
-                "TAKS_GPU_CONV={other:?}: expected auto, im2col, folded or plain"
-            )),
-        }
-    }
-
-    /// [`GpuConv::from_env`] read once per process (`auto` if the value is unknown; `taks`
-    /// refuses that before this is read).
-    pub fn current() -> Self {
-        static CURRENT: std::sync::OnceLock<GpuConv> = std::sync::OnceLock::new();
-        *CURRENT.get_or_init(|| Self::from_env().unwrap_or(Self::Auto))
-    }
-
-    /// Whether convolutions go through [`forward_fastest`] (in training too).
-    pub(crate) fn offers_im2col(self) -> bool {
-        matches!(self, Self::Im2col | Self::Auto)
-    }
-}
+use crate::plan::{GpuConv, Switches, Way};
 
 /// A convolution's shape, as far as its speed goes: input `[N, C, H, W]`, weights
 /// `[O, C, kh, kw]`, stride, padding, what follows it in the same kernel (bias, ReLU), and
@@ -78,41 +35,6 @@ pub(crate) struct ConvShape {
     pub padding: [usize; 2],
     pub epilogue: &'static str,
     pub low: bool,
-}
-
-/// One way to run a convolution's forward pass on a wgpu device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Way {
-    /// burn's kernel (direct, on burn's WGSL compiler).
-    Burn,
-    /// im2col and a matmul, the patches written out ([`super::im2col`]).
-    Im2col,
-    /// taks's tiled matmul, the patches computed as it loads them
-    /// ([`super::implicit`]).
-    Implicit,
-}
-
-impl Way {
-    /// Its name in `taks bench`'s table.
-    pub fn name(self) -> &'static str {
-        match self {
-            Way::Burn => "burn's",
-            Way::Im2col => "im2col",
-            Way::Implicit => "implicit",
-        }
-    }
-}
-
-/// The ways `auto` chooses among, as `TAKS_GPU_MATMUL` leaves them: all three by default,
-/// im2col on burn's matmul only under `burn`, the implicit one only under `tiled`. In 16
-/// bits (`low`) burn's matmul is the only one (taks's tiled matmul is an f32 kernel), so
-/// the candidates are burn's kernel and im2col whatever `TAKS_GPU_MATMUL` says.
-pub(crate) fn candidates(low: bool) -> &'static [Way] {
-    match (GpuMatmul::current(), low) {
-        (_, true) | (GpuMatmul::Burn, false) => &[Way::Burn, Way::Im2col],
-        (GpuMatmul::Auto, false) => &[Way::Burn, Way::Im2col, Way::Implicit],
-        (GpuMatmul::Tiled, false) => &[Way::Burn, Way::Implicit],
-    }
 }
 
 /// What was measured for one shape: seconds per forward pass of each way (the better of
@@ -183,11 +105,9 @@ pub(crate) fn forward_fastest(
     run: impl Fn(Way) -> Option<Tensor<4>>,
 ) -> Tensor<4> {
     let burn = || run(Way::Burn).expect("burn's convolution always runs");
-    let way = match how {
-        _ if !how.offers_im2col() => Way::Burn,
-        GpuConv::Im2col if GpuMatmul::current() == GpuMatmul::Tiled && !shape.low => Way::Implicit,
-        GpuConv::Im2col => Way::Im2col,
-        _ => chosen(shape, device, &run),
+    let way = match Switches::current().forced_way(how, shape.low) {
+        Some(way) => way,
+        None => chosen(shape, device, &run),
     };
     match way {
         Way::Burn => burn(),
@@ -195,25 +115,13 @@ pub(crate) fn forward_fastest(
     }
 }
 
-/// The way a training step's backward pass takes for a convolution of `shape`: the
-/// implicit one under `TAKS_GPU_MATMUL=tiled`, or by default where the forward pass
-/// measured it fastest; im2col otherwise (the backward passes have no direct kernel),
-/// and always in 16 bits (the implicit one is f32 only).
+/// The way a training step's backward pass takes for a convolution of `shape`, as the
+/// plan says from what its forward pass measured ([`Switches::backward_way`]).
 pub(crate) fn backward_way(shape: &ConvShape) -> Way {
-    match GpuMatmul::current() {
-        _ if shape.low => Way::Im2col,
-        GpuMatmul::Tiled => Way::Implicit,
-        GpuMatmul::Burn => Way::Im2col,
-        GpuMatmul::Auto => {
-            let mut shape = shape.clone();
-            shape.input[0] = shape.input[0].next_power_of_two();
-            let known = MEASURED.lock().ok().and_then(|m| m.get(&shape).copied());
-            match known.map(|m| m.fastest()) {
-                Some(Way::Implicit) => Way::Implicit,
-                _ => Way::Im2col,
-            }
-        }
-    }
+    let mut bucket = shape.clone();
+    bucket.input[0] = bucket.input[0].next_power_of_two();
+    let known = MEASURED.lock().ok().and_then(|m| m.get(&bucket).copied());
+    Switches::current().backward_way(shape.low, known.map(|m| m.fastest()))
 }
 
 /// The fastest way for `shape`: measured in this process, read from an earlier one's
@@ -231,11 +139,7 @@ fn chosen(shape: ConvShape, device: &Device, run: &dyn Fn(Way) -> Option<Tensor<
     let adapter = if cfg!(target_arch = "wasm32") {
         None
     } else {
-        bridge::adapter_identity(device).map(|a| match GpuMatmul::current() {
-            GpuMatmul::Auto => a,
-            GpuMatmul::Burn => format!("{a}, TAKS_GPU_MATMUL=burn"),
-            GpuMatmul::Tiled => format!("{a}, TAKS_GPU_MATMUL=tiled, implicit patches"),
-        })
+        bridge::adapter_identity(device).map(|a| Switches::current().timings_key(a))
     };
     if let Some(adapter) = &adapter {
         load_kept(adapter);
@@ -245,7 +149,7 @@ fn chosen(shape: ConvShape, device: &Device, run: &dyn Fn(Way) -> Option<Tensor<
     }
     // Where nothing can be measured (the device cannot be waited for): burn's kernel,
     // without asking again for this shape.
-    let m = measure(device, candidates(shape.low), run).unwrap_or(Measured {
+    let m = measure(device, Switches::current().conv_ways(shape.low), run).unwrap_or(Measured {
         direct: 0.0,
         ..Measured::NONE
     });
@@ -315,7 +219,7 @@ impl ConvShape {
             earlier: true,
             ..Measured::NONE
         };
-        for way in candidates(shape.low) {
+        for way in Switches::current().conv_ways(shape.low) {
             match way {
                 Way::Burn => {}
                 Way::Im2col => measured.im2col = k.im2col_s?,
@@ -400,6 +304,8 @@ mod tests {
     use burn::tensor::Distribution;
 
     use super::*;
+    use crate::plan::GpuMatmul;
+    use crate::test_support::random;
 
     /// The fastest way wins; burn's kernel on a tie or where nothing ran.
     #[test]
@@ -434,7 +340,7 @@ mod tests {
         };
         let mut bucket = shape.clone();
         bucket.input[0] = 8;
-        let matmul = GpuMatmul::current();
+        let matmul = Switches::current().matmul;
         for (fastest, im2col, implicit) in [(Way::Implicit, 2.0, 1.0), (Way::Im2col, 1.0, 2.0)] {
             let m = Measured {
                 direct: 3.0,
@@ -495,7 +401,7 @@ mod tests {
         assert_eq!(read, shape);
         assert!(m.earlier);
         // Every candidate's time comes back; a way that is not one stays infinite.
-        for &way in candidates(false) {
+        for &way in Switches::current().conv_ways(false) {
             assert_eq!(m.of(way), full.of(way), "{way:?}");
         }
         let old: Kept = serde_json::from_str(
@@ -504,14 +410,17 @@ mod tests {
         .expect("the older format parses");
         assert_eq!(old.implicit_s, None);
         let read = ConvShape::from_kept(old);
-        match candidates(false).contains(&Way::Implicit) {
+        match Switches::current()
+            .conv_ways(false)
+            .contains(&Way::Implicit)
+        {
             true => assert!(read.is_none(), "no implicit time: measure again"),
             false => assert_eq!(read.map(|(_, m)| m.im2col), Some(2.0)),
         }
         // A 16-bit shape never has an implicit time (not a candidate there): its line is
         // read, and kept apart from the f32 shape's.
         let low = ConvShape { low: true, ..shape };
-        assert!(!candidates(true).contains(&Way::Implicit));
+        assert!(!Switches::current().conv_ways(true).contains(&Way::Implicit));
         let half = Measured {
             implicit: f64::INFINITY,
             ..full
@@ -521,7 +430,7 @@ mod tests {
         let (read, m) = ConvShape::from_kept(kept).expect("a 16-bit line is whole without it");
         assert_eq!(read, low);
         assert_ne!(read, shape);
-        for &way in candidates(true) {
+        for &way in Switches::current().conv_ways(true) {
             assert_eq!(m.of(way), half.of(way), "{way:?}");
         }
     }
@@ -543,8 +452,8 @@ mod tests {
             epilogue: "",
             low: false,
         };
-        let x = Tensor::<4>::random([4, 5, 13, 11], Distribution::Default, &device);
-        let w = Tensor::<4>::random([4, 5, 3, 3], Distribution::Default, &device);
+        let x = random([4, 5, 13, 11], Distribution::Default, 1, &device);
+        let w = random([4, 5, 3, 3], Distribution::Default, 2, &device);
         let runs = Cell::new(0);
         let direct = || {
             runs.set(runs.get() + 1);
@@ -558,7 +467,7 @@ mod tests {
         let run = |_: Way| Some(direct());
         let first = forward_fastest(GpuConv::Auto, shape.clone(), &device, run);
         // Measuring runs each way three times, then the chosen one.
-        let ways = candidates(false).len();
+        let ways = Switches::current().conv_ways(false).len();
         assert!(ways >= 2);
         assert_eq!(runs.get(), 3 * ways + 1, "the first process measures");
         let text = std::fs::read_to_string(folder.join(timings::FILE_NAME)).unwrap();

@@ -9,7 +9,7 @@
 //! rounding (`tests`).
 //!
 //! On a wgpu device the folded convolution runs as im2col and one matmul
-//! ([`super::im2col`]) unless `TAKS_GPU_CONV` says otherwise ([`super::GpuConv`]).
+//! ([`super::im2col`]) unless `TAKS_GPU_CONV` says otherwise ([`crate::plan::GpuConv`]).
 
 use burn::nn::BatchNorm;
 use burn::nn::conv::Conv2d;
@@ -18,11 +18,11 @@ use burn::tensor::activation::relu;
 use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 
-use super::GpuConv;
-use super::choice::{ConvShape, Way, forward_fastest};
+use super::choice::{ConvShape, forward_fastest};
 use super::geometry::Geometry;
 use super::im2col;
 use super::implicit;
+use crate::plan::{GpuConv, Way};
 
 /// A convolution and its batch norm as one convolution with bias.
 pub struct FoldedConv {

@@ -29,7 +29,8 @@ use super::geometry::Geometry;
 use crate::gpu::bridge;
 use crate::gpu::kernels::{COL2IM, COL2IM_F16, Elem, IM2COL, IM2COL_F16, WORKGROUP};
 use crate::ops::layer_kernels::bias_relu;
-use crate::ops::matmul::{self, GpuMatmul};
+use crate::ops::matmul;
+use crate::plan::Switches;
 
 /// At most this many bytes of patches at once.
 const PATCH_BYTES: usize = 512 << 20;
@@ -208,7 +209,7 @@ pub(crate) fn from_rows(rows: Tensor<2>, [n, h, w, c]: [usize; 4]) -> Tensor<4> 
 }
 
 /// `a` times `b`, plus `bias` (one per column) where there is one, then ReLU when `relu`,
-/// through the matmul `TAKS_GPU_MATMUL` chose ([`GpuMatmul`]): ours with the bias and
+/// through the matmul `TAKS_GPU_MATMUL` chose ([`Switches::tiled_patches`]): ours with the bias and
 /// ReLU in the same pass, or burn's with one fused bias and ReLU after it. In f16, burn's
 /// matmul (ours and the fused bias and ReLU are f32 kernels), and where a mixed-precision
 /// step asks for them (it does not: its biases go to the batch norms), the bias and ReLU
@@ -220,7 +221,7 @@ fn product(
     relu: bool,
 ) -> Option<Tensor<2>> {
     let f32s = a.dtype() == DType::F32;
-    if f32s && GpuMatmul::current() == GpuMatmul::Tiled {
+    if Switches::current().tiled_patches(a.dtype()) {
         return matmul::matmul(a, b, bias, relu);
     }
     let y = a.clone().matmul(b.clone());
@@ -299,7 +300,7 @@ mod tests {
     use burn::tensor::{Device, Distribution, Tensor};
 
     use super::*;
-    use crate::test_support::host;
+    use crate::test_support::{host, random};
 
     /// im2col and a matmul against burn's own convolution on lavapipe, for the kernel
     /// shapes of the paper's networks (3x3/1, 3x3/2, 1x1/2, ResNet's 7x7/2 stem), on an
@@ -312,15 +313,20 @@ mod tests {
         for (kernel, stride, pad) in cases {
             let (n, c, side, o) = (3, 5, 11, 6);
             // [N, H, W, C] in memory, seen as [N, C, H, W].
-            let x =
-                Tensor::<4>::random([n, side, side, c], Distribution::Normal(0.0, 1.0), &device)
-                    .permute([0, 3, 1, 2]);
-            let w = Tensor::<4>::random(
+            let x = random(
+                [n, side, side, c],
+                Distribution::Normal(0.0, 1.0),
+                1,
+                &device,
+            )
+            .permute([0, 3, 1, 2]);
+            let w = random(
                 [o, c, kernel, kernel],
                 Distribution::Normal(0.0, 0.3),
+                2,
                 &device,
             );
-            let b = Tensor::<1>::random([o], Distribution::Normal(0.0, 1.0), &device);
+            let b = random([o], Distribution::Normal(0.0, 1.0), 3, &device);
             let expected = host(relu(conv2d(
                 x.clone(),
                 w.clone(),
@@ -363,12 +369,17 @@ mod tests {
         let back = |t| Tensor::<4>::from_primitive::<Cube>(t);
         for (kernel, stride, pad) in [(3, 1, 1), (3, 2, 1), (1, 2, 0), (7, 2, 3)] {
             let (n, c, side, o) = (3, 5, 11, 6);
-            let x =
-                Tensor::<4>::random([n, side, side, c], Distribution::Normal(0.0, 1.0), &device)
-                    .permute([0, 3, 1, 2]);
-            let w = Tensor::<4>::random(
+            let x = random(
+                [n, side, side, c],
+                Distribution::Normal(0.0, 1.0),
+                4,
+                &device,
+            )
+            .permute([0, 3, 1, 2]);
+            let w = random(
                 [o, c, kernel, kernel],
                 Distribution::Normal(0.0, 0.3),
+                5,
                 &device,
             );
             let g = Geometry {
@@ -377,9 +388,10 @@ mod tests {
                 padding: [pad, pad],
             };
             let [out_h, out_w] = g.output(side, side);
-            let dy_last = Tensor::<4>::random(
+            let dy_last = random(
                 [n, out_h, out_w, o],
                 Distribution::Normal(0.0, 1.0),
+                6,
                 &device,
             )
             .permute([0, 3, 1, 2]);

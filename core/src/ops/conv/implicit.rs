@@ -96,15 +96,15 @@ mod tests {
     use burn::tensor::{Device, Distribution};
 
     use super::*;
-    use crate::test_support::{gap, host};
+    use crate::test_support::{gap, host, random};
 
     /// `[N, C, H, W]` random values, laid out channels last when `last`.
-    fn random(dims: [usize; 4], last: bool, device: &Device) -> Tensor<4> {
+    fn laid_out(dims: [usize; 4], last: bool, seed: u64, device: &Device) -> Tensor<4> {
         let [n, c, h, w] = dims;
         let normal = Distribution::Normal(0.0, 1.0);
         match last {
-            true => Tensor::<4>::random([n, h, w, c], normal, device).permute([0, 3, 1, 2]),
-            false => Tensor::<4>::random(dims, normal, device),
+            true => random([n, h, w, c], normal, seed, device).permute([0, 3, 1, 2]),
+            false => random(dims, normal, seed, device),
         }
     }
 
@@ -134,16 +134,17 @@ mod tests {
             };
             let [out_h, out_w] = g.output(h, w);
             let options = ConvOptions::new([stride, stride], [pad, pad], [1, 1], 1);
-            let weight = Tensor::<4>::random(
+            let weight = random(
                 [o, c, kernel, kernel],
                 Distribution::Normal(0.0, 0.3),
+                3,
                 &device,
             );
-            let bias = Tensor::<1>::random([o], Distribution::Normal(0.0, 1.0), &device);
+            let bias = random([o], Distribution::Normal(0.0, 1.0), 4, &device);
             let columns = crate::ops::conv::im2col::columns(weight.clone());
             let scale = ((c * kernel * kernel) as f32).sqrt();
             for last in [true, false] {
-                let x = random(dims, last, &device);
+                let x = laid_out(dims, last, 5, &device);
                 let case = format!(
                     "{kernel}x{kernel}/{stride} pad {pad}, {dims:?} -> {o}, channels last {last}"
                 );
@@ -167,7 +168,7 @@ mod tests {
                     );
                 }
 
-                let dy = random([n, o, out_h, out_w], !last, &device);
+                let dy = laid_out([n, o, out_h, out_w], !last, 6, &device);
                 let expected_dx = host(back(<Cube as ModuleOps<Cube>>::conv2d_x_backward(
                     prim(&x),
                     prim(&weight),

@@ -13,6 +13,6 @@ pub(crate) mod implicit;
 pub mod timings;
 pub(crate) mod train;
 
-pub use choice::{GpuConv, Measured, Way, measured_shapes};
+pub use choice::{Measured, measured_shapes};
 pub(crate) use folded::FoldedConv;
 pub(crate) use train::{forward, forward_leaving_bias};

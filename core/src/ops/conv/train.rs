@@ -37,11 +37,11 @@ use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{DType, Tensor};
 
-use super::GpuConv;
-use super::choice::{ConvShape, Way, backward_way, forward_fastest};
+use super::choice::{ConvShape, backward_way, forward_fastest};
 use super::geometry::Geometry;
 use super::im2col;
 use super::implicit;
+use crate::plan::{GpuConv, Kernel, Switches, Way};
 use crate::precision::is_low;
 
 #[backend_extension(Autodiff, Cube, Flex)]
@@ -336,7 +336,7 @@ impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, 
 /// `conv(x)` of a training step: through [`Im2colConv`] on a wgpu device (as
 /// `TAKS_GPU_CONV` says), burn's own convolution elsewhere (so CPU results keep their bits).
 pub(crate) fn forward(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
-    forward_with(conv, x, GpuConv::current())
+    forward_with(conv, x, Switches::current().conv)
 }
 
 /// [`forward`] as `how` says.
@@ -360,7 +360,7 @@ fn forward_with(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> Tensor<4> {
 /// Elsewhere (burn's own convolution, whose bits the CPU results keep) the output has its
 /// bias and none comes back.
 pub(crate) fn forward_leaving_bias(conv: &Conv2d, x: Tensor<4>) -> (Tensor<4>, Option<Tensor<1>>) {
-    unbiased(conv, x, GpuConv::current())
+    unbiased(conv, x, Switches::current().conv)
 }
 
 /// The convolution through [`Im2colConv`] with its bias apart, when `how` and the device
@@ -374,7 +374,7 @@ fn unbiased(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> (Tensor<4>, Option<Ten
         stride: [sh, sw],
         padding: [ph, pw],
         ..
-    }) = geometry.filter(|_| how.offers_im2col() && crate::gpu::supports(&x))
+    }) = geometry.filter(|_| how.offers_im2col() && Kernel::ConvIm2col.runs_for(&x))
     else {
         return match low {
             Some(low) => crate::ops::mixed_precision::conv(conv, x, low),
@@ -407,7 +407,7 @@ mod tests {
     use burn::tensor::Distribution;
 
     use super::*;
-    use crate::test_support::{host, largest};
+    use crate::test_support::{host, largest, random};
 
     /// The largest difference relative to `b`'s largest magnitude.
     fn gap(a: &[f32], b: &[f32]) -> f32 {
@@ -428,8 +428,8 @@ mod tests {
                 .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
                 .with_bias(bias)
                 .init(&device);
-            let x = Tensor::<4>::random([3, 4, 12, 12], Distribution::Normal(0.0, 1.0), &device)
-                .require_grad();
+            let x =
+                random([3, 4, 12, 12], Distribution::Normal(0.0, 1.0), 1, &device).require_grad();
             let ours = forward_with(&conv, x.clone(), GpuConv::Im2col);
             let burns = conv.forward(x.clone());
             assert!(
@@ -438,7 +438,7 @@ mod tests {
             );
             assert!(gap(&host(ours.clone()), &host(burns.clone())) < 1e-5);
             // A loss that weighs every output differently.
-            let w = Tensor::<4>::random(ours.dims(), Distribution::Normal(0.0, 1.0), &device);
+            let w = random(ours.dims(), Distribution::Normal(0.0, 1.0), 2, &device);
             let g_ours = (ours * w.clone()).sum().backward();
             let g_burns = (burns * w).sum().backward();
             let (dx_ours, dx_burns) = (
@@ -479,7 +479,7 @@ mod tests {
                 .with_stride([stride, stride])
                 .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
                 .init(&device);
-            let x = Tensor::<4>::random([3, 4, 12, 12], Distribution::Normal(0.0, 1.0), &device);
+            let x = random([3, 4, 12, 12], Distribution::Normal(0.0, 1.0), 3, &device);
             let x16 = x.clone().cast(FloatDType::F16).require_grad();
             let x32 = x16.clone().cast(FloatDType::F32).detach().require_grad();
             let (ours, bias) = unbiased(&conv, x16.clone(), GpuConv::Im2col);
@@ -492,7 +492,7 @@ mod tests {
             let (truth, _) = unbiased(&conv, x32.clone(), GpuConv::Plain);
             let truth = truth - conv.bias.as_ref().unwrap().val().reshape([1, 6, 1, 1]);
             let out = gap(&host(ours.clone()), &host(truth.clone()));
-            let w = Tensor::<4>::random(ours.dims(), Distribution::Normal(0.0, 1.0), &device);
+            let w = random(ours.dims(), Distribution::Normal(0.0, 1.0), 4, &device);
             let g_ours = (ours.cast(FloatDType::F32) * w.clone()).sum().backward();
             let g_truth = (truth * w).sum().backward();
             let dx16 = x16.grad(&g_ours).unwrap();

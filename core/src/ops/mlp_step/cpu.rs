@@ -234,7 +234,7 @@ pub(super) mod tests {
     use super::*;
     use crate::methods::small_loss::cross_entropy;
     use crate::nn::Mlp;
-    use crate::test_support::host;
+    use crate::test_support::{host, mlp, random};
 
     /// The hand-written gradients against burn's autodiff on the same batch.
     #[test]
@@ -250,9 +250,9 @@ pub(super) mod tests {
         device: &Device,
         step: impl Fn(&Mlp, Tensor<2>, Tensor<1, Int>) -> Option<Step>,
     ) {
-        let mlp = Mlp::new(40, 7, &device.clone().autodiff());
+        let mlp = mlp(40, 7, 11, &device.clone().autodiff());
         let (batch, classes) = (130, 7);
-        let x = Tensor::<2>::random([batch, 40], Distribution::Normal(0.0, 1.0), device);
+        let x = random([batch, 40], Distribution::Normal(0.0, 1.0), 1, device);
         let labels: Vec<i64> = (0..batch as i64).map(|i| (i * 5 + 3) % classes).collect();
         let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [batch]), device);
 
@@ -311,7 +311,7 @@ pub(super) mod tests {
         device: &Device,
         step: impl Fn(&Mlp, Tensor<2>, Tensor<1, Int>) -> Option<Step>,
     ) {
-        let mlp = Mlp::new(4, 3, device);
+        let mlp = mlp(4, 3, 12, device);
         // Inputs large enough that the logits spread by hundreds.
         let x = Tensor::<2>::from_data(
             TensorData::new(
@@ -363,8 +363,8 @@ pub(super) mod tests {
     #[test]
     fn host_logits_are_the_forward_pass_bits() {
         let device = Device::flex();
-        let mlp = Mlp::new(30, 5, &device);
-        let x = Tensor::<2>::random([1000, 30], Distribution::Normal(0.0, 1.0), &device);
+        let mlp = mlp(30, 5, 13, &device);
+        let x = random([1000, 30], Distribution::Normal(0.0, 1.0), 2, &device);
         let chunk = 256;
         let expected: Vec<Tensor<2>> = (0..1000)
             .step_by(chunk)

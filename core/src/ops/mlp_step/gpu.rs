@@ -31,8 +31,8 @@ use burn::optim::GradientsParams;
 use burn::tensor::{FloatDType, Int, Tensor};
 
 use super::{Layers, MixedStep, MlpStep};
-use crate::gpu;
 use crate::ops::layer_kernels;
+use crate::plan::Kernel;
 
 impl Layers<'_> {
     /// Gradients of the mean cross-entropy of `x` `[B, in]` against `labels` `[B]`, and the
@@ -44,7 +44,7 @@ impl Layers<'_> {
         labels: Tensor<1, Int>,
         mixed: Option<MixedStep>,
     ) -> Option<MlpStep> {
-        if !gpu::supports(&x) {
+        if !Kernel::MlpStepGpu.runs_for(&x) {
             return None;
         }
         let (b1, b2) = (self.hidden.bias.as_ref()?, self.output.bias.as_ref()?);
@@ -95,14 +95,13 @@ impl Layers<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nn::Mlp;
 
     use crate::ops::mlp_step::cpu::tests::{check_against_autodiff, check_far_label};
 
     /// On a wgpu device (lavapipe here): the same checks as the CPU twin's.
     #[test]
     fn gradients_match_autodiff_on_wgpu() {
-        let device = gpu::direct::start().expect("a wgpu adapter").0;
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
         check_against_autodiff(&device, |mlp, x, y| {
             mlp.layers().gpu_cross_entropy_step(x, y, None)
         });
@@ -121,12 +120,12 @@ mod tests {
         use crate::gpu::launches::count_by_kernel;
         use crate::methods::small_loss::cross_entropy;
         use crate::ops::layer_kernels::ScaleAt;
-        use crate::test_support::{host, kernels_named};
+        use crate::test_support::{host, kernels_named, mlp, random};
 
-        let device = gpu::direct::start().expect("a wgpu adapter").0;
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
         let (batch, inputs, classes) = (130, 40, 7);
-        let mlp = Mlp::new(inputs, classes, &device.clone().autodiff());
-        let x = Tensor::<2>::random([batch, inputs], Distribution::Normal(0.0, 1.0), &device);
+        let mlp = mlp(inputs, classes, 11, &device.clone().autodiff());
+        let x = random([batch, inputs], Distribution::Normal(0.0, 1.0), 1, &device);
         let labels: Vec<i64> = (0..batch as i64).map(|i| (i * 5 + 3) % 7).collect();
         let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [batch]), &device);
         // The scale at word 4, as the loss scale's second state keeps it; the other words

@@ -8,6 +8,7 @@ use burn::nn::Linear;
 use burn::tensor::{Int, Tensor};
 
 use super::layer_kernels::ScaleAt;
+use crate::plan::Kernel;
 
 pub(crate) mod cpu;
 pub(crate) mod gpu;
@@ -47,7 +48,7 @@ impl Layers<'_> {
         labels: Tensor<1, Int>,
         mixed: Option<MixedStep>,
     ) -> Option<MlpStep> {
-        match (super::flex_buffers::is_flex_f32(&x), mixed) {
+        match (Kernel::MlpStepHost.runs_for(&x), mixed) {
             (true, None) => self.cpu_cross_entropy_step(x, labels),
             (true, Some(_)) => None,
             (false, mixed) => self.gpu_cross_entropy_step(x, labels, mixed),

@@ -1,0 +1,615 @@
+//! The execution plan: which implementation of each op runs, for the device a tensor is
+//! on, its type and the environment's switches, decided here and nowhere else.
+//!
+//! Every op of [`crate::ops`] has a plain burn formula that runs anywhere and, on some
+//! devices and in some types, a kernel of taks's. [`KERNELS`] is the one table of those
+//! kernels: where each runs and what chooses it. An op asks [`Kernel::runs`] before it
+//! takes its kernel, so the conditions are written once, in the table, where the ops used
+//! to restate them (for instance "the tiled matmul is f32 only" in five places). The
+//! switches of the environment (`TAKS_GPU_CONV`, `TAKS_GPU_MATMUL`, `TAKS_GPU_DIRECT`) are
+//! read here, once per process ([`Switches::current`]); `taks` checks them before anything
+//! runs ([`Switches::from_env`]). The one choice that is measured rather than tabled is a
+//! convolution's way: [`crate::ops::conv::choice`] times the ways [`Switches::conv_ways`]
+//! leaves and keeps the fastest, and the plan's rules say where no timing is needed
+//! ([`Switches::forced_way`], [`Switches::backward_way`]).
+//!
+//! docs/architecture.md shows [`KERNELS`] as [`markdown`] writes it; a test keeps the two
+//! equal. This module depends on burn alone, so every other module may read it.
+
+use std::sync::OnceLock;
+
+use burn::backend::CubeDevice;
+use burn::tensor::{DType, Device, Tensor};
+use burn_dispatch::DispatchDevice;
+
+/// How convolutions run on a wgpu device, from `TAKS_GPU_CONV` (`auto` when unset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuConv {
+    /// `plain`: the networks' own forward passes (burn's convolutions, batch norm after).
+    Plain,
+    /// `folded`: the scoring pass with batch norm folded into burn's convolution;
+    /// training as `plain`.
+    Folded,
+    /// `im2col`: the scoring pass folded, and every convolution (training and scoring)
+    /// as im2col and a matmul, or, under `TAKS_GPU_MATMUL=tiled`, as the implicit one.
+    Im2col,
+    /// `auto`: as `im2col`, but each shape runs whichever [`Way`] measured fastest on this
+    /// device the first time (the ways [`Switches::conv_ways`] leaves).
+    Auto,
+}
+
+impl GpuConv {
+    fn parse(value: Option<&str>) -> Result<Self, String> {
+        match value {
+            None | Some("auto") => Ok(Self::Auto),
+            Some("im2col") => Ok(Self::Im2col),
+            Some("folded") => Ok(Self::Folded),
+            Some("plain") => Ok(Self::Plain),
+            Some(other) => Err(format!(
+                "TAKS_GPU_CONV={other:?}: expected auto, im2col, folded or plain"
+            )),
+        }
+    }
+
+    /// Whether convolutions go through taks's ways (in training too), not only burn's.
+    pub(crate) fn offers_im2col(self) -> bool {
+        matches!(self, Self::Im2col | Self::Auto)
+    }
+}
+
+/// Which matmul the convolutions use, from `TAKS_GPU_MATMUL` (`auto` when unset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuMatmul {
+    /// `auto`: per convolution shape, whichever measured fastest of burn's kernel,
+    /// im2col with burn's matmul and the implicit convolution.
+    Auto,
+    /// `burn`: burn's matmul (cubecl's, autotuned) for im2col; never the implicit one.
+    Burn,
+    /// `tiled`: taks's tiled matmul ([`crate::ops::matmul`]) with the patches implicit
+    /// wherever taks's convolutions run, and for im2col's patches where that declines.
+    Tiled,
+}
+
+impl GpuMatmul {
+    fn parse(value: Option<&str>) -> Result<Self, String> {
+        match value {
+            None | Some("auto") => Ok(Self::Auto),
+            Some("burn") => Ok(Self::Burn),
+            Some("tiled") => Ok(Self::Tiled),
+            Some(other) => Err(format!(
+                "TAKS_GPU_MATMUL={other:?}: expected auto, burn or tiled"
+            )),
+        }
+    }
+}
+
+/// One way to run a convolution's forward pass on a wgpu device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Way {
+    /// burn's kernel (direct, on burn's WGSL compiler).
+    Burn,
+    /// im2col and a matmul, the patches written out ([`crate::ops::conv::im2col`]).
+    Im2col,
+    /// taks's tiled matmul, the patches computed as it loads them
+    /// ([`crate::ops::conv::implicit`]).
+    Implicit,
+}
+
+impl Way {
+    /// Its name in `taks bench`'s table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Way::Burn => "burn's",
+            Way::Im2col => "im2col",
+            Way::Implicit => "implicit",
+        }
+    }
+}
+
+/// The environment's switches, as one value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Switches {
+    /// `TAKS_GPU_CONV`.
+    pub conv: GpuConv,
+    /// `TAKS_GPU_MATMUL`.
+    pub matmul: GpuMatmul,
+    /// `TAKS_GPU_DIRECT=1`: taks's kernels go through wgpu itself even where burn compiles
+    /// WGSL (so that the route they take on burn's SPIR-V and MSL compilers is tested on a
+    /// driver that cannot run burn's SPIR-V: docs/gpu.md).
+    pub direct: bool,
+}
+
+impl Switches {
+    /// Every switch when none is set.
+    pub const DEFAULT: Switches = Switches {
+        conv: GpuConv::Auto,
+        matmul: GpuMatmul::Auto,
+        direct: false,
+    };
+
+    /// From the environment; the first unknown value is a one-line error the caller
+    /// reports (`taks` does, before anything runs).
+    pub fn from_env() -> Result<Self, String> {
+        Self::parse(|name| std::env::var(name).ok())
+    }
+
+    /// From `get(name)`, the value of each switch (`None` when unset).
+    fn parse(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let direct = match get("TAKS_GPU_DIRECT").as_deref() {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(other) => return Err(format!("TAKS_GPU_DIRECT={other:?}: expected 0 or 1")),
+        };
+        Ok(Switches {
+            conv: GpuConv::parse(get("TAKS_GPU_CONV").as_deref())?,
+            matmul: GpuMatmul::parse(get("TAKS_GPU_MATMUL").as_deref())?,
+            direct,
+        })
+    }
+
+    /// [`Switches::from_env`] read once per process ([`Switches::DEFAULT`] if a value is
+    /// unknown; `taks` refuses that before this is read).
+    pub fn current() -> Switches {
+        static CURRENT: OnceLock<Switches> = OnceLock::new();
+        *CURRENT.get_or_init(|| Self::from_env().unwrap_or(Self::DEFAULT))
+    }
+
+    /// The ways `auto` chooses a convolution's among, as `TAKS_GPU_MATMUL` leaves them:
+    /// all three by default, im2col on burn's matmul only under `burn`, the implicit one
+    /// only under `tiled`; in 16 bits (`low`) never the implicit one, whose tiled matmul
+    /// runs f32 only ([`Kernel::TiledMatmul`]).
+    pub fn conv_ways(self, low: bool) -> &'static [Way] {
+        let tiled = Kernel::TiledMatmul.runs_in(if low { DType::F16 } else { DType::F32 });
+        match (self.matmul, tiled) {
+            (GpuMatmul::Burn, _) | (_, false) => &[Way::Burn, Way::Im2col],
+            (GpuMatmul::Auto, true) => &[Way::Burn, Way::Im2col, Way::Implicit],
+            (GpuMatmul::Tiled, true) => &[Way::Burn, Way::Implicit],
+        }
+    }
+
+    /// The way a convolution's forward pass takes under `how` without timing anything:
+    /// burn's where `how` offers no other, the implicit one under `im2col` with
+    /// `TAKS_GPU_MATMUL=tiled` (in f32), im2col under `im2col`; `None` under `auto`, where
+    /// the fastest measured runs.
+    pub fn forced_way(self, how: GpuConv, low: bool) -> Option<Way> {
+        match how {
+            _ if !how.offers_im2col() => Some(Way::Burn),
+            GpuConv::Im2col if self.conv_ways(low) == [Way::Burn, Way::Implicit] => {
+                Some(Way::Implicit)
+            }
+            GpuConv::Im2col => Some(Way::Im2col),
+            _ => None,
+        }
+    }
+
+    /// The way a training step's backward pass takes for a convolution whose forward pass
+    /// measured `fastest` (`None` when it was not measured): the implicit one where it is
+    /// the only taks way left, or where it measured fastest; im2col otherwise (the
+    /// backward passes have no direct kernel).
+    pub fn backward_way(self, low: bool, fastest: Option<Way>) -> Way {
+        let ways = self.conv_ways(low);
+        match (ways, fastest) {
+            ([Way::Burn, Way::Implicit], _) => Way::Implicit,
+            (_, Some(Way::Implicit)) if ways.contains(&Way::Implicit) => Way::Implicit,
+            _ => Way::Im2col,
+        }
+    }
+
+    /// Whether im2col's patches go to taks's tiled matmul (else burn's) for operands of
+    /// `dtype`: under `TAKS_GPU_MATMUL=tiled`, in a type the kernel runs in.
+    pub fn tiled_patches(self, dtype: DType) -> bool {
+        self.matmul == GpuMatmul::Tiled && Kernel::TiledMatmul.runs_in(dtype)
+    }
+
+    /// What a convolution's timings are kept under, for the adapter `adapter`: the
+    /// candidates differ with `TAKS_GPU_MATMUL`, so do the timings.
+    pub fn timings_key(self, adapter: String) -> String {
+        match self.matmul {
+            GpuMatmul::Auto => adapter,
+            GpuMatmul::Burn => format!("{adapter}, TAKS_GPU_MATMUL=burn"),
+            GpuMatmul::Tiled => format!("{adapter}, TAKS_GPU_MATMUL=tiled, implicit patches"),
+        }
+    }
+}
+
+/// Where a tensor lives, as far as the choice of kernel goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// flex, burn's CPU backend.
+    Flex,
+    /// A wgpu device (burn's WGSL, SPIR-V or MSL compiler alike).
+    Wgpu,
+    /// Anything else burn runs on (no kernel of taks's runs there).
+    Other,
+}
+
+impl Place {
+    /// The place of `device`, with or without autodiff. Reads the device, runs nothing.
+    pub fn of(device: &Device) -> Place {
+        match device.clone().without_autodiff().as_dispatch() {
+            DispatchDevice::Flex(_) => Place::Flex,
+            DispatchDevice::Cube(CubeDevice::Wgpu(_)) => Place::Wgpu,
+            _ => Place::Other,
+        }
+    }
+
+    /// The place of `t`'s device.
+    pub fn of_tensor<const D: usize>(t: &Tensor<D>) -> Place {
+        Place::of(&t.device())
+    }
+}
+
+/// A kernel of taks's, one row of [`KERNELS`] each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// A convolution as im2col and a matmul.
+    ConvIm2col,
+    /// A convolution as taks's tiled matmul, the patches computed as it loads them.
+    ConvImplicit,
+    /// An eval-mode convolution with the batch norm after it folded in.
+    ConvFolded,
+    /// A training step's batch norm (and ReLU): statistics, normalisation, backward.
+    BatchNorm,
+    /// taks's tiled matrix product with bias and ReLU.
+    TiledMatmul,
+    /// `relu(h + shortcut)`, forward and backward.
+    Residual,
+    /// The MLP's training step written out on the host.
+    MlpStepHost,
+    /// The MLP's training step as matmuls and three kernels.
+    MlpStepGpu,
+    /// Each sample's softmax cross-entropy and its gradient.
+    CrossEntropy,
+    /// Adam's update in one pass over the host buffers.
+    AdamHost,
+    /// Adam's update as one kernel per parameter, or one for all.
+    AdamGpu,
+    /// The paper's selection: the noise risk, the cumulative risk and the k-set.
+    Selection,
+}
+
+/// One row of [`KERNELS`].
+pub struct Row {
+    pub kernel: Kernel,
+    /// The op it implements: its folder or file in `core/src/ops/` (`selection` is
+    /// `core/src/selection/`).
+    pub op: &'static str,
+    /// What it is.
+    pub variant: &'static str,
+    /// Where it runs.
+    pub place: Place,
+    /// The types it runs in (its inputs' and outputs'; its sums may be wider).
+    pub dtypes: &'static [DType],
+    /// What chooses it there; everywhere else the op's burn formula runs.
+    pub chosen: &'static str,
+}
+
+const F32: &[DType] = &[DType::F32];
+const F32_F16: &[DType] = &[DType::F32, DType::F16];
+const ANY: &[DType] = &[DType::F32, DType::F16, DType::BF16];
+
+/// Every kernel of taks's: where it runs, in which types, and what chooses it.
+pub const KERNELS: &[Row] = &[
+    Row {
+        kernel: Kernel::ConvIm2col,
+        op: "conv",
+        variant: "im2col + matmul",
+        place: Place::Wgpu,
+        dtypes: ANY,
+        chosen: "`TAKS_GPU_CONV=im2col`; under `auto`, where it measured fastest",
+    },
+    Row {
+        kernel: Kernel::ConvImplicit,
+        op: "conv",
+        variant: "implicit GEMM on the tiled matmul",
+        place: Place::Wgpu,
+        dtypes: F32,
+        chosen: "`TAKS_GPU_MATMUL=tiled`; under `auto`, where it measured fastest",
+    },
+    Row {
+        kernel: Kernel::ConvFolded,
+        op: "conv",
+        variant: "batch norm folded in (scoring)",
+        place: Place::Wgpu,
+        dtypes: ANY,
+        chosen: "the scoring pass, unless `TAKS_GPU_CONV=plain`",
+    },
+    Row {
+        kernel: Kernel::BatchNorm,
+        op: "batch_norm",
+        variant: "four kernels (+ ReLU)",
+        place: Place::Wgpu,
+        dtypes: ANY,
+        chosen: "a training step",
+    },
+    Row {
+        kernel: Kernel::TiledMatmul,
+        op: "matmul",
+        variant: "tiled, bias and ReLU in the same pass",
+        place: Place::Wgpu,
+        dtypes: F32,
+        chosen: "the implicit convolution; im2col under `TAKS_GPU_MATMUL=tiled`",
+    },
+    Row {
+        kernel: Kernel::Residual,
+        op: "residual",
+        variant: "one kernel each way",
+        place: Place::Wgpu,
+        dtypes: F32_F16,
+        chosen: "always (both inputs of one type)",
+    },
+    Row {
+        kernel: Kernel::MlpStepHost,
+        op: "mlp_step",
+        variant: "host loops",
+        place: Place::Flex,
+        dtypes: F32,
+        chosen: "the MLP's training step",
+    },
+    Row {
+        kernel: Kernel::MlpStepGpu,
+        op: "mlp_step",
+        variant: "matmuls + three kernels",
+        place: Place::Wgpu,
+        dtypes: F32_F16,
+        chosen: "the MLP's training step",
+    },
+    Row {
+        kernel: Kernel::CrossEntropy,
+        op: "cross_entropy",
+        variant: "one kernel each way",
+        place: Place::Wgpu,
+        dtypes: F32,
+        chosen: "always",
+    },
+    Row {
+        kernel: Kernel::AdamHost,
+        op: "adam",
+        variant: "one pass over the host buffers",
+        place: Place::Flex,
+        dtypes: F32,
+        chosen: "always",
+    },
+    Row {
+        kernel: Kernel::AdamGpu,
+        op: "adam",
+        variant: "one kernel per parameter, or one for all",
+        place: Place::Wgpu,
+        dtypes: F32,
+        chosen: "always (one for all where every parameter is on the device)",
+    },
+    Row {
+        kernel: Kernel::Selection,
+        op: "selection",
+        variant: "noise risk, cumulative risk, k smallest",
+        place: Place::Wgpu,
+        dtypes: F32,
+        chosen: "a selecting method's epoch (the CPU twin elsewhere)",
+    },
+];
+
+impl Kernel {
+    /// Its row of [`KERNELS`].
+    pub fn row(self) -> &'static Row {
+        KERNELS
+            .iter()
+            .find(|row| row.kernel == self)
+            .expect("every kernel has a row (tested)")
+    }
+
+    /// Whether it runs on `place` for operands of `dtype`.
+    pub fn runs(self, place: Place, dtype: DType) -> bool {
+        let row = self.row();
+        row.place == place && row.dtypes.contains(&dtype)
+    }
+
+    /// Whether it runs in `dtype` (on its place).
+    pub fn runs_in(self, dtype: DType) -> bool {
+        self.row().dtypes.contains(&dtype)
+    }
+
+    /// Whether it runs for `t`: on its place, in its type.
+    pub fn runs_for<const D: usize>(self, t: &Tensor<D>) -> bool {
+        self.runs(Place::of_tensor(t), t.dtype())
+    }
+}
+
+/// [`KERNELS`] as the Markdown table docs/architecture.md shows.
+pub fn markdown() -> String {
+    let dtype = |d: &DType| match d {
+        DType::F32 => "f32",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        _ => "other",
+    };
+    let place = |p: Place| match p {
+        Place::Flex => "flex (CPU)",
+        Place::Wgpu => "wgpu",
+        Place::Other => "other",
+    };
+    let mut out = String::from("| op | kernel | runs on | in | chosen |\n|---|---|---|---|---|\n");
+    for row in KERNELS {
+        let dtypes: Vec<&str> = row.dtypes.iter().map(dtype).collect();
+        out += &format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            row.op,
+            row.variant,
+            place(row.place),
+            dtypes.join(", "),
+            row.chosen
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn switches(pairs: &[(&str, &str)]) -> Result<Switches, String> {
+        Switches::parse(|name| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    /// Each switch's values, its default, and a one-line refusal naming the switch.
+    #[test]
+    fn the_switches_parse_and_refuse_one_line() {
+        assert_eq!(switches(&[]), Ok(Switches::DEFAULT));
+        let set = switches(&[
+            ("TAKS_GPU_CONV", "folded"),
+            ("TAKS_GPU_MATMUL", "tiled"),
+            ("TAKS_GPU_DIRECT", "1"),
+        ]);
+        assert_eq!(
+            set,
+            Ok(Switches {
+                conv: GpuConv::Folded,
+                matmul: GpuMatmul::Tiled,
+                direct: true
+            })
+        );
+        for conv in ["auto", "im2col", "folded", "plain"] {
+            assert!(switches(&[("TAKS_GPU_CONV", conv)]).is_ok(), "{conv}");
+        }
+        assert_eq!(
+            switches(&[("TAKS_GPU_MATMUL", "burn")]).map(|s| s.matmul),
+            Ok(GpuMatmul::Burn)
+        );
+        for (name, silly) in [
+            ("TAKS_GPU_CONV", "fast"),
+            ("TAKS_GPU_MATMUL", "Tiled"),
+            ("TAKS_GPU_MATMUL", ""),
+            ("TAKS_GPU_DIRECT", "yes"),
+        ] {
+            let refused = switches(&[(name, silly)]).unwrap_err();
+            assert!(
+                refused.starts_with(&format!("{name}={silly:?}: expected"))
+                    && !refused.contains('\n'),
+                "{refused}"
+            );
+        }
+    }
+
+    /// The ways each `TAKS_GPU_MATMUL` leaves, and that 16 bits never get the implicit one.
+    #[test]
+    fn the_matmul_switch_leaves_its_ways() {
+        let with = |matmul| Switches {
+            matmul,
+            ..Switches::DEFAULT
+        };
+        assert_eq!(
+            with(GpuMatmul::Auto).conv_ways(false),
+            [Way::Burn, Way::Im2col, Way::Implicit]
+        );
+        assert_eq!(
+            with(GpuMatmul::Burn).conv_ways(false),
+            [Way::Burn, Way::Im2col]
+        );
+        assert_eq!(
+            with(GpuMatmul::Tiled).conv_ways(false),
+            [Way::Burn, Way::Implicit]
+        );
+        for matmul in [GpuMatmul::Auto, GpuMatmul::Burn, GpuMatmul::Tiled] {
+            assert_eq!(with(matmul).conv_ways(true), [Way::Burn, Way::Im2col]);
+            assert_eq!(
+                with(matmul).backward_way(true, Some(Way::Implicit)),
+                Way::Im2col
+            );
+            assert!(!with(matmul).tiled_patches(DType::F16));
+        }
+        assert!(with(GpuMatmul::Tiled).tiled_patches(DType::F32));
+        assert!(!with(GpuMatmul::Auto).tiled_patches(DType::F32));
+    }
+
+    /// Where no timing is needed, and what the backward pass follows.
+    #[test]
+    fn forced_and_backward_ways() {
+        let auto = Switches::DEFAULT;
+        let tiled = Switches {
+            matmul: GpuMatmul::Tiled,
+            ..auto
+        };
+        for how in [GpuConv::Plain, GpuConv::Folded] {
+            assert_eq!(auto.forced_way(how, false), Some(Way::Burn));
+        }
+        assert_eq!(auto.forced_way(GpuConv::Im2col, false), Some(Way::Im2col));
+        assert_eq!(
+            tiled.forced_way(GpuConv::Im2col, false),
+            Some(Way::Implicit)
+        );
+        assert_eq!(tiled.forced_way(GpuConv::Im2col, true), Some(Way::Im2col));
+        assert_eq!(auto.forced_way(GpuConv::Auto, false), None);
+
+        assert_eq!(tiled.backward_way(false, None), Way::Implicit);
+        assert_eq!(auto.backward_way(false, Some(Way::Implicit)), Way::Implicit);
+        assert_eq!(auto.backward_way(false, Some(Way::Burn)), Way::Im2col);
+        assert_eq!(auto.backward_way(false, None), Way::Im2col);
+        let burn = Switches {
+            matmul: GpuMatmul::Burn,
+            ..auto
+        };
+        assert_eq!(burn.backward_way(false, Some(Way::Implicit)), Way::Im2col);
+    }
+
+    /// Every kernel has exactly one row, and a row never claims a type on flex that the
+    /// host loops do not read (they are f32 only).
+    #[test]
+    fn every_kernel_has_one_row() {
+        use Kernel::*;
+        let all = [
+            ConvIm2col,
+            ConvImplicit,
+            ConvFolded,
+            BatchNorm,
+            TiledMatmul,
+            Residual,
+            MlpStepHost,
+            MlpStepGpu,
+            CrossEntropy,
+            AdamHost,
+            AdamGpu,
+            Selection,
+        ];
+        assert_eq!(KERNELS.len(), all.len());
+        for kernel in all {
+            assert_eq!(
+                KERNELS.iter().filter(|r| r.kernel == kernel).count(),
+                1,
+                "{kernel:?}"
+            );
+            let row = kernel.row();
+            if row.place == Place::Flex {
+                assert_eq!(row.dtypes, F32, "{kernel:?}");
+            }
+        }
+    }
+
+    /// The places of the devices taks makes, read without running anything.
+    #[test]
+    fn places_of_devices() {
+        assert_eq!(Place::of(&Device::flex()), Place::Flex);
+        assert_eq!(Place::of(&Device::flex().autodiff()), Place::Flex);
+        assert!(Kernel::AdamHost.runs(Place::Flex, DType::F32));
+        assert!(!Kernel::AdamHost.runs(Place::Wgpu, DType::F32));
+        assert!(!Kernel::CrossEntropy.runs(Place::Wgpu, DType::F16));
+        if let Ok((gpu, _)) = crate::gpu::direct::start() {
+            assert_eq!(Place::of(&gpu), Place::Wgpu);
+            assert_eq!(Place::of(&gpu.autodiff()), Place::Wgpu);
+        }
+    }
+
+    /// The architecture page shows the table as it is.
+    #[test]
+    fn the_architecture_page_shows_the_table() {
+        let page = include_str!("../../docs/architecture.md");
+        assert!(
+            page.contains(&markdown()),
+            "docs/architecture.md's kernel table differs from plan::markdown():\n{}",
+            markdown()
+        );
+    }
+}
