@@ -5,7 +5,10 @@
 //! devices and in some types, a kernel of taks's. [`KERNELS`] is the one table of those
 //! kernels: where each runs and what chooses it. An op asks [`Kernel::runs`] before it
 //! takes its kernel, so the conditions are written once, in the table, where the ops used
-//! to restate them (for instance "the tiled matmul is f32 only" in five places). The
+//! to restate them (for instance "the tiled matmul is f32 only" in five places). Two rows
+//! are not asked: Adam's host pass (`ops::adam::cpu`) takes every f32 flex tensor it is
+//! handed, which its downcast checks anyway, and the implicit convolution is one of the
+//! ways the convolution's choice measures ([`Switches::conv_ways`]). The
 //! switches of the environment (`TAKS_GPU_CONV`, `TAKS_GPU_MATMUL`, `TAKS_GPU_DIRECT`) are
 //! read here, once per process ([`Switches::current`]); `taks` checks them before anything
 //! runs ([`Switches::from_env`]). The one choice that is measured rather than tabled is a
@@ -14,7 +17,8 @@
 //! ([`Switches::forced_way`], [`Switches::backward_way`]).
 //!
 //! docs/architecture.md shows [`KERNELS`] as [`markdown`] writes it; a test keeps the two
-//! equal. This module depends on burn alone, so every other module may read it.
+//! equal. This module depends on burn (and burn-dispatch's device enum) alone, so every
+//! other module may read it.
 
 use std::sync::OnceLock;
 
@@ -133,25 +137,50 @@ impl Switches {
         Self::parse(|name| std::env::var(name).ok())
     }
 
-    /// From `get(name)`, the value of each switch (`None` when unset).
+    /// From `get(name)`, the value of each switch (`None` when unset); the first unknown
+    /// value, in the order `TAKS_GPU_CONV`, `TAKS_GPU_MATMUL`, `TAKS_GPU_DIRECT`, is the
+    /// error.
     fn parse(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let direct = match get("TAKS_GPU_DIRECT").as_deref() {
-            None | Some("0") => false,
-            Some("1") => true,
-            Some(other) => return Err(format!("TAKS_GPU_DIRECT={other:?}: expected 0 or 1")),
-        };
+        let (conv, matmul, direct) = Self::each(get);
         Ok(Switches {
-            conv: GpuConv::parse(get("TAKS_GPU_CONV").as_deref())?,
-            matmul: GpuMatmul::parse(get("TAKS_GPU_MATMUL").as_deref())?,
-            direct,
+            conv: conv?,
+            matmul: matmul?,
+            direct: direct?,
         })
     }
 
-    /// [`Switches::from_env`] read once per process ([`Switches::DEFAULT`] if a value is
-    /// unknown; `taks` refuses that before this is read).
+    /// Each switch on its own, so that an unknown value of one leaves the others as set.
+    fn each(
+        get: impl Fn(&str) -> Option<String>,
+    ) -> (
+        Result<GpuConv, String>,
+        Result<GpuMatmul, String>,
+        Result<bool, String>,
+    ) {
+        let direct = match get("TAKS_GPU_DIRECT").as_deref() {
+            None | Some("0") => Ok(false),
+            Some("1") => Ok(true),
+            Some(other) => Err(format!("TAKS_GPU_DIRECT={other:?}: expected 0 or 1")),
+        };
+        (
+            GpuConv::parse(get("TAKS_GPU_CONV").as_deref()),
+            GpuMatmul::parse(get("TAKS_GPU_MATMUL").as_deref()),
+            direct,
+        )
+    }
+
+    /// The switches read once per process, each as set, or its default where its value is
+    /// unknown (`taks` refuses that before this is read).
     pub fn current() -> Switches {
         static CURRENT: OnceLock<Switches> = OnceLock::new();
-        *CURRENT.get_or_init(|| Self::from_env().unwrap_or(Self::DEFAULT))
+        *CURRENT.get_or_init(|| {
+            let (conv, matmul, direct) = Self::each(|name| std::env::var(name).ok());
+            Switches {
+                conv: conv.unwrap_or(Self::DEFAULT.conv),
+                matmul: matmul.unwrap_or(Self::DEFAULT.matmul),
+                direct: direct.unwrap_or(Self::DEFAULT.direct),
+            }
+        })
     }
 
     /// The ways `auto` chooses a convolution's among, as `TAKS_GPU_MATMUL` leaves them:
@@ -296,7 +325,7 @@ pub const KERNELS: &[Row] = &[
         variant: "im2col + matmul",
         place: Place::Wgpu,
         dtypes: ANY,
-        chosen: "`TAKS_GPU_CONV=im2col`; under `auto`, where it measured fastest",
+        chosen: "`TAKS_GPU_CONV=im2col`; under `auto`, where it measured fastest (in bf16 its patches decline to burn's kernel)",
     },
     Row {
         kernel: Kernel::ConvImplicit,
@@ -304,7 +333,7 @@ pub const KERNELS: &[Row] = &[
         variant: "implicit GEMM on the tiled matmul",
         place: Place::Wgpu,
         dtypes: F32,
-        chosen: "`TAKS_GPU_MATMUL=tiled`; under `auto`, where it measured fastest",
+        chosen: "`TAKS_GPU_CONV=im2col` with `TAKS_GPU_MATMUL=tiled`; under `auto`, where it measured fastest",
     },
     Row {
         kernel: Kernel::ConvFolded,
@@ -319,7 +348,7 @@ pub const KERNELS: &[Row] = &[
         op: "batch_norm",
         variant: "four kernels (+ ReLU)",
         place: Place::Wgpu,
-        dtypes: ANY,
+        dtypes: F32_F16,
         chosen: "a training step",
     },
     Row {
@@ -492,6 +521,30 @@ mod tests {
                 "{refused}"
             );
         }
+    }
+
+    /// An unknown value of one switch leaves the others as set (what
+    /// [`Switches::current`] reads), and of two unknown values the first in the order
+    /// conv, matmul, direct is the one reported.
+    #[test]
+    fn one_unknown_switch_leaves_the_others() {
+        let get = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let (conv, matmul, direct) = Switches::each(get(&[
+            ("TAKS_GPU_CONV", "plain"),
+            ("TAKS_GPU_MATMUL", "tiled"),
+            ("TAKS_GPU_DIRECT", "yes"),
+        ]));
+        assert_eq!((conv, matmul), (Ok(GpuConv::Plain), Ok(GpuMatmul::Tiled)));
+        assert!(direct.is_err());
+        let refused = switches(&[("TAKS_GPU_DIRECT", "yes"), ("TAKS_GPU_MATMUL", "x")]);
+        assert!(refused.unwrap_err().starts_with("TAKS_GPU_MATMUL="));
     }
 
     /// The ways each `TAKS_GPU_MATMUL` leaves, and that 16 bits never get the implicit one.

@@ -156,7 +156,9 @@ impl Networks {
     /// `seed`. burn keeps one generator per process, so two runs in one process (the
     /// tests' threads, a caller's) would otherwise take their weights from it in whatever
     /// order their threads ran; the lock makes seeding and drawing one step, so a run's
-    /// weights are its seed's alone.
+    /// weights are its seed's alone against every other run made this way (`Trainer`'s).
+    /// A draw from burn's generator outside it (`Networks::new`, `Tensor::random`) in
+    /// another thread can still come between.
     pub fn seeded(
         count: usize,
         arch: Architecture,
