@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use burn::backend::wgpu::wgpu;
+#[cfg(not(target_arch = "wasm32"))]
 use burn::tensor::Device;
 use cubecl::CubeCount;
 use cubecl::client::Client;

@@ -69,6 +69,7 @@ impl Measured {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     fn of_mut(&mut self, way: Way) -> &mut f64 {
         match way {
             Way::Burn => &mut self.direct,
