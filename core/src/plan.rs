@@ -475,13 +475,18 @@ pub fn markdown() -> String {
 mod tests {
     use super::*;
 
-    fn switches(pairs: &[(&str, &str)]) -> Result<Switches, String> {
-        Switches::parse(|name| {
+    /// An environment that holds only `pairs`.
+    fn lookup<'a>(pairs: &'a [(&str, &str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
             pairs
                 .iter()
                 .find(|(n, _)| *n == name)
                 .map(|(_, v)| v.to_string())
-        })
+        }
+    }
+
+    fn switches(pairs: &[(&str, &str)]) -> Result<Switches, String> {
+        Switches::parse(lookup(pairs))
     }
 
     /// Each switch's values, its default, and a one-line refusal naming the switch.
@@ -528,15 +533,7 @@ mod tests {
     /// conv, matmul, direct is the one reported.
     #[test]
     fn one_unknown_switch_leaves_the_others() {
-        let get = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        let (conv, matmul, direct) = Switches::each(get(&[
+        let (conv, matmul, direct) = Switches::each(lookup(&[
             ("TAKS_GPU_CONV", "plain"),
             ("TAKS_GPU_MATMUL", "tiled"),
             ("TAKS_GPU_DIRECT", "yes"),
@@ -627,6 +624,24 @@ mod tests {
             AdamGpu,
             Selection,
         ];
+        // Exhaustive, so a new kernel does not compile here until it has a place in `all`.
+        let place = |kernel: Kernel| match kernel {
+            ConvIm2col => 0,
+            ConvImplicit => 1,
+            ConvFolded => 2,
+            BatchNorm => 3,
+            TiledMatmul => 4,
+            Residual => 5,
+            MlpStepHost => 6,
+            MlpStepGpu => 7,
+            CrossEntropy => 8,
+            AdamHost => 9,
+            AdamGpu => 10,
+            Selection => 11,
+        };
+        for (i, &kernel) in all.iter().enumerate() {
+            assert_eq!(place(kernel), i, "{kernel:?}");
+        }
         assert_eq!(KERNELS.len(), all.len());
         for kernel in all {
             assert_eq!(

@@ -302,6 +302,31 @@ mod tests {
     use super::*;
     use crate::test_support::{host, random};
 
+    /// An input laid out channels last ([N, H, W, C] in memory, seen as [N, C, H, W], as
+    /// the previous layer leaves it) and a `kernel` x `kernel` weight, drawn from `seed`
+    /// and `seed + 1`.
+    fn operands(
+        [n, c, side, o]: [usize; 4],
+        kernel: usize,
+        seed: u64,
+        device: &Device,
+    ) -> (Tensor<4>, Tensor<4>) {
+        let x = random(
+            [n, side, side, c],
+            Distribution::Normal(0.0, 1.0),
+            seed,
+            device,
+        )
+        .permute([0, 3, 1, 2]);
+        let w = random(
+            [o, c, kernel, kernel],
+            Distribution::Normal(0.0, 0.3),
+            seed + 1,
+            device,
+        );
+        (x, w)
+    }
+
     /// im2col and a matmul against burn's own convolution on lavapipe, for the kernel
     /// shapes of the paper's networks (3x3/1, 3x3/2, 1x1/2, ResNet's 7x7/2 stem), on an
     /// input that is a strided view (channels last, as the previous layer leaves it),
@@ -312,20 +337,7 @@ mod tests {
         let cases = [(3, 1, 1), (3, 2, 1), (1, 2, 0), (7, 2, 3)];
         for (kernel, stride, pad) in cases {
             let (n, c, side, o) = (3, 5, 11, 6);
-            // [N, H, W, C] in memory, seen as [N, C, H, W].
-            let x = random(
-                [n, side, side, c],
-                Distribution::Normal(0.0, 1.0),
-                1,
-                &device,
-            )
-            .permute([0, 3, 1, 2]);
-            let w = random(
-                [o, c, kernel, kernel],
-                Distribution::Normal(0.0, 0.3),
-                2,
-                &device,
-            );
+            let (x, w) = operands([n, c, side, o], kernel, 1, &device);
             let b = random([o], Distribution::Normal(0.0, 1.0), 3, &device);
             let expected = host(relu(conv2d(
                 x.clone(),
@@ -369,19 +381,7 @@ mod tests {
         let back = |t| Tensor::<4>::from_primitive::<Cube>(t);
         for (kernel, stride, pad) in [(3, 1, 1), (3, 2, 1), (1, 2, 0), (7, 2, 3)] {
             let (n, c, side, o) = (3, 5, 11, 6);
-            let x = random(
-                [n, side, side, c],
-                Distribution::Normal(0.0, 1.0),
-                4,
-                &device,
-            )
-            .permute([0, 3, 1, 2]);
-            let w = random(
-                [o, c, kernel, kernel],
-                Distribution::Normal(0.0, 0.3),
-                5,
-                &device,
-            );
+            let (x, w) = operands([n, c, side, o], kernel, 4, &device);
             let g = Geometry {
                 kernel: [kernel, kernel],
                 stride: [stride, stride],
