@@ -29,6 +29,22 @@ fi
 # Fewer autotuning trials: the wgpu tests run on a software adapter, where each costs seconds.
 export CUBECL_AUTOTUNE_LEVEL="${CUBECL_AUTOTUNE_LEVEL:-minimal}"
 
+# A filtered `cargo test` that fails when its filters match fewer than the tests it is
+# meant to run, so that a rename does not leave a pass that tests nothing:
+# `at_least N COMMAND...` adds up the "N passed" of every test binary it runs.
+at_least() {
+    local want=$1 log ran
+    shift
+    log=$(mktemp)
+    "$@" 2>&1 | tee "$log"
+    ran=$(awk '/^test result:/ { n += $4 } END { print n + 0 }' "$log")
+    rm -f "$log"
+    if [ "$ran" -lt "$want" ]; then
+        echo "error: \`$*\` ran $ran tests, fewer than its $want" >&2
+        exit 1
+    fi
+}
+
 # The habits of the workspace first: formatted as `cargo fmt` writes it, and no clippy
 # warning. Clippy runs in the release profile so that it reuses the build scripts and
 # proc macros the release build compiles (the dev profile optimises every dependency,
@@ -50,12 +66,12 @@ cargo test --release --workspace
 # they take where burn compiles to SPIR-V or MSL (`core/src/gpu/direct.rs`). burn's
 # SPIR-V itself runs on lavapipe only with a fix to cubecl (scripts/spirv-check.sh, by
 # hand: another burn build), so this is how that route is tested in every run. Same build.
-TAKS_GPU_DIRECT=1 cargo test --release --workspace --test 'gpu_*'
+at_least 18 env TAKS_GPU_DIRECT=1 cargo test --release --workspace --test 'gpu_*'
 
 # The convolutions' tests once more with every convolution through taks's tiled matmul,
 # the patches implicit (`TAKS_GPU_MATMUL=tiled`, which `auto`, the default, chooses only
 # where it measures fastest: `core/src/ops/conv/implicit.rs`). Same build, a minute.
-TAKS_GPU_MATMUL=tiled cargo test --release --workspace --lib -- ops::conv nn::scorer nn::cnn
+at_least 14 env TAKS_GPU_MATMUL=tiled cargo test --release --workspace --lib -- ops::conv nn::scorer nn::cnn
 
 # burn's kernel fusion (`--features fusion`, `core/src/gpu/fusion.rs`) is type-checked
 # here: clippy over the fusion build, a minute. Running its tests takes a second build
