@@ -388,13 +388,18 @@ test('Pause, resume and reset', { timeout: 200_000 }, async () => {
   }
 });
 
-/** Each method's numbers: finite, in range, and trained past chance (10 classes). */
-function assertSane(r, method, { accuracy, networks }) {
+/**
+ * Each method's numbers: finite, in range, trained past chance (10 classes), and a label
+ * precision above `precision`. These runs are seeded, so each figure is the same every
+ * run; each bound sits under the figure measured (in the comment where it is passed) and
+ * above the clean fraction (about 0.5 at symmetric 50% noise), which is what Standard,
+ * training on every digit, or a selection at random would get.
+ */
+function assertSane(r, method, { accuracy, networks, precision }) {
   const m = r.methods[method];
   assert.ok(m, `the page shows no numbers for ${method}: ${JSON.stringify(r.methods)}`);
   assert.ok(m.accuracy > accuracy && m.accuracy <= 1, `${method} test accuracy ${m.accuracy} should be in (${accuracy}, 1]`);
-  // A label precision of the digits trained on; at symmetric 50% noise about half are clean.
-  assert.ok(m.precision > 0.3 && m.precision <= 1, `${method} label precision ${m.precision} should be in (0.3, 1]`);
+  assert.ok(m.precision > precision && m.precision <= 1, `${method} label precision ${m.precision} should be in (${precision}, 1]`);
   assert.ok(Number.isFinite(m.seconds) && m.seconds > 0 && m.seconds < 60, `${method} seconds per epoch ${m.seconds}`);
   assert.ok(Number.isFinite(m.samplesPerSecond) && m.samplesPerSecond > 0, `${method} samples/s ${m.samplesPerSecond}`);
   assert.equal(m.networks.length, networks === 2 ? 2 : 0, `${method}: per-network accuracies ${m.networks}`);
@@ -423,8 +428,11 @@ test('CPU fallback: TAkS, Standard, Co-teaching and JoCoR side by side', { timeo
   assert.equal(r.epoch, 3);
   assert.deepEqual(Object.keys(r.methods).sort(), ['co-teaching', 'jocor', 'standard', 'taks']);
   // Above chance (10 classes); TAkS learns slowest here: 350 digits, 3 batches an epoch.
-  for (const m of ['taks', 'standard']) assertSane(r, m, { accuracy: 0.15, networks: 1 });
-  for (const m of ['co-teaching', 'jocor']) assertSane(r, m, { accuracy: 0.15, networks: 2 });
+  // Measured: TAkS 0.629, Co-teaching 0.599, JoCoR 0.592; Standard 0.502.
+  assertSane(r, 'taks', { accuracy: 0.15, networks: 1, precision: 0.58 });
+  assertSane(r, 'standard', { accuracy: 0.15, networks: 1, precision: 0.45 });
+  assert.ok(r.methods.standard.precision < 0.55, `Standard trains on every digit: its precision ${r.methods.standard.precision} is the clean fraction`);
+  for (const m of ['co-teaching', 'jocor']) assertSane(r, m, { accuracy: 0.15, networks: 2, precision: 0.56 });
   // TAkS runs first: its selector feeds the grid, the histogram and the regret chart.
   assert.equal(r.engine, 'reference');
   assert.equal(r.histogramNote, '');
@@ -449,7 +457,7 @@ test('CPU fallback: JoCoR alone has no noise-risk histogram', { timeout: 120_000
   assert.equal(r.status, 'done');
   assert.equal(r.epoch, 2);
   assert.deepEqual(Object.keys(r.methods), ['jocor']);
-  assertSane(r, 'jocor', { accuracy: 0.15, networks: 2 });
+  assertSane(r, 'jocor', { accuracy: 0.15, networks: 2, precision: 0.52 }); // measured 0.543
   assert.equal(r.engine, 'none');
   assert.match(r.histogramNote, /JoCoR chooses inside each batch.*no cumulative noise-risk/);
   assert.equal(r.histogramBars, 0);
@@ -474,7 +482,7 @@ test('CPU fallback: every registered method is offered; Greedy alone runs', { ti
   assert.deepEqual(r.options, ['both', 'all', 'standard', 'f-correction', 'decouple', 'co-teaching',
     'co-teaching-plus', 'jocor', 'itlm', 'taks', 'greedy', 'naive']);
   assert.deepEqual(Object.keys(r.methods), ['greedy']);
-  assertSane(r, 'greedy', { accuracy: 0.15, networks: 1 });
+  assertSane(r, 'greedy', { accuracy: 0.15, networks: 1, precision: 0.55 }); // measured 0.584
   // Greedy has a regret but no bound (no perturbation): one line.
   assert.equal(r.regretPaths, 1, 'the regret chart draws Greedy regret and no bound');
   assert.ok(r.rejected > 0, 'Greedy leaves digits out of its k-set');
