@@ -44,7 +44,9 @@ fn every_registered_method_trains_an_epoch_and_resumes() {
             first.train_loss.is_finite() && first.train_loss > 0.0,
             "{method}"
         );
-        // Trained past chance (10 classes) after one epoch on 600 noisy digits.
+        // Trained past chance (10 classes) after one epoch on 600 noisy digits. Measured
+        // (seeded, the same every run): 0.215 (Co-teaching+) to 0.41 (Decouple); a network
+        // that learned nothing gets 0.10, with a spread of 0.02 on these 200 test digits.
         assert!(
             first.test_accuracy > 0.2,
             "{method}: accuracy {}",
