@@ -9,12 +9,6 @@
 # so a launch count is the device's, not the test's thread's (`core/src/gpu/launches.rs`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${CARGO_TARGET_DIR:-}" ]; then
-    if [ -d target/release ]; then
-        export CARGO_TARGET_DIR="$PWD/target"
-    else
-        export CARGO_TARGET_DIR="$HOME/.cache/taks/target"
-    fi
-fi
-export CUBECL_AUTOTUNE_LEVEL="${CUBECL_AUTOTUNE_LEVEL:-minimal}"
+# The same target directory and autotuning level as scripts/test.sh.
+source scripts/test-env.sh
 cargo test --release --workspace --features taks-core/fusion --lib --test 'gpu_*' -- --test-threads=1

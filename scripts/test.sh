@@ -16,18 +16,8 @@ if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-# One target directory for everything: the checkout's own when a build already made
-# it (the README's first command), else one outside the checkout that later runs and
-# fresh checkouts on this machine (CI) reuse. CARGO_TARGET_DIR overrides both.
-if [ -z "${CARGO_TARGET_DIR:-}" ]; then
-    if [ -d target/release ]; then
-        export CARGO_TARGET_DIR="$PWD/target"
-    else
-        export CARGO_TARGET_DIR="$HOME/.cache/taks/target"
-    fi
-fi
-# Fewer autotuning trials: the wgpu tests run on a software adapter, where each costs seconds.
-export CUBECL_AUTOTUNE_LEVEL="${CUBECL_AUTOTUNE_LEVEL:-minimal}"
+# The target directory and autotuning level every cargo run below shares.
+source scripts/test-env.sh
 
 # A filtered `cargo test` that fails when its filters match fewer than the tests it is
 # meant to run, so that a rename does not leave a pass that tests nothing:
