@@ -19,6 +19,13 @@ Needs PyTorch, torchvision, safetensors and numpy (run by hand; the tests do not
       workers as cores), each timed in the same run. With --device gpu, taks embeds on
       its wgpu device and PyTorch's timed loop runs on CUDA (its parity reference stays
       on the CPU).
+
+  TAKS=path/to/taks scripts/torchvision-parity.py --photos SKIMAGE_DATA [--depths 18,50]
+      The same on photographs of other sizes (180 to 400 pixels on their short side,
+      wider and taller), made from scikit-image's CC0 photos in SKIMAGE_DATA (its wheel's
+      skimage/data) and saved as PNG and as JPEG (Pillow, quality 90), against
+      torchvision's own Resize(256) + CenterCrop(224) + ToTensor + Normalize on the PIL
+      image; the largest difference is reported per format.
 """
 import argparse, os, shutil, subprocess, sys, tempfile, time
 
@@ -95,23 +102,45 @@ def fixture(out):
         print(f"resnet{depth}: logits {logits.shape}, max |logit| {np.abs(logits).max():.3f}")
 
 
-def parity(taks, images, timing, device, depths):
+# (photo, width, height) of the photographs --photos makes: short sides 180 to 400.
+PHOTOS = [("chelsea.png", 271, 180), ("coffee.png", 320, 213), ("astronaut.png", 300, 300),
+          ("rocket.jpg", 400, 267), ("chelsea.png", 240, 360), ("coffee.png", 600, 400)]
+
+
+def make_photos(source, folder):
+    from PIL import Image
+
+    for c in ("a", "b"):
+        os.makedirs(os.path.join(folder, c))
+    for i, (name, w, h) in enumerate(PHOTOS):
+        photo = Image.open(os.path.join(source, name)).convert("RGB").resize((w, h), Image.LANCZOS)
+        for ext in ("png", "jpg"):
+            photo.save(os.path.join(folder, "ab"[i % 2], f"{i:02}-{w}x{h}.{ext}"), quality=90)
+
+
+def parity(taks, images, timing, device, depths, photos=None):
     import torch, torchvision
     from PIL import Image
     from safetensors.torch import save_file
+    from torchvision import transforms
 
     work = tempfile.mkdtemp(prefix="taks-parity-")
     rng = np.random.default_rng(0)
     folder = os.path.join(work, "images")
-    for c in ("a", "b"):
-        os.makedirs(os.path.join(folder, c))
-    for i in range(images):
-        pixels = rng.integers(0, 256, (256, 256, 3), dtype=np.uint8)
-        Image.fromarray(pixels).save(os.path.join(folder, "ab"[i % 2], f"{i:05}.png"))
+    if photos:
+        make_photos(photos, folder)
+    else:
+        for c in ("a", "b"):
+            os.makedirs(os.path.join(folder, c))
+        for i in range(images):
+            pixels = rng.integers(0, 256, (256, 256, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(os.path.join(folder, "ab"[i % 2], f"{i:05}.png"))
     mean = torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1)
     std = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
-    print("| network | file | max abs difference of features | scale (max abs feature) |")
-    print("|---|---|---|---|")
+    evaluation = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224), transforms.ToTensor(),
+                                     transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    print("| network | file | images | max abs difference of features | scale (max abs feature) |")
+    print("|---|---|---|---|---|")
     for depth in depths:
         torch.manual_seed(depth)
         model = getattr(torchvision.models, f"resnet{depth}")(weights=None)
@@ -138,14 +167,23 @@ def parity(taks, images, timing, device, depths):
             ids = open(os.path.join(out, "ids.txt")).read().split()
             batch = []
             for id in ids:
-                img = np.asarray(Image.open(os.path.join(folder, id)).convert("RGB"))
+                with open(os.path.join(folder, id), "rb") as f:
+                    image = Image.open(f).convert("RGB")
+                if photos:
+                    batch.append(evaluation(image))
+                    continue
+                img = np.asarray(image)
                 t = torch.from_numpy(img[16:240, 16:240].copy()).permute(2, 0, 1).float() / 255
                 batch.append((t - mean) / std)
             with torch.no_grad():
                 theirs = backbone(torch.stack(batch)).numpy()
-            gap = np.abs(ours - theirs).max()
             scale = np.abs(theirs).max()
-            print(f"| ResNet-{depth} | {os.path.basename(weights)} | {gap:.2e} | {scale:.3f} |")
+            kinds = sorted({id.rsplit(".", 1)[-1] for id in ids})
+            for kind in kinds:
+                rows = [i for i, id in enumerate(ids) if id.endswith("." + kind)]
+                gap = np.abs(ours[rows] - theirs[rows]).max()
+                print(f"| ResNet-{depth} | {os.path.basename(weights)} | {len(rows)} {kind.upper()} "
+                      f"| {gap:.2e} | {scale:.3f} |")
     if timing:
         time_embeddings(taks, work, timing, device)
     shutil.rmtree(work)
@@ -220,9 +258,10 @@ if __name__ == "__main__":
     p.add_argument("--timing", type=int, default=0, help="also time N images, taks against PyTorch")
     p.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     p.add_argument("--depths", default="18,34,50", help="the ResNets to check, e.g. 18")
+    p.add_argument("--photos", help="scikit-image's data folder: photographs of other sizes")
     a = p.parse_args()
     if a.fixture:
         fixture(a.fixture)
     else:
         depths = [int(d) for d in a.depths.split(",")]
-        parity(os.environ.get("TAKS", "taks"), a.images, a.timing, a.device, depths)
+        parity(os.environ.get("TAKS", "taks"), a.images, a.timing, a.device, depths, a.photos)

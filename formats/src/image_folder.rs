@@ -25,10 +25,9 @@ use std::io::{BufRead, Cursor, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use image::imageops::FilterType;
 use image::{ColorType, ImageReader};
 
-use crate::{FormatError, Result};
+use crate::{FormatError, Result, resample};
 
 /// One image file found under a class folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,8 +213,8 @@ pub struct Decoded {
 /// How a decoded image is brought to a sample's size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fit {
-    /// Resized to the sample's width and height (bilinear; the aspect ratio is not kept,
-    /// as torchvision's `Resize((h, w))`).
+    /// Resized to the sample's width and height (Pillow's bilinear, [`resample`]; the
+    /// aspect ratio is not kept, as torchvision's `Resize((h, w))`).
     Resize,
     /// torchvision's ImageNet evaluation crop: RGB, the shorter side resized to `resize`,
     /// the centre square of the sample's side cut out ([`decode_centre_crop`]).
@@ -223,8 +222,8 @@ pub enum Fit {
 }
 
 /// Decode `files`, convert to `channels` (1: grey, 3: RGB) and resize each to
-/// `width` x `height` (bilinear; the aspect ratio is not kept, as torchvision's
-/// `Resize((h, w))`). A file that fails to decode is skipped with its reason.
+/// `width` x `height` (Pillow's bilinear, [`resample`]; the aspect ratio is not kept,
+/// as torchvision's `Resize((h, w))`). A file that fails to decode is skipped with its reason.
 pub fn decode(files: Vec<ImageFile>, channels: usize, width: u32, height: u32) -> Decoded {
     decode_as(
         files,
@@ -332,10 +331,10 @@ pub fn decode_one(
     )
 }
 
-/// One file as torchvision's ImageNet evaluation prepares it: RGB, resized (bilinear)
-/// so its shorter side is `resize`, then the centre `crop` x `crop` cut out, as
-/// `Resize(resize)` + `CenterCrop(crop)` do: [3, crop, crop] bytes. An image already
-/// `resize` on its shorter side is not resampled.
+/// One file as torchvision's ImageNet evaluation prepares it: RGB, resized (Pillow's
+/// bilinear, [`resample`]) so its shorter side is `resize`, then the centre `crop` x
+/// `crop` cut out, as `Resize(resize)` + `CenterCrop(crop)` do: [3, crop, crop] bytes.
+/// An image already `resize` on its shorter side is not resampled.
 pub fn decode_centre_crop(
     path: &Path,
     resize: u32,
@@ -365,11 +364,7 @@ fn centre_crop<R: BufRead + Seek>(
     if nw < crop || nh < crop {
         return Err(format!("{w}x{h} is too small to crop {crop}x{crop} from"));
     }
-    let rgb = if (nw, nh) == (w, h) {
-        rgb
-    } else {
-        image::imageops::resize(&rgb, nw, nh, FilterType::Triangle)
-    };
+    let rgb = resized_rgb(rgb, nw, nh);
     // CenterCrop: top = round((h - crop) / 2), left likewise, Python's round (half to even).
     let top = ((nh - crop) as f64 / 2.0).round_ties_even() as u32;
     let left = ((nw - crop) as f64 / 2.0).round_ties_even() as u32;
@@ -410,24 +405,24 @@ fn convert<R: BufRead + Seek>(
     height: u32,
 ) -> std::result::Result<Vec<u8>, String> {
     let image = open_image(reader)?;
-    let same = image.width() == width && image.height() == height;
     Ok(if channels == 1 {
         let grey = image.into_luma8();
-        let grey = if same {
-            grey
-        } else {
-            image::imageops::resize(&grey, width, height, FilterType::Triangle)
-        };
-        grey.into_raw()
+        let size = (grey.width() as usize, grey.height() as usize);
+        resample::resize(grey.as_raw(), 1, size, (width as usize, height as usize))
     } else {
-        let rgb = image.into_rgb8();
-        let rgb = if same {
-            rgb
-        } else {
-            image::imageops::resize(&rgb, width, height, FilterType::Triangle)
-        };
-        planar(rgb)
+        planar(resized_rgb(image.into_rgb8(), width, height))
     })
+}
+
+/// `rgb` resized to `width` x `height` as Pillow resizes (what torchvision's `Resize` does
+/// to a PIL image: [`resample`]).
+fn resized_rgb(rgb: image::RgbImage, width: u32, height: u32) -> image::RgbImage {
+    if rgb.dimensions() == (width, height) {
+        return rgb;
+    }
+    let size = (rgb.width() as usize, rgb.height() as usize);
+    let pixels = resample::resize(rgb.as_raw(), 3, size, (width as usize, height as usize));
+    image::RgbImage::from_raw(width, height, pixels).expect("resize returns width x height pixels")
 }
 
 /// A PNG of one sample (`channels` 1 or 3, [C, H, W] bytes) scaled down to fit `side` x

@@ -23,6 +23,7 @@ pub mod npy_write;
 pub mod pickle;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod pth;
+pub mod resample;
 pub mod state_dict;
 pub mod tensors;
 pub mod weights;
