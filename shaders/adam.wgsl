@@ -1,14 +1,8 @@
-// adam.wgsl — one Adam step of one parameter in one pass (core/src/optim.rs's update).
-//
-// One invocation per element i (workgroup size 256, 2-D grid as in noise_risk.wgsl):
-//
-//   m'_i = m_i * beta_1 + g_i * (1 - beta_1)
-//   v'_i = v_i * beta_2 + (g_i * g_i) * (1 - beta_2)
-//   x'_i = x_i - (m'_i / (sqrt(v'_i / c_2) + epsilon)) * (lr / c_1)
-//
-// the operations of the generic tensor update in the same order, with the
-// scalars (1 - beta_1, 1 - beta_2, c_2, lr / c_1) computed on the host exactly as there.
-// The generic update is about a dozen kernels per parameter; this is one.
+// adam.wgsl — one Adam step of one parameter in one pass (core/src/ops/adam/gpu.rs):
+// one invocation per element i (workgroup size 256, 2-D grid as in noise_risk.wgsl)
+// applies adam_common.wgsl's `adam_element`, with the scalars (1 - beta_1, 1 - beta_2,
+// c_2, lr / c_1) computed on the host. The device-generic update is about a dozen
+// kernels per parameter; this is one.
 //
 // Bindings (group 0, all storage read_write, f32 as u32 bits except params):
 //   0 x      [n] weights          4 x_out [n]
@@ -43,20 +37,18 @@ fn main(
     if (i >= n) {
         return;
     }
-    let beta_1 = bitcast<f32>(params[1]);
-    let keep_1 = bitcast<f32>(params[2]);
-    let beta_2 = bitcast<f32>(params[3]);
-    let keep_2 = bitcast<f32>(params[4]);
-    let correction_2 = bitcast<f32>(params[5]);
-    let epsilon = bitcast<f32>(params[6]);
-    let step_size = bitcast<f32>(params[7]);
-
-    let grad = g[i];
-    let first = m[i] * beta_1 + grad * keep_1;
-    let second = v[i] * beta_2 + (grad * grad) * keep_2;
-    let denom = sqrt(second / correction_2) + epsilon;
+    let s = AdamScalars(
+        bitcast<f32>(params[1]),
+        bitcast<f32>(params[2]),
+        bitcast<f32>(params[3]),
+        bitcast<f32>(params[4]),
+        bitcast<f32>(params[6]),
+        bitcast<f32>(params[5]),
+        bitcast<f32>(params[7]),
+    );
+    let stepped = adam_element(x[i], g[i], m[i], v[i], s);
     let o = params[8] + i;
-    x_out[o] = x[i] - (first / denom) * step_size;
-    m_out[o] = first;
-    v_out[o] = second;
+    x_out[o] = stepped.weight;
+    m_out[o] = stepped.first;
+    v_out[o] = stepped.second;
 }

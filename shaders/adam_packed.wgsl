@@ -1,8 +1,6 @@
 // adam_packed.wgsl — Adam's step of many parameters in one launch
-// (core/src/ops/adam/gpu.rs), each element as adam.wgsl steps it:
-//
-//   m' = m * beta_1 + g * (1 - beta_1),  v' = v * beta_2 + (g * g) * (1 - beta_2)
-//   x' = x - (m' / (sqrt(v' / c_2) + epsilon)) * step_size
+// (core/src/ops/adam/gpu.rs), each element by adam_common.wgsl's `adam_element`, as
+// adam.wgsl steps it.
 //
 // Weights and both moments lie packed in one buffer each, parameter j's values at
 // offset_j (a multiple of 64 floats, so that a parameter's values are a bindable view);
@@ -169,12 +167,18 @@ fn main(
         correction_2 = 1.0 - pow(bitcast<f32>(table[3]), t);
         step_size = bitcast<f32>(table[6]) / (1.0 - pow(bitcast<f32>(table[1]), t));
     }
-    let first = m[e] * bitcast<f32>(table[1]) + grad * bitcast<f32>(table[2]);
-    let second = v[e] * bitcast<f32>(table[3]) + (grad * grad) * bitcast<f32>(table[4]);
-    let denom = sqrt(second / correction_2) + bitcast<f32>(table[5]);
-    let stepped = x[e] - (first / denom) * step_size;
-    x_out[e] = stepped;
-    keep_low(j, e, stepped);
-    m_out[e] = first;
-    v_out[e] = second;
+    let s = AdamScalars(
+        bitcast<f32>(table[1]),
+        bitcast<f32>(table[2]),
+        bitcast<f32>(table[3]),
+        bitcast<f32>(table[4]),
+        bitcast<f32>(table[5]),
+        correction_2,
+        step_size,
+    );
+    let stepped = adam_element(x[e], grad, m[e], v[e], s);
+    x_out[e] = stepped.weight;
+    keep_low(j, e, stepped.weight);
+    m_out[e] = stepped.first;
+    v_out[e] = stepped.second;
 }

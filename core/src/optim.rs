@@ -22,7 +22,7 @@ use burn::tensor::Tensor;
 
 use crate::{Error, Result};
 
-use crate::ops::adam::{cpu as adam_cpu, gpu as adam_gpu};
+use crate::ops::adam::{Scalars, cpu as adam_cpu, gpu as adam_gpu};
 use crate::plan::Kernel;
 
 /// One parameter's Adam state (kept with the op that updates it).
@@ -216,7 +216,7 @@ impl Adam {
                     g: g.clone(),
                     moments: state.map(|s| (s.first.clone(), s.second.clone())),
                     time,
-                    scalars: adam_gpu::AdamScalars::at(time, lr, beta_1, self.beta_2, self.epsilon),
+                    scalars: Scalars::at(time, lr, beta_1, self.beta_2, self.epsilon),
                 }
             })
             .collect();
@@ -282,7 +282,7 @@ impl Adam {
         let dims = x.dims();
         let numel = dims.iter().product::<usize>();
         let time = state.as_ref().map_or(0, |s| s.time) + 1;
-        let scalars = adam_gpu::AdamScalars::at(time, lr, beta_1, self.beta_2, self.epsilon);
+        let scalars = Scalars::at(time, lr, beta_1, self.beta_2, self.epsilon);
         let (x, grad) = (x.reshape([numel]), grad.reshape([numel]));
         let (m, v) = adam_gpu::moments_or_zeros(state.map(|s| (s.first, s.second)), &x);
         let (x, first, second) = adam_gpu::step(&x, &grad, &m, &v, scalars)
@@ -311,29 +311,26 @@ impl Adam {
         let numel = dims.iter().product::<usize>();
         let state = state.map(|s| (s.first.reshape(dims), s.second.reshape(dims), s.time));
         let previous = gate.and(state.as_ref().map(|s| (s.0.clone(), s.1.clone())));
-        let (m, v, time) = match state {
-            Some((m, v, time)) => (
-                m.mul_scalar(beta_1)
-                    .add(grad.clone().mul_scalar(1.0 - beta_1)),
-                v.mul_scalar(self.beta_2)
-                    .add(grad.square().mul_scalar(1.0 - self.beta_2)),
-                time + 1,
+        let time = state.as_ref().map_or(0, |s| s.2) + 1;
+        let s = Scalars::at(time, lr, beta_1, self.beta_2, self.epsilon);
+        let (m, v) = match state {
+            Some((m, v, _)) => (
+                m.mul_scalar(s.beta_1)
+                    .add(grad.clone().mul_scalar(s.keep_1)),
+                v.mul_scalar(s.beta_2)
+                    .add(grad.square().mul_scalar(s.keep_2)),
             ),
             None => (
-                grad.clone().mul_scalar(1.0 - beta_1),
-                grad.square().mul_scalar(1.0 - self.beta_2),
-                1,
+                grad.clone().mul_scalar(s.keep_1),
+                grad.square().mul_scalar(s.keep_2),
             ),
         };
-        let correction_1 = 1.0 - beta_1.powi(time as i32);
-        let correction_2 = 1.0 - self.beta_2.powi(time as i32);
-        let step_size = lr / correction_1;
         let denom = v
             .clone()
-            .div_scalar(correction_2)
+            .div_scalar(s.correction_2)
             .sqrt()
-            .add_scalar(self.epsilon);
-        let update = m.clone().div(denom).mul_scalar(step_size);
+            .add_scalar(s.epsilon);
+        let update = m.clone().div(denom).mul_scalar(s.step_size);
         let flat = |m: Tensor<D>, v: Tensor<D>| Moments {
             first: m.reshape([numel]),
             second: v.reshape([numel]),

@@ -6,6 +6,7 @@
 
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use taks_core::gpu;
+use taks_core::ops::adam::Scalars;
 use taks_core::ops::adam::gpu as adam_gpu;
 use taks_core::rng::perturbation;
 use taks_core::selection::cpu_reference as reference;
@@ -267,13 +268,16 @@ fn adam_matches_cpu() {
         let (x, g, m) = (draw(2.0), draw(0.2), draw(0.05));
         let v: Vec<f32> = draw(0.02).into_iter().map(f32::abs).collect();
         let (beta_1, beta_2, lr) = (0.9f32, 0.999f32, 1e-3f32);
-        let s = adam_gpu::AdamScalars {
-            beta_1,
-            beta_2,
-            epsilon: 1e-8,
-            correction_2: 1.0 - beta_2.powi(time),
-            step_size: lr / (1.0 - beta_1.powi(time)),
-        };
+        let s = Scalars::at(time as usize, lr, beta_1, beta_2, 1e-8);
+        assert_eq!(
+            (s.keep_1, s.keep_2, s.correction_2, s.step_size),
+            (
+                1.0 - beta_1,
+                1.0 - beta_2,
+                1.0 - beta_2.powi(time),
+                lr / (1.0 - beta_1.powi(time))
+            )
+        );
         let t =
             |values: &[f32]| Tensor::<1>::from_data(TensorData::new(values.to_vec(), [n]), &dev);
         let (x_out, m_out, v_out) =
@@ -303,13 +307,7 @@ fn adam_matches_cpu() {
         }
     }
     let flex = Tensor::<1>::zeros([3], &Device::flex());
-    let s = adam_gpu::AdamScalars {
-        beta_1: 0.9,
-        beta_2: 0.999,
-        epsilon: 1e-8,
-        correction_2: 0.001,
-        step_size: 0.01,
-    };
+    let s = Scalars::at(1, 0.01, 0.9, 0.999, 1e-8);
     assert!(adam_gpu::step(&flex, &flex, &flex, &flex, s).is_none());
 }
 

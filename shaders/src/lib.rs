@@ -64,6 +64,11 @@ macro_rules! elem_f16 {
 pub const BN_COMMON: &str = concat!(elem_f32!(), "\n", include_str!("../bn_common.wgsl"));
 /// ... or f16, a mixed-precision step's (statistics and sums f32 still).
 pub const BN_COMMON_F16: &str = concat!(elem_f16!(), "\n", include_str!("../bn_common.wgsl"));
+/// Shared prelude (Adam's update of one element) of `adam.wgsl` and `adam_packed.wgsl`
+/// with f32 gradients ...
+pub const ADAM_COMMON: &str = include_str!("../adam_common.wgsl");
+/// ... and of `adam_packed.wgsl` reading f16 gradients ([`adam_packed`]).
+pub const ADAM_COMMON_F16: &str = concat!(elem_f16!(), "\n", include_str!("../adam_common.wgsl"));
 /// Shared prelude (a row's maximum, exponential sum and label) of the `cross_entropy*`
 /// passes.
 pub const CROSS_ENTROPY_COMMON: &str = include_str!("../cross_entropy_common.wgsl");
@@ -117,12 +122,12 @@ shader!(
 );
 shader!(
     /// Adam's step of one parameter.
-    ADAM, "taks_adam", "", "adam.wgsl"
+    ADAM, "taks_adam", ADAM_COMMON, "adam.wgsl"
 );
 shader!(
     /// Adam's step of many parameters in one launch, for one gradient buffer (expand it
     /// for more with [`adam_packed`]).
-    ADAM_PACKED, "taks_adam_packed_1", "", "adam_packed.wgsl"
+    ADAM_PACKED, "taks_adam_packed_1", ADAM_COMMON, "adam_packed.wgsl"
 );
 shader!(
     /// A layer's bias and ReLU after its matmul.
@@ -273,7 +278,7 @@ pub const ALL: [Shader; 33] = [
 /// the weight gradients of a mixed-precision MLP step. With an f16 gradient the launch
 /// also keeps those parameters' new weights in f16 (the `low copy, f16` block taken in
 /// place of the `low copy, f32` one, its binding `8 + f16.len()`), and the text needs
-/// [`ELEM_F16`]'s `enable f16;` before it.
+/// [`ADAM_COMMON_F16`] (with its `enable f16;`) before it, else [`ADAM_COMMON`].
 pub fn adam_packed(f16: &[bool]) -> String {
     assert!(!f16.is_empty(), "at least one gradient");
     let any_f16 = f16.iter().any(|&h| h);
@@ -404,7 +409,7 @@ mod tests {
         );
         for gradients in [2, 5, 64] {
             let text = adam_packed(&vec![false; gradients]);
-            let module = naga::front::wgsl::parse_str(&[COMMON, &text].join("\n"))
+            let module = naga::front::wgsl::parse_str(&[ADAM_COMMON, COMMON, &text].join("\n"))
                 .unwrap_or_else(|e| panic!("{gradients}: {}", e.emit_to_string(&text)));
             naga::valid::Validator::new(
                 naga::valid::ValidationFlags::all(),
@@ -431,7 +436,7 @@ mod tests {
     #[test]
     fn packed_adam_reads_f16_gradients() {
         let text = adam_packed(&[false, true, false, true]);
-        let text = [ELEM_F16, COMMON, &text].join("\n");
+        let text = [ADAM_COMMON_F16, COMMON, &text].join("\n");
         let module = naga::front::wgsl::parse_str(&text)
             .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&text)));
         naga::valid::Validator::new(
@@ -494,7 +499,7 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), ALL.len());
         // Every .wgsl file of the crate is a shader of ALL (eleven of them twice, in f32
-        // and in f16), one of the four preludes or the common helpers.
+        // and in f16), one of the five preludes or the common helpers.
         let dir = std::path::PathBuf::from(
             std::env::var("CARGO_MANIFEST_DIR")
                 .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
@@ -507,6 +512,6 @@ mod tests {
         let mut bodies: Vec<_> = ALL.iter().map(|s| s.body).collect();
         bodies.sort_unstable();
         bodies.dedup();
-        assert_eq!(files, bodies.len() + 5, "a .wgsl file that no shader uses");
+        assert_eq!(files, bodies.len() + 6, "a .wgsl file that no shader uses");
     }
 }

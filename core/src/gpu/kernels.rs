@@ -65,11 +65,14 @@ pub(crate) fn adam_packed(f16: &[bool]) -> Shader {
         // f32 gradients only: the name and text as they always were. Otherwise the name
         // says which are f16 (`taks_adam_packed_4_f16_0101`).
         let (name, prelude) = match f16.iter().any(|&h| h) {
-            false => (format!("taks_adam_packed_{gradients}"), ""),
+            false => (
+                format!("taks_adam_packed_{gradients}"),
+                taks_shaders::ADAM_COMMON,
+            ),
             true => {
                 let mask: String = f16.iter().map(|&h| if h { '1' } else { '0' }).collect();
                 let name = format!("taks_adam_packed_{gradients}_f16_{mask}");
-                (name, taks_shaders::ELEM_F16)
+                (name, taks_shaders::ADAM_COMMON_F16)
             }
         };
         Shader {

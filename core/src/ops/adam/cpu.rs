@@ -18,7 +18,7 @@
 
 use burn::tensor::Tensor;
 
-use super::Moments;
+use super::{Moments, Scalars};
 use crate::ops::flex_buffers::{dense, from_values, is_flex_f32, primitive, tensor, values};
 
 /// One parameter's step: what [`update`] needs besides the tensors.
@@ -89,17 +89,9 @@ pub(crate) fn update<const D: usize>(
     let grad = primitive(grad);
     let g = values(&grad);
     let time = state.as_ref().map_or(0, |s| s.time) + 1;
-    let (beta_1, beta_2) = (step.beta_1, step.beta_2);
-    let correction_1 = 1.0 - beta_1.powi(time as i32);
-    let scalars = Scalars {
+    let scalars = Pass {
         first_step: state.is_none(),
-        beta_1,
-        beta_2,
-        keep_1: 1.0 - beta_1,
-        keep_2: 1.0 - beta_2,
-        correction_2: 1.0 - beta_2.powi(time as i32),
-        step_size: step.lr / correction_1,
-        epsilon: step.epsilon,
+        s: Scalars::at(time, step.lr, step.beta_1, step.beta_2, step.epsilon),
     };
     let (mut first, mut second) = match state {
         Some(s) => (dense(primitive(s.first)), dense(primitive(s.second))),
@@ -139,28 +131,23 @@ pub(crate) fn update<const D: usize>(
     Ok((tensor(weights), moments))
 }
 
-/// One step's scalars, computed once as the generic path computes them.
+/// One step's pass over a parameter: its [`Scalars`], and whether it is the first step
+/// (no moments yet).
 #[derive(Clone, Copy)]
-struct Scalars {
+struct Pass {
     first_step: bool,
-    beta_1: f32,
-    beta_2: f32,
-    keep_1: f32,
-    keep_2: f32,
-    correction_2: f32,
-    step_size: f32,
-    epsilon: f32,
+    s: Scalars,
 }
 
-impl Scalars {
+impl Pass {
     /// The update of every element, in one pass:
     /// m <- beta_1 m + (1 - beta_1) g (on the first step (1 - beta_1) g),
     /// v <- beta_2 v + (1 - beta_2) g^2 (on the first step (1 - beta_2) g^2),
     /// w <- w - (m / (sqrt(v / c_2) + epsilon)) (lr / c_1).
     fn apply(&self, w: &mut [f32], m: &mut [f32], v: &mut [f32], g: &[f32]) {
-        let s = *self;
+        let (first_step, s) = (self.first_step, self.s);
         for (((w, m), v), &g) in w.iter_mut().zip(m).zip(v).zip(g) {
-            let (first, second) = if s.first_step {
+            let (first, second) = if first_step {
                 (g * s.keep_1, g * g * s.keep_2)
             } else {
                 (

@@ -14,33 +14,9 @@
 use burn::backend::wgpu::CubeTensor;
 use burn::tensor::{DType, Tensor};
 
+use super::Scalars;
 use crate::gpu::bridge;
 use crate::gpu::kernels::{ADAM, Elem, WORKGROUP, adam_packed};
-
-/// The step's scalars, computed on the host as the generic update computes them.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct AdamScalars {
-    pub beta_1: f32,
-    pub beta_2: f32,
-    pub epsilon: f32,
-    /// `1 - beta_2^t`.
-    pub correction_2: f32,
-    /// `lr / (1 - beta_1^t)`.
-    pub step_size: f32,
-}
-
-impl AdamScalars {
-    /// The scalars of a parameter's step number `time` (1 for its first).
-    pub fn at(time: usize, lr: f32, beta_1: f32, beta_2: f32, epsilon: f32) -> Self {
-        AdamScalars {
-            beta_1,
-            beta_2,
-            epsilon,
-            correction_2: 1.0 - beta_2.powi(time as i32),
-            step_size: lr / (1.0 - beta_1.powi(time as i32)),
-        }
-    }
-}
 
 /// A parameter's moments, or zeros like `x` before its first step (`0 * beta + y` is
 /// `y`, the generic update's first moments). Two buffers: WebGPU rejects one buffer bound
@@ -67,7 +43,7 @@ pub fn step(
     g: &Tensor<1>,
     m: &Tensor<1>,
     v: &Tensor<1>,
-    s: AdamScalars,
+    s: Scalars,
 ) -> Option<(Tensor<1>, Tensor<1>, Tensor<1>)> {
     let [n] = x.dims();
     assert!(
@@ -93,7 +69,7 @@ fn step_into(
     [x, g, m, v]: [&Tensor<1>; 4],
     outputs: [&CubeTensor; 3],
     offset: usize,
-    s: AdamScalars,
+    s: Scalars,
 ) -> Option<()> {
     let [n] = x.dims();
     let [x, g, m, v] = [x, g, m, v].map(bridge::float_f32);
@@ -104,9 +80,9 @@ fn step_into(
     let words = [
         n as u32,
         s.beta_1.to_bits(),
-        (1.0 - s.beta_1).to_bits(),
+        s.keep_1.to_bits(),
         s.beta_2.to_bits(),
-        (1.0 - s.beta_2).to_bits(),
+        s.keep_2.to_bits(),
         s.correction_2.to_bits(),
         s.epsilon.to_bits(),
         s.step_size.to_bits(),
@@ -179,9 +155,9 @@ pub struct Part {
     pub moments: Option<(Tensor<1>, Tensor<1>)>,
     /// Its step number (1 for its first), skipped steps of a [`Scaling`] counted.
     pub time: usize,
-    /// Its step's scalars ([`AdamScalars::at`] `time`); beta_1, beta_2 and epsilon are
+    /// Its step's scalars ([`Scalars::at`] `time`); beta_1, beta_2 and epsilon are
     /// every part's.
-    pub scalars: AdamScalars,
+    pub scalars: Scalars,
 }
 
 /// A mixed-precision step's loss scale on the device
@@ -257,9 +233,11 @@ pub fn step_packed(
     scaling: Option<Scaling>,
 ) -> Option<Packed> {
     let first = bridge::float_f32(&parts.first()?.x)?;
-    let AdamScalars {
+    let Scalars {
         beta_1,
+        keep_1,
         beta_2,
+        keep_2,
         epsilon,
         ..
     } = parts[0].scalars;
@@ -351,9 +329,9 @@ pub fn step_packed(
                 let mut table = vec![
                     chunk.len() as u32,
                     beta_1.to_bits(),
-                    (1.0 - beta_1).to_bits(),
+                    keep_1.to_bits(),
                     beta_2.to_bits(),
-                    (1.0 - beta_2).to_bits(),
+                    keep_2.to_bits(),
                     epsilon.to_bits(),
                     lr.to_bits(),
                     mode as u32,
