@@ -64,10 +64,21 @@ impl Cnn {
 
     /// `[B, C*H*W]` -> `[B, classes]`.
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        self.forward_by(x, |i, h| self.blocks[i].forward(h))
+    }
+
+    /// The network's layers in order, block `i` run by `block(i, h)`: its own
+    /// ([`Cnn::forward`]), or the scoring pass's with each batch norm folded into its
+    /// convolution ([`super::scorer`]). One text of the layer order for both.
+    pub(super) fn forward_by(
+        &self,
+        x: Tensor<2>,
+        block: impl Fn(usize, Tensor<4>) -> Tensor<4>,
+    ) -> Tensor<2> {
         let batch = x.dims()[0];
         let mut h = x.reshape([batch, self.channels, self.side, self.side]);
-        for (i, block) in self.blocks.iter().enumerate() {
-            h = block.forward(h);
+        for i in 0..self.blocks.len() {
+            h = block(i, h);
             if i % 2 == 1 {
                 h = self.pool.forward(h);
             }

@@ -95,20 +95,55 @@ impl Block {
         })
     }
 
-    fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        let shortcut = match &self.downsample {
-            Some(d) => batch_norm::forward(&d.bn, conv::forward(&d.conv, x.clone()), false),
-            None => x.clone(),
-        };
-        let h = batch_norm::forward(&self.bn1, conv::forward(&self.conv1, x), true);
-        // A bottleneck's second convolution is followed by a ReLU, a basic block's not.
-        let bottleneck = self.conv3.is_some();
-        let mut h = batch_norm::forward(&self.bn2, conv::forward(&self.conv2, h), bottleneck);
+    /// The block's convolutions with their batch norms, in order, and its projection.
+    fn layers(&self) -> (Vec<(&Conv2d, &BatchNorm)>, Option<(&Conv2d, &BatchNorm)>) {
+        let mut layers = vec![(&self.conv1, &self.bn1), (&self.conv2, &self.bn2)];
         if let (Some(conv3), Some(bn3)) = (&self.conv3, &self.bn3) {
-            h = batch_norm::forward(bn3, conv::forward(conv3, h), false);
+            layers.push((conv3, bn3));
         }
-        residual::relu_of_sum(h, shortcut)
+        (layers, self.downsample.as_ref().map(|d| (&d.conv, &d.bn)))
     }
+
+    fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        let (layers, downsample) = self.layers();
+        residual_block(&layers, downsample.as_ref(), x)
+    }
+}
+
+/// A convolution and the batch norm after it, ReLU or not: a block's own layer in
+/// training, or its folded twin when scoring ([`Folded`]). One text of the blocks'
+/// layer order serves both.
+trait ConvNorm {
+    fn run(&self, x: Tensor<4>, relu: bool) -> Tensor<4>;
+}
+
+impl ConvNorm for (&Conv2d, &BatchNorm) {
+    fn run(&self, x: Tensor<4>, relu: bool) -> Tensor<4> {
+        batch_norm::forward(self.1, conv::forward(self.0, x), relu)
+    }
+}
+
+impl ConvNorm for FoldedConv {
+    fn run(&self, x: Tensor<4>, relu: bool) -> Tensor<4> {
+        self.forward(x, relu)
+    }
+}
+
+/// A residual block: `layers` in order with a ReLU after each but the last (a basic
+/// block's second convolution has none, a bottleneck's second has one), then the ReLU of
+/// their sum with the shortcut, `x` projected by `downsample` where it changes width or
+/// resolution.
+fn residual_block<L: ConvNorm>(layers: &[L], downsample: Option<&L>, x: Tensor<4>) -> Tensor<4> {
+    let shortcut = match downsample {
+        Some(d) => d.run(x.clone(), false),
+        None => x.clone(),
+    };
+    let last = layers.len() - 1;
+    let mut h = x;
+    for (i, layer) in layers.iter().enumerate() {
+        h = layer.run(h, i < last);
+    }
+    residual::relu_of_sum(h, shortcut)
 }
 
 /// Blocks per stage and whether they are bottlenecks, as torchvision builds each depth.
@@ -194,15 +229,31 @@ impl ResNet {
     /// `[B, C*H*W]` -> the pooled features `[B, 512]` (`[B, 2048]` for ResNet-50): the
     /// input of the classifier, which `taks embed` writes out.
     pub fn features(&self, x: Tensor<2>) -> Tensor<2> {
+        let blocks: Vec<&Block> = self.blocks().collect();
+        self.features_by(
+            x,
+            |x| (&self.conv1, &self.bn1).run(x, true),
+            |i, x| blocks[i].forward(x),
+        )
+    }
+
+    /// The network's layers up to its features, the stem run by `stem` and block `i` by
+    /// `block(i, x)`: its own ([`ResNet::features`]) or the folded ones ([`Folded`]).
+    fn features_by(
+        &self,
+        x: Tensor<2>,
+        stem: impl Fn(Tensor<4>) -> Tensor<4>,
+        block: impl Fn(usize, Tensor<4>) -> Tensor<4>,
+    ) -> Tensor<2> {
         let batch = x.dims()[0];
-        let mut x = x.reshape([batch, self.channels, self.height, self.width]);
-        x = self.maxpool.forward(batch_norm::forward(
-            &self.bn1,
-            conv::forward(&self.conv1, x),
-            true,
-        ));
-        for block in self.blocks() {
-            x = block.forward(x);
+        let mut x = self.maxpool.forward(stem(x.reshape([
+            batch,
+            self.channels,
+            self.height,
+            self.width,
+        ])));
+        for i in 0..self.blocks().count() {
+            x = block(i, x);
         }
         self.avgpool.forward(x).flatten(1, 3)
     }
@@ -234,12 +285,13 @@ impl ResNet {
         let blocks = self
             .blocks()
             .map(|b| {
-                let mut convs = vec![fold(&b.conv1, &b.bn1)?, fold(&b.conv2, &b.bn2)?];
-                if let (Some(conv3), Some(bn3)) = (&b.conv3, &b.bn3) {
-                    convs.push(fold(conv3, bn3)?);
-                }
-                let downsample = match &b.downsample {
-                    Some(d) => Some(fold(&d.conv, &d.bn)?),
+                let (layers, downsample) = b.layers();
+                let convs = layers
+                    .iter()
+                    .map(|(conv, bn)| fold(conv, bn))
+                    .collect::<Option<Vec<_>>>()?;
+                let downsample = match downsample {
+                    Some((conv, bn)) => Some(fold(conv, bn)?),
                     None => None,
                 };
                 Some(FoldedBlock { convs, downsample })
@@ -262,21 +314,14 @@ impl Folded<'_> {
     /// `[B, C*H*W]` -> `[B, classes]`.
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         let net = self.net;
-        let batch = x.dims()[0];
-        let x = x.reshape([batch, net.channels, net.height, net.width]);
-        let mut x = net.maxpool.forward(self.stem.forward(x, true));
-        for block in &self.blocks {
-            let shortcut = match &block.downsample {
-                Some(d) => d.forward(x.clone(), false),
-                None => x.clone(),
-            };
-            let last = block.convs.len() - 1;
-            let mut h = x;
-            for (i, conv) in block.convs.iter().enumerate() {
-                h = conv.forward(h, i < last);
-            }
-            x = residual::relu_of_sum(h, shortcut);
-        }
-        net.fc.forward(net.avgpool.forward(x).flatten(1, 3))
+        let features = net.features_by(
+            x,
+            |x| self.stem.run(x, true),
+            |i, x| {
+                let b = &self.blocks[i];
+                residual_block(&b.convs, b.downsample.as_ref(), x)
+            },
+        );
+        crate::ops::mixed_precision::linear(&net.fc, features)
     }
 }

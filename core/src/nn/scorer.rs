@@ -67,17 +67,7 @@ impl Scorer<'_> {
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         match self {
             Scorer::Plain(net) => net.forward(x),
-            Scorer::Cnn(cnn, folded) => {
-                let batch = x.dims()[0];
-                let mut h = x.reshape([batch, cnn.channels, cnn.side, cnn.side]);
-                for (i, layer) in folded.iter().enumerate() {
-                    h = layer.forward(h, true);
-                    if i % 2 == 1 {
-                        h = cnn.pool.forward(h);
-                    }
-                }
-                cnn.output.forward(h.flatten(1, 3))
-            }
+            Scorer::Cnn(cnn, folded) => cnn.forward_by(x, |i, h| folded[i].forward(h, true)),
             Scorer::ResNet(net) => net.forward(x),
         }
     }
