@@ -162,7 +162,8 @@ fn an_image_folder_audit_finds_the_misfiled_digits_and_keeps_a_model() {
     let noise = misfiled.values().filter(|&&m| m).count() as f64 / misfiled.len() as f64;
 
     let out = scratch("folder-out").join("audit");
-    // A 30 s budget: the MLP's audit fits, the CNN's (about 10x the time on flex) does not.
+    // The MLP named: which network a time budget picks depends on the machine
+    // (`the_budget_picks_the_most_capable_network_that_fits`).
     let printed = ok(&[
         "audit",
         data.to_str().unwrap(),
@@ -170,8 +171,8 @@ fn an_image_folder_audit_finds_the_misfiled_digits_and_keeps_a_model() {
         out.to_str().unwrap(),
         "--device",
         "cpu",
-        "--budget",
-        "30",
+        "--model",
+        "mlp",
         "-q",
     ]);
     assert!(printed.contains("2 files skipped"), "{printed}");
@@ -199,13 +200,6 @@ fn an_image_folder_audit_finds_the_misfiled_digits_and_keeps_a_model() {
         "estimated {estimated}, truly {noise}"
     );
     assert_eq!(s["architecture"], "mlp");
-    let choice = &s["network_choice"];
-    assert_eq!(choice["network"], "mlp at 28x28 grey", "{choice}");
-    assert_eq!(choice["priced"][1]["network"], "cnn at 32x32 colour");
-    assert!(
-        choice["priced"][1]["estimated_seconds"].as_f64().unwrap() > 30.0,
-        "{choice}"
-    );
     assert_eq!(s["classes"].as_array().unwrap().len(), 10);
     let skipped: Vec<&str> = s["skipped"]
         .as_array()
@@ -260,6 +254,24 @@ fn an_image_folder_audit_finds_the_misfiled_digits_and_keeps_a_model() {
         .count();
     // Measured 263: the labels it learnt from were 23% wrong.
     assert!(right >= 250, "{right} of 300 true classes predicted");
+    // On the GPU the same model predicts the same classes, to f32 rounding.
+    let mut args = vec![
+        "predict",
+        "--model",
+        out.to_str().unwrap(),
+        "--device",
+        "gpu",
+    ];
+    args.extend(files.iter().map(String::as_str));
+    let on_gpu = ok(&args);
+    for (cpu, gpu) in lines.iter().zip(on_gpu.lines()).skip(1) {
+        let (cpu, gpu): (Vec<&str>, Vec<&str>) =
+            (cpu.split(',').collect(), gpu.split(',').collect());
+        assert_eq!(cpu[..2], gpu[..2], "the CPU's {cpu:?}, the GPU's {gpu:?}");
+        let (a, b): (f64, f64) = (cpu[2].parse().unwrap(), gpu[2].parse().unwrap());
+        assert!((a - b).abs() < 1e-3, "the CPU's {cpu:?}, the GPU's {gpu:?}");
+    }
+    assert_eq!(on_gpu.lines().count(), 301);
 
     // A folder given to predict is searched; the damaged file is reported, the rest kept.
     let out_folder = taks(&[
@@ -761,6 +773,32 @@ fn embed_writes_the_centre_crops_features_and_audit_init_uses_them() {
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already holds embeddings"));
 
+    // On the GPU: the same rows in the same order, the same features to f32 rounding
+    // (sums in another order, through taks's convolution kernels).
+    let on_gpu = dir.join("embedded-gpu");
+    ok(&[
+        "embed",
+        data.to_str().unwrap(),
+        "--init",
+        weights.to_str().unwrap(),
+        "--out",
+        on_gpu.to_str().unwrap(),
+        // One batch: one set of kernels for lavapipe to compile.
+        "--batch",
+        "8",
+        "--device",
+        "gpu",
+    ]);
+    let gpu_ids = std::fs::read_to_string(on_gpu.join("ids.txt")).unwrap();
+    assert_eq!(gpu_ids.lines().collect::<Vec<_>>(), ids);
+    let g = taks_core::formats::npy::read_matrix(&on_gpu.join("embeddings.npy")).unwrap();
+    let scale = m.values.iter().fold(0f32, |a, v| a.max(v.abs()));
+    let gap = max_gap(&m.values, &g.values);
+    assert!(
+        gap < 1e-4 * scale,
+        "features {gap} apart on a scale of {scale}"
+    );
+
     let audit = dir.join("audit");
     ok(&[
         "audit",
@@ -1082,5 +1120,165 @@ fn experiment_init_fine_tunes_every_run() {
     }
     let table = std::fs::read_to_string(out.join("table.md")).unwrap();
     assert!(table.contains("fine-tuned from"), "{table}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// 300 of the misfiled digits as a folder of PNGs, and which are misfiled.
+fn digit_folder(data: &Path, n: usize) -> HashMap<String, bool> {
+    let (images, truth, given) = misfiled_digits(n, 0.3);
+    let mut misfiled = HashMap::new();
+    for (i, px) in images.iter().enumerate() {
+        let id = format!("{}/{i:04}.png", NAMES[given[i] as usize]);
+        std::fs::create_dir_all(data.join(NAMES[given[i] as usize])).unwrap();
+        image::GrayImage::from_raw(28, 28, px.clone())
+            .unwrap()
+            .save(data.join(&id))
+            .unwrap();
+        misfiled.insert(id, truth[i] != given[i]);
+    }
+    misfiled
+}
+
+/// `--budget` picks the most capable of the MLP, the CNN and ResNet-18 whose estimated
+/// audit fits it, from estimates timed on this machine: the summary's choice must be the
+/// one its own estimates give (so the test holds on any machine and load), the network
+/// trained the one chosen, and under a budget nothing fits the cheapest is used.
+#[test]
+fn the_budget_picks_the_most_capable_network_that_fits() {
+    let dir = scratch("budget");
+    let data = dir.join("digits");
+    digit_folder(&data, 300);
+    for budget in [1e-3, 20.0] {
+        let out = dir.join(format!("audit-{budget}"));
+        ok(&[
+            "audit",
+            data.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--budget",
+            &budget.to_string(),
+            "-q",
+        ]);
+        let s = summary(&out);
+        let choice = &s["network_choice"];
+        let priced = choice["priced"].as_array().unwrap();
+        let names: Vec<&str> = priced
+            .iter()
+            .map(|p| p["network"].as_str().unwrap())
+            .collect();
+        assert!(
+            [
+                "mlp at 28x28 grey",
+                "cnn at 32x32 colour",
+                "resnet18 at 28x28 colour"
+            ]
+            .starts_with(&names),
+            "cheapest first: {choice}"
+        );
+        // Pricing stops at the first network over the budget.
+        let fitting = priced
+            .iter()
+            .take_while(|p| p["estimated_seconds"].as_f64().unwrap() <= budget)
+            .count();
+        assert!(
+            fitting == priced.len() || fitting + 1 == priced.len(),
+            "{choice}"
+        );
+        let chosen = names[fitting.saturating_sub(1)];
+        assert_eq!(choice["network"], chosen, "{choice}");
+        assert_eq!(
+            s["architecture"].as_str().unwrap(),
+            chosen.split(' ').next().unwrap(),
+            "{s}"
+        );
+        if budget < 1.0 {
+            assert_eq!(fitting, 0, "{choice}");
+            assert!(
+                choice["reason"].as_str().unwrap().starts_with("even mlp"),
+                "{choice}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The audit's own settings reach it: `--image-size` is the network's input (the kept
+/// MLP's first layer takes that many pixels), `--report-rows` the report's table, and
+/// `--label-column` the column a CSV's labels are read from, where another column is
+/// called `label`.
+#[test]
+fn audit_settings_reach_the_audit() {
+    let dir = scratch("audit-settings");
+    let data = dir.join("digits");
+    digit_folder(&data, 300);
+    let out = dir.join("audit");
+    ok(&[
+        "audit",
+        data.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--model",
+        "mlp",
+        "--image-size",
+        "14x20",
+        "--report-rows",
+        "7",
+        "-q",
+    ]);
+    assert_eq!(
+        summary(&out)["input"],
+        serde_json::json!({"kind": "image", "channels": 1, "height": 20, "width": 14})
+    );
+    assert_eq!(
+        tensor_shapes(&out.join("model.safetensors"))["0.weight"],
+        [256, 280]
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("The 7 most suspect samples"), "report.html");
+    assert_eq!(html.matches("<tr class=\"suspect").count(), 7);
+
+    // A CSV whose labels are in `digit`, beside a column `label` of other numbers: the
+    // audit's classes are the digit names, not those numbers.
+    let (images, _, given) = misfiled_digits(200, 0.0);
+    let mut csv = String::from("label,digit");
+    (0..16).for_each(|j| csv += &format!(",p{j}"));
+    csv += "\n";
+    for (i, px) in images.iter().enumerate() {
+        csv += &format!("{},{}", 100 + i % 3, NAMES[given[i] as usize]);
+        // 4x4 blocks of 7x7 pixels, averaged.
+        for j in 0..16 {
+            let (r, c) = (j / 4 * 7, j % 4 * 7);
+            let sum: u32 = (0..49)
+                .map(|d| px[(r + d / 7) * 28 + c + d % 7] as u32)
+                .sum();
+            csv += &format!(",{}", sum / 49);
+        }
+        csv += "\n";
+    }
+    let path = dir.join("digits.csv");
+    std::fs::write(&path, csv).unwrap();
+    let table = dir.join("table");
+    ok(&[
+        "audit",
+        path.to_str().unwrap(),
+        "--label-column",
+        "digit",
+        "--out",
+        table.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "-q",
+    ]);
+    let mut names = NAMES.to_vec();
+    names.sort();
+    assert_eq!(summary(&table)["classes"], serde_json::json!(names));
+    // The other numeric column is an input, first, beside the 16 pixel columns.
+    let s = summary(&table);
+    let features = s["input"]["features"].as_array().unwrap();
+    assert_eq!((features.len(), &features[0]), (17, &"label".into()), "{s}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -393,18 +393,58 @@ fn train_from_folder(dataset: &str, dir: &Path) -> PathBuf {
     out_dir
 }
 
+/// An MNIST-format folder of 200 images whose ten classes differ (class c: a bright band
+/// over rows 2c to 2c + 7, with some noise), read from its IDX files and learnt: a reader
+/// that misread the pixels or the labels, or paired them wrongly, would leave the
+/// network at chance (10%).
 #[test]
 fn full_mnist_format_folder_trains() {
-    let labels: Vec<u8> = (0..20).map(|i| i % 10).collect();
-    let dir = mnist_folder("ok", idx(&[20], &labels));
-    let out_dir = train_from_folder("mnist", &dir);
-    assert_eq!(
-        std::fs::read_to_string(out_dir.join("metrics.csv"))
-            .unwrap()
-            .lines()
-            .count(),
-        3
+    let dir = scratch("mnist-classes");
+    std::fs::create_dir_all(&dir).unwrap();
+    let labels: Vec<u8> = (0..200u32).map(|i| (i * 7 % 10) as u8).collect();
+    let pixels: Vec<u8> = labels
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &c)| {
+            (0..784).map(move |p| {
+                let row = p / 28;
+                let speckle = ((p * 31 + i * 17) % 40) as u8;
+                if (2 * c as usize..2 * c as usize + 8).contains(&row) {
+                    200 + speckle / 4
+                } else {
+                    speckle
+                }
+            })
+        })
+        .collect();
+    let images = idx(&[200, 28, 28], &pixels);
+    for set in ["train", "t10k"] {
+        write_gz(&dir.join(format!("{set}-images-idx3-ubyte.gz")), &images);
+        write_gz(
+            &dir.join(format!("{set}-labels-idx1-ubyte.gz")),
+            &idx(&[200], &labels),
+        );
+    }
+    let run = train_run(
+        &dir.join("run"),
+        &[
+            "--dataset",
+            "mnist",
+            "--data-dir",
+            dir.to_str().unwrap(),
+            "--noise",
+            "clean",
+            "--method",
+            "standard",
+            "--epochs",
+            "5",
+            "--lr",
+            "0.01",
+        ],
     );
+    // Measured (seeded) 0.5, 0.9, then 1.0 from the third epoch: 10 steps in all.
+    let accuracy = metrics_column(&run, "test_accuracy");
+    assert!(accuracy[4] > 0.8, "{accuracy:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -587,13 +627,15 @@ fn read_json(path: &Path) -> serde_json::Value {
 
 /// The f32 audit's F1 on 1,000 digits at 30% symmetric noise must pass this, and the
 /// f16 audit's must lie this close to it. Measured on lavapipe: 0.825 and 0.827 (an
-/// audit that flagged at random would score about 0.37).
+/// audit that flagged at random would score about 0.37); f16 and f32 are IEEE formats on
+/// every adapter, so only the order of sums differs elsewhere.
 const F1_FLOOR: f64 = 0.75;
 const F1_GAP: f64 = 0.03;
 
-/// Mixed precision reaches `experiment` and `audit` (on lavapipe, which has f16): the
-/// grid's runs record it, its table says it, a grid in another precision is refused, and
-/// an f16 audit finds the flipped digits as well as an f32 one does.
+/// Mixed precision reaches `experiment` and `audit`: the grid's runs record it, its table
+/// says it, a grid in another precision is refused, and an f16 audit finds the flipped
+/// digits as well as an f32 one does. On an adapter without shader-f16 (lavapipe has
+/// it) the f16 grid must be refused in one line naming the missing feature instead.
 #[test]
 fn experiment_and_audit_run_in_mixed_precision() {
     let dir = scratch("mixed-precision");
@@ -623,6 +665,11 @@ fn experiment_and_audit_run_in_mixed_precision() {
         taks(&args)
     };
     let first = grid(&["--precision", "f16"]);
+    if String::from_utf8_lossy(&first.stderr).contains("shader-f16") {
+        assert_user_error(&first, "shader-f16");
+        eprintln!("this adapter has no shader-f16: only its refusal is checked");
+        return;
+    }
     assert_succeeded(&first);
     let run = grid_dir.join("runs/mnist-digits/symmetric-0.5/taks/seed0");
     let config = read_json(&run.join("config.json"));
@@ -672,13 +719,13 @@ fn tune_picks_by_noisy_validation_and_resumes() {
         taks(&[
             "tune",
             "--k-ratios",
-            "0.2,0.5",
+            "0.01,0.5",
             "--eta-ratios",
             "0.005",
             "--epochs",
-            "2",
+            "3",
             "--train-limit",
-            "800",
+            "2000",
             "--device",
             "cpu",
             "--quiet",
@@ -697,9 +744,13 @@ fn tune_picks_by_noisy_validation_and_resumes() {
     assert_eq!(rows.len(), 2, "{csv}");
     let choice: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("choice.json")).unwrap()).unwrap();
-    let best = rows.iter().max_by(|a, b| a[2].total_cmp(&b[2])).unwrap();
-    assert_eq!(choice["k_ratio"], best[0]);
-    assert_eq!(choice["validation_accuracy"], best[2]);
+    // A k-ratio of 0.01 trains on 16 of the 1,600 samples and stays near chance; 0.5
+    // learns (measured 0.142 and 0.225 on the 400 noisy validation labels, whose spread
+    // is about 0.015), so the grid has a known winner.
+    let score = |k: f64| rows.iter().find(|r| r[0] == k).unwrap()[2];
+    assert!(score(0.5) > score(0.01) + 0.04, "{csv}");
+    assert_eq!(choice["k_ratio"], 0.5, "{choice}");
+    assert_eq!(choice["validation_accuracy"], score(0.5));
     let again = tune();
     assert_succeeded(&again);
     assert_eq!(
@@ -1202,7 +1253,9 @@ fn bench_reports_first_epochs_apart_and_the_projection() {
         number(&taks_row[6]),
         number(&taks_row[7]),
     );
-    assert!(first > 0.0 && min > 0.0 && min <= mean, "{taks_row:?}");
+    // Timed, not left at zero. (The mean is held to the other printed figures below:
+    // the time ratio and the per-million projection.)
+    assert!(first > 0.0 && min > 0.0 && mean > 0.0, "{taks_row:?}");
     assert_eq!(standard[8], "1.00");
     // TAkS's ratio is its mean epoch over Standard's, as printed (to the rounding of the
     // printed means, a millisecond each).
@@ -1246,5 +1299,346 @@ fn bench_reports_first_epochs_apart_and_the_projection() {
             training.is_finite() && training > 0.0 && scoring.is_finite() && scoring > 0.0,
             "{line}"
         );
+    }
+}
+
+/// metrics.csv of a run: its column `name`, one number an epoch.
+fn metrics_column(run: &Path, name: &str) -> Vec<f64> {
+    let csv = std::fs::read_to_string(run.join("metrics.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = header
+        .iter()
+        .position(|h| *h == name)
+        .unwrap_or_else(|| panic!("no column {name} in {csv}"));
+    lines
+        .map(|l| l.split(',').nth(at).unwrap().parse().unwrap())
+        .collect()
+}
+
+/// `taks train` on the CPU with `args`, into `out`, which must succeed.
+fn train_run(out: &Path, args: &[&str]) -> PathBuf {
+    let mut all = vec!["train", "--device", "cpu", "--quiet", "--out"];
+    all.push(out.to_str().unwrap());
+    all.extend_from_slice(args);
+    assert_succeeded(&taks(&all));
+    out.to_path_buf()
+}
+
+/// The run settings a user gives `taks train` reach the run, each seen in what the run
+/// did rather than only echoed in config.json: Fashion-MNIST as Debian installs it,
+/// pairflip noise, the k and eta ratios, the seed, the learning rate and its decay;
+/// then `taks table` sets two runs side by side.
+#[test]
+fn run_settings_reach_the_run_and_table_sets_runs_side_by_side() {
+    let dir = scratch("settings");
+    let common = [
+        "--dataset",
+        "fashion-mnist",
+        "--noise",
+        "pairflip",
+        "--noise-rate",
+        "0.2",
+        "--train-limit",
+        "600",
+        "--test-limit",
+        "300",
+    ];
+    let with = |extra: &[&'static str]| [&common[..], extra].concat();
+    let run = train_run(
+        &dir.join("taks"),
+        &with(&[
+            "--epochs",
+            "3",
+            "--k-ratio",
+            "0.6",
+            "--eta-ratio",
+            "2.5",
+            "--seed",
+            "7",
+            "--lr",
+            "0.002",
+            "--decay-start",
+            "1",
+            "--save-selections",
+        ]),
+    );
+    let config = read_json(&run.join("config.json"));
+    let c = &config["config"];
+    assert_eq!(
+        (&c["dataset"], &c["noise"], &c["seed"]),
+        (&"fashion-mnist".into(), &"pairflip".into(), &7.into()),
+        "{config}"
+    );
+    // k = floor(600 * 0.6), every epoch; eta = sqrt(k T) * eta-ratio.
+    assert_eq!(config["k"], 360, "{config}");
+    assert_eq!(metrics_column(&run, "selected"), [360.0; 3]);
+    let eta = config["eta"].as_f64().unwrap();
+    assert!(
+        (eta - (360.0f64 * 3.0).sqrt() * 2.5).abs() < 1e-9,
+        "{config}"
+    );
+    // Pairflip at 20%: a fifth of 600 labels moved, within 2.5 binomial spreads (0.016).
+    let actual = config["actual_noise_rate"].as_f64().unwrap();
+    assert!((actual - 0.2).abs() < 0.04, "{config}");
+    // The authors' schedule: the base rate until the decay start (epoch index 1), then
+    // falling linearly to 0 at the end: 2e-3, 2e-3 (T - 1) / (T - 1), 2e-3 (T - 2) / (T - 1).
+    assert_eq!(metrics_column(&run, "learning_rate"), [2e-3, 2e-3, 1e-3]);
+    // Fashion-MNIST's own pictures, learnt: chance is 10% (a spread of 0.017 on 300);
+    // measured (seeded) 0.477, 0.550, 0.650.
+    let accuracy = metrics_column(&run, "test_accuracy");
+    assert!(accuracy[2] > 0.45, "{accuracy:?}");
+
+    // Another seed draws another random k-set for epoch 1 (and other noise).
+    let other = train_run(
+        &dir.join("seed0"),
+        &with(&["--epochs", "1", "--k-ratio", "0.6", "--save-selections"]),
+    );
+    let first_set = |run: &Path| {
+        let selected = std::fs::read_to_string(run.join("selected.csv")).unwrap();
+        let row = selected.lines().nth(1).unwrap().to_string();
+        let (epoch, set) = row.split_once(',').unwrap();
+        assert_eq!((epoch, set.split(' ').count()), ("1", 360));
+        set.to_string()
+    };
+    assert_ne!(first_set(&run), first_set(&other));
+    assert_eq!(read_json(&other.join("config.json"))["config"]["seed"], 0);
+
+    // The table of a TAkS run and a Standard one of the same data and noise: each row's
+    // means over its epochs (all three: fewer than ten), and TAkS's time against
+    // Standard's, computed here from the two metrics.csv files.
+    let standard = train_run(
+        &dir.join("standard"),
+        &with(&["--epochs", "3", "--method", "standard"]),
+    );
+    let table = taks(&["table", run.to_str().unwrap(), standard.to_str().unwrap()]);
+    assert_succeeded(&table);
+    let stdout = String::from_utf8_lossy(&table.stdout);
+    let mean = |xs: Vec<f64>| xs.iter().sum::<f64>() / xs.len() as f64;
+    let row = |method: &str| -> Vec<String> {
+        stdout
+            .lines()
+            .find(|l| l.split('|').nth(2).map(str::trim) == Some(method))
+            .unwrap_or_else(|| panic!("no {method} row in {stdout}"))
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    let (taks_row, standard_row) = (row("taks"), row("standard"));
+    for (cells, run) in [(&taks_row, &run), (&standard_row, &standard)] {
+        assert_eq!(cells[3], "pairflip-20%", "{stdout}");
+        let accuracy = mean(metrics_column(run, "test_accuracy")) * 100.0;
+        assert_eq!(cells[4], format!("{accuracy:.2}%"), "{stdout}");
+    }
+    // epoch_seconds is written to 0.1 ms, and the ratio to 0.01: it must lie within what
+    // those roundings allow.
+    let (a, b) = (
+        mean(metrics_column(&run, "epoch_seconds")),
+        mean(metrics_column(&standard, "epoch_seconds")),
+    );
+    let (low, high) = ((a - 5e-5) / (b + 5e-5), (a + 5e-5) / (b - 5e-5));
+    let printed: f64 = taks_row[9].parse().unwrap();
+    assert!(
+        (low - 0.005..=high + 0.005).contains(&printed),
+        "{printed} against {a} / {b}: {stdout}"
+    );
+    assert_eq!(standard_row[9], "1.00");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Co-teaching(+)'s and JoCoR's own settings reach their methods. A network's small-loss
+/// share of a batch is floor((1 - tau t / 9) b) in epoch t (the authors'
+/// linspace(0, tau, 10), indexed from 1 as their loop counts epochs), so the samples
+/// selected in an epoch follow from the forget rate tau alone; metrics.csv does not list
+/// them, but its label precision and recall do: precision / recall = clean samples /
+/// selected samples.
+#[test]
+fn baseline_settings_reach_their_methods() {
+    let dir = scratch("baselines");
+    let common = [
+        "--epochs",
+        "2",
+        "--train-limit",
+        "1000",
+        "--test-limit",
+        "200",
+    ];
+    let with = |extra: &[&'static str]| [&common[..], extra].concat();
+    // 1,000 samples in batches of 128: seven full ones and one of 104.
+    let selected = |tau: f64, t: f64| -> f64 {
+        let keep = |b: f64| ((1.0 - tau * t / 9.0) * b).floor();
+        7.0 * keep(128.0) + keep(104.0)
+    };
+    let inferred = |run: &Path| -> Vec<f64> {
+        let config = read_json(&run.join("config.json"));
+        let clean = 1000.0 * (1.0 - config["actual_noise_rate"].as_f64().unwrap());
+        let precision = metrics_column(run, "label_precision");
+        let recall = metrics_column(run, "label_recall");
+        precision
+            .iter()
+            .zip(&recall)
+            .map(|(p, r)| (clean * r / p).round())
+            .collect()
+    };
+    // Co-teaching+ before its init epoch is Co-teaching: both epochs here, with tau 0.3
+    // (961 and 930 selected; the default tau 0.5 would select 938 and 883, and from its
+    // default init epoch 0 the disagreement rule would select fewer still).
+    let plus = train_run(
+        &dir.join("plus"),
+        &with(&[
+            "--method",
+            "co-teaching-plus",
+            "--forget-rate",
+            "0.3",
+            "--init-epoch",
+            "5",
+        ]),
+    );
+    assert_eq!(inferred(&plus), [selected(0.3, 1.0), selected(0.3, 2.0)]);
+    assert_eq!((selected(0.3, 1.0), selected(0.3, 2.0)), (961.0, 930.0));
+    let config = read_json(&plus.join("config.json"));
+    assert_eq!(config["config"]["init_epoch"], 5, "{config}");
+
+    // JoCoR's lambda weighs the agreement term of the loss it reports: another lambda,
+    // another training loss from the same start.
+    let jocor = |lambda: &'static str| {
+        let run = train_run(
+            &dir.join(format!("jocor-{lambda}")),
+            &with(&["--method", "jocor", "--co-lambda", lambda]),
+        );
+        let config = read_json(&run.join("config.json"));
+        assert_eq!(
+            config["config"]["co_lambda"],
+            lambda.parse::<f64>().unwrap()
+        );
+        metrics_column(&run, "train_loss")[0]
+    };
+    // Measured 0.465 and 4.005.
+    let (low, high) = (jocor("0.1"), jocor("0.9"));
+    assert!((low - high).abs() > 0.1, "{low} {high}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// CIFAR-100's binary format (a coarse and a fine label byte before each image) through
+/// the CNN with a 100-way output: fine labels up to 99 train.
+#[test]
+fn cifar100_trains_on_its_fine_labels() {
+    let dir = scratch("cifar100");
+    std::fs::create_dir_all(&dir).unwrap();
+    let records: Vec<u8> = (0..200u32)
+        .flat_map(|i| {
+            let (fine, coarse) = ((i % 100) as u8, (i % 100 / 5) as u8);
+            let mut r = vec![coarse, fine];
+            r.extend((0..3072).map(|p| (p as u32 * 7 + i * 13) as u8));
+            r
+        })
+        .collect();
+    std::fs::write(dir.join("train.bin"), &records).unwrap();
+    std::fs::write(dir.join("test.bin"), &records[..100 * 3074]).unwrap();
+    let run = train_run(
+        &dir.join("run"),
+        &[
+            "--dataset",
+            "cifar100",
+            "--data-dir",
+            dir.to_str().unwrap(),
+            "--epochs",
+            "1",
+        ],
+    );
+    let config = read_json(&run.join("config.json"));
+    assert_eq!(config["train_samples"], 200, "{config}");
+    assert_eq!(config["config"]["architecture"], "cnn", "{config}");
+    // Symmetric 50% noise over 100 classes moves half the labels.
+    let actual = config["actual_noise_rate"].as_f64().unwrap();
+    assert!((actual - 0.5).abs() < 0.1, "{config}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `taks train --precision f16` on the GPU: the run is mixed precision throughout
+/// (config.json), and learns as an f32 one does. Where the adapter has no shader-f16
+/// the refusal is one line naming it.
+#[test]
+fn train_runs_in_mixed_precision_on_the_gpu() {
+    let dir = scratch("train-f16");
+    let run = |precision: &str| {
+        let out = dir.join(precision);
+        let result = taks(&[
+            "train",
+            "--device",
+            "gpu",
+            "--precision",
+            precision,
+            "--epochs",
+            "2",
+            "--train-limit",
+            "1000",
+            "--test-limit",
+            "300",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        (out, result)
+    };
+    let (f16, result) = run("f16");
+    if String::from_utf8_lossy(&result.stderr).contains("shader-f16") {
+        assert_user_error(&result, "shader-f16");
+        return;
+    }
+    assert_succeeded(&result);
+    let config = read_json(&f16.join("config.json"));
+    assert_eq!(config["config"]["precision"], "f16", "{config}");
+    let (f32_run, result) = run("f32");
+    assert_succeeded(&result);
+    let (a, b) = (
+        metrics_column(&f16, "test_accuracy")[1],
+        metrics_column(&f32_run, "test_accuracy")[1],
+    );
+    // The same seeded start and batches: f16 steps move the weights as f32 ones do, to
+    // their rounding (measured on lavapipe: 0.330 both, the training losses 2.12442 and
+    // 2.12448). Chance is 0.10, with a spread of 0.017 on 300 digits.
+    assert!((a - b).abs() < 0.03, "f16 {a} against f32 {b}");
+    assert!(b > 0.2, "f32 {b}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `taks bench-select` times each engine on each device for every size: one row each,
+/// k = floor(n * k-ratio), a positive median.
+#[test]
+fn bench_select_times_every_engine() {
+    let out = taks(&[
+        "bench-select",
+        "--sizes",
+        "50000,200000",
+        "--k-ratio",
+        "0.3",
+        "--repeats",
+        "2",
+        "--devices",
+        "cpu,gpu",
+    ]);
+    assert_succeeded(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for (n, k) in [("50000", "15000"), ("200000", "60000")] {
+        let rows: Vec<Vec<&str>> = stdout
+            .lines()
+            .filter(|l| l.starts_with(&format!("| {n} |")))
+            .map(|l| l.split('|').map(str::trim).collect())
+            .collect();
+        // The host reference, then per device the sort; on the GPU also the WGSL select
+        // and the whole selection step.
+        let engines: Vec<&str> = rows.iter().map(|r| r[3]).collect();
+        assert!(
+            engines.iter().any(|e| e.starts_with("CPU reference"))
+                && engines.iter().any(|e| e.starts_with("WGSL radix select"))
+                && engines.iter().any(|e| e.starts_with("WGSL whole step")),
+            "{stdout}"
+        );
+        for row in &rows {
+            assert_eq!(row[2], k, "{stdout}");
+            let ms: f64 = row[5].parse().unwrap();
+            assert!(ms > 0.0 && ms.is_finite(), "{stdout}");
+        }
     }
 }

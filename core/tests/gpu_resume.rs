@@ -22,12 +22,12 @@ fn a_wgpu_run_resumes_with_its_device_state() {
 
 /// The same in f16: the loss scale is part of the state (`checkpoint.json`'s
 /// `loss_scale`), so the resumed run scales, skips and grows as the straight one does.
-/// The run starts from a scale of 2^21, at which one of the first epoch's three steps
-/// overflows f16 here (2^20 overflows none, 2^23 all three; before the MLP's f16 step
-/// ran by hand, burn's layers overflowed one at 2^20): that step is skipped on the
-/// device, counted there, and taken back from Adam's step numbers in the checkpoint, so
-/// the resumed run's steps compute the straight run's bias corrections (saving the
-/// step numbers with the skip in them fails the last comparison).
+/// The run starts from a scale of 2^24, far above what f16 holds of these gradients on
+/// any adapter: the first steps are skipped on the device, each halving the scale, until
+/// one fits (here at 2^19, after five), and the epoch's later steps are taken. The skips are counted on the device and taken
+/// back from Adam's step numbers in the checkpoint, so the resumed run's steps compute
+/// the straight run's bias corrections (saving the step numbers with the skips in them
+/// fails the last comparison).
 #[test]
 fn an_f16_run_resumes_with_its_loss_scale() {
     resumes_exactly(Precision::F16);
@@ -46,6 +46,9 @@ fn resumes_exactly(precision: Precision) {
         config.epochs = 2;
         config.train_limit = Some(1000);
         config.test_limit = Some(200);
+        // Batches of 64: a dozen steps an epoch, room for skips and for taken steps.
+        config.k_ratio = 0.8;
+        config.batch_size = 64;
         config.precision = precision;
         Trainer::new(config, split, &device).unwrap()
     };
@@ -54,7 +57,7 @@ fn resumes_exactly(precision: Precision) {
     assert_eq!(straight.selector().unwrap().engine(), Engine::Wgsl);
     if precision == Precision::F16 {
         let mut start = pollster::block_on(straight.checkpoint(&[])).unwrap();
-        start.state["loss_scale"]["scale"] = serde_json::json!(2f32.powi(21));
+        start.state["loss_scale"]["scale"] = serde_json::json!(2f32.powi(24));
         straight.restore(start, path).unwrap();
     }
     let history = vec![pollster::block_on(straight.run_epoch()).unwrap()];
@@ -62,9 +65,12 @@ fn resumes_exactly(precision: Precision) {
     let bytes = saved.encode();
     let scale = saved.state.get("loss_scale").cloned();
     assert_eq!(scale.is_some(), precision == Precision::F16, "{scale:?}");
-    if let Some(scale) = &scale {
-        let scale = scale["scale"].as_f64().unwrap();
-        assert!(scale < 2f64.powi(21), "no step was skipped: {scale}");
+    if let Some(state) = &scale {
+        // Without growth (every 2,000 good steps) the scale is 2^24 halved once a skip.
+        let skipped = 24.0 - state["scale"].as_f64().unwrap().log2();
+        let taken = state["good_steps"].as_u64().unwrap();
+        assert!(skipped >= 1.0, "no step was skipped: {state}");
+        assert!(taken >= 1, "every step was skipped: {state}");
     }
 
     let mut resumed = trainer();

@@ -96,7 +96,7 @@ impl Block {
     }
 
     /// The block's convolutions with their batch norms, in order, and its projection.
-    fn layers(&self) -> (Vec<(&Conv2d, &BatchNorm)>, Option<(&Conv2d, &BatchNorm)>) {
+    fn layers(&self) -> (Vec<Layer<'_>>, Option<Layer<'_>>) {
         let mut layers = vec![(&self.conv1, &self.bn1), (&self.conv2, &self.bn2)];
         if let (Some(conv3), Some(bn3)) = (&self.conv3, &self.bn3) {
             layers.push((conv3, bn3));
@@ -110,6 +110,9 @@ impl Block {
     }
 }
 
+/// A convolution of a block and the batch norm after it.
+type Layer<'a> = (&'a Conv2d, &'a BatchNorm);
+
 /// A convolution and the batch norm after it, ReLU or not: a block's own layer in
 /// training, or its folded twin when scoring ([`Folded`]). One text of the blocks'
 /// layer order serves both.
@@ -117,7 +120,7 @@ trait ConvNorm {
     fn run(&self, x: Tensor<4>, relu: bool) -> Tensor<4>;
 }
 
-impl ConvNorm for (&Conv2d, &BatchNorm) {
+impl ConvNorm for Layer<'_> {
     fn run(&self, x: Tensor<4>, relu: bool) -> Tensor<4> {
         batch_norm::forward(self.1, conv::forward(self.0, x), relu)
     }
