@@ -1642,3 +1642,44 @@ fn bench_select_times_every_engine() {
         }
     }
 }
+
+/// `taks bench` on generated images through a network named: the row times that many
+/// samples (n from `--generated`, k from `--k-ratio`) on that network, which the run
+/// names; the default for 32x32 colour would be the CNN.
+#[test]
+fn bench_times_generated_images_on_the_network_named() {
+    let out = taks(&[
+        "bench",
+        "--dataset",
+        "cifar10",
+        "--generated",
+        "200x3x32x32",
+        "--model",
+        "resnet18",
+        "--devices",
+        "cpu",
+        "--methods",
+        "taks",
+        "--warmup",
+        "0",
+        "--epochs",
+        "1",
+        "--k-ratio",
+        "0.5",
+    ]);
+    assert_succeeded(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("network: resnet18 on 3x32x32 samples"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let row: Vec<&str> = stdout
+        .lines()
+        .find(|l| l.starts_with("| cpu | taks |"))
+        .unwrap_or_else(|| panic!("no TAkS row in {stdout}"))
+        .split('|')
+        .map(str::trim)
+        .collect();
+    assert_eq!((row[3], row[4]), ("200", "100"), "{stdout}");
+}

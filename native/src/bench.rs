@@ -140,6 +140,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
         // Before anything is printed: a precision the device cannot run is one line.
         configs[0].precision.check(&chosen.device)?;
         eprintln!("device: {}", chosen.description);
+        let [c, h, w] = split.train.shape;
+        eprintln!(
+            "network: {} on {c}x{h}x{w} samples",
+            configs[0].architecture.name()
+        );
         let mut results = Vec::new();
         for config in &configs {
             let mut trainer = Trainer::new(config.clone(), split.clone(), &chosen.device)?;
