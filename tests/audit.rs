@@ -144,18 +144,8 @@ fn tensor_shapes(path: &Path) -> HashMap<String, Vec<usize>> {
 
 #[test]
 fn an_image_folder_audit_finds_the_misfiled_digits_and_keeps_a_model() {
-    let (images, truth, given) = misfiled_digits(3000, 0.3);
     let data = scratch("folder");
-    let mut misfiled = HashMap::new();
-    for (i, px) in images.iter().enumerate() {
-        let id = format!("{}/{i:04}.png", NAMES[given[i] as usize]);
-        std::fs::create_dir_all(data.join(NAMES[given[i] as usize])).unwrap();
-        image::GrayImage::from_raw(28, 28, px.clone())
-            .unwrap()
-            .save(data.join(&id))
-            .unwrap();
-        misfiled.insert(id, truth[i] != given[i]);
-    }
+    let (truth, given, misfiled) = digit_folder(&data, 3000);
     // What a real folder also holds: a damaged file, and a stray one outside any class.
     std::fs::write(data.join("seven/damaged.png"), b"\x89PNG\r\n\x1a\n").unwrap();
     std::fs::write(data.join("README.txt"), "labelled by hand").unwrap();
@@ -1123,8 +1113,9 @@ fn experiment_init_fine_tunes_every_run() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// 300 of the misfiled digits as a folder of PNGs, and which are misfiled.
-fn digit_folder(data: &Path, n: usize) -> HashMap<String, bool> {
+/// The first `n` misfiled digits as a folder of PNGs filed by their given labels: (true
+/// labels, given labels, which files are misfiled).
+fn digit_folder(data: &Path, n: usize) -> (Vec<u32>, Vec<u32>, HashMap<String, bool>) {
     let (images, truth, given) = misfiled_digits(n, 0.3);
     let mut misfiled = HashMap::new();
     for (i, px) in images.iter().enumerate() {
@@ -1136,7 +1127,7 @@ fn digit_folder(data: &Path, n: usize) -> HashMap<String, bool> {
             .unwrap();
         misfiled.insert(id, truth[i] != given[i]);
     }
-    misfiled
+    (truth, given, misfiled)
 }
 
 /// `--budget` picks the most capable of the MLP, the CNN and ResNet-18 whose estimated

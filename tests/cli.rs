@@ -374,23 +374,18 @@ fn corrupt_data_files_are_one_line_errors() {
 
 /// Train `dataset` for 2 epochs from the files in `dir`; the run folder is `dir/run`.
 fn train_from_folder(dataset: &str, dir: &Path) -> PathBuf {
-    let out_dir = dir.join("run");
-    let out = taks(&[
-        "train",
-        "--dataset",
-        dataset,
-        "--data-dir",
-        dir.to_str().unwrap(),
-        "--device",
-        "cpu",
-        "--epochs",
-        "2",
-        "--quiet",
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
-    assert_succeeded(&out);
-    out_dir
+    let data_dir = dir.to_str().unwrap();
+    train_run(
+        &dir.join("run"),
+        &[
+            "--dataset",
+            dataset,
+            "--data-dir",
+            data_dir,
+            "--epochs",
+            "2",
+        ],
+    )
 }
 
 /// An MNIST-format folder of 200 images whose ten classes differ (class c: a bright band
