@@ -34,5 +34,5 @@ fn main(
         return;
     }
     let v = f32(a[i]) + b[i % cols];
-    h[i] = elem(select(0.0, v, v > 0.0 || is_nan(v)));
+    h[i] = elem(relu(v));
 }

@@ -37,7 +37,7 @@ fn main(
     let inv_std = 1.0 / sqrt(stats[channels + c] + eps_of());
     let v = gamma[c] * (f32(x[x_at(c, j)]) - stats[c]) * inv_std + beta[c];
     if (relu_of()) {
-        y[i] = elem(select(0.0, v, v > 0.0 || is_nan(v)));
+        y[i] = elem(relu(v));
     } else {
         y[i] = elem(v);
     }

@@ -37,7 +37,7 @@ fn main(
     for (var j = lid; j < m; j = j + WG) {
         let xhat = (f32(x[x_at(c, j)]) - mean) * inv_std;
         var g = f32(dy[dy_at(c, j)]);
-        if (relu_of() && !(gamma[c] * xhat + beta[c] > 0.0)) {
+        if (relu_of() && !relu_passes(gamma[c] * xhat + beta[c])) {
             g = 0.0;
         }
         sg = sg + g;

@@ -39,7 +39,7 @@ fn main(
     let inv_std = 1.0 / sqrt(sums[channels + c] + eps_of());
     let xhat = (f32(x[x_at(c, j)]) - sums[c]) * inv_std;
     var g = f32(dy[dy_at(c, j)]);
-    if (relu_of() && !(gamma[c] * xhat + beta[c] > 0.0)) {
+    if (relu_of() && !relu_passes(gamma[c] * xhat + beta[c])) {
         g = 0.0;
     }
     dx[i] = elem(gamma[c] * inv_std / m * (m * g - sums[2u * channels + c] - xhat * sums[3u * channels + c]));

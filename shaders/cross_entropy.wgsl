@@ -1,18 +1,11 @@
 // cross_entropy.wgsl — each sample's cross-entropy from its logits, the loss every method
 // trains on (core/src/ops/cross_entropy.rs; the CPU twin is burn's log-softmax
-// and gather in small_loss.rs). For row r of the logits z [B, C] and its label y_r:
-//
-//   m_r    = max_j z_rj
-//   loss_r = log sum_j exp(z_rj - m_r) - (z_ry - m_r)
-//
-// in the order burn's log_softmax computes it (shift by the row's maximum, the log of the
-// sum of exponentials, then the label's shifted logit), so the two agree to rounding. The
-// loss stays finite however far z_ry lies below the maximum; a NaN logit in a row gives
-// that row a NaN loss (its exponential enters the sum), as in burn.
+// and gather in small_loss.rs): loss_r of row r of the logits z [B, C] and its label
+// y_r, the formula of cross_entropy_common.wgsl.
 //
 // One invocation per row (workgroup size 256, 2-D grid as in noise_risk.wgsl): a row is a
 // few dozen classes, and two passes over it are cheaper than the launches of a
-// reduction. The row's maximum and sum: cross_entropy_common.wgsl.
+// reduction.
 //
 // Bindings (group 0, all storage read_write):
 //   0 z [B * C] f32 logits, row-major    2 loss out [B] f32
@@ -22,6 +15,10 @@
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
 @group(0) @binding(2) var<storage, read_write> loss: array<f32>;
 @group(0) @binding(3) var<storage, read_write> params: array<u32>;
+
+fn logit(row: u32, j: u32) -> f32 {
+    return z[row + j];
+}
 
 @compute @workgroup_size(256)
 fn main(
@@ -37,5 +34,5 @@ fn main(
     }
     let row = r * classes;
     let top = row_max(row, classes);
-    loss[r] = log(row_sum(row, classes, top)) - (z[label_at(r, row, classes)] - top);
+    loss[r] = row_loss(row, label_of(r, classes), top, row_sum(row, classes, top));
 }

@@ -22,6 +22,10 @@
 @group(0) @binding(3) var<storage, read_write> dz: array<f32>;
 @group(0) @binding(4) var<storage, read_write> params: array<u32>;
 
+fn logit(row: u32, j: u32) -> f32 {
+    return z[row + j];
+}
+
 @compute @workgroup_size(256)
 fn main(
     @builtin(local_invocation_id) lid: vec3<u32>,
@@ -38,7 +42,7 @@ fn main(
     let top = row_max(row, classes);
     let scale = g[r] / row_sum(row, classes, top);
     for (var j = 0u; j < classes; j++) {
-        dz[row + j] = exp(z[row + j] - top) * scale;
+        dz[row + j] = exp(logit(row, j) - top) * scale;
     }
-    dz[label_at(r, row, classes)] -= g[r];
+    dz[row + label_of(r, classes)] -= g[r];
 }

@@ -245,8 +245,7 @@ fn main(
                     v = v + bias[n];
                 }
                 if (params[8] != 0u) {
-                    // NaN stays NaN, as in burn's relu.
-                    v = select(0.0, v, v > 0.0 || is_nan(v));
+                    v = relu(v);
                 }
                 c[m * cols + n] = v;
             }

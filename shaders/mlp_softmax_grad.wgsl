@@ -3,7 +3,8 @@
 // logits z = s + b of a batch of B rows and C classes, labels y and the loss scale
 // sigma (1 in an f32 step),
 //
-//   loss  = sum_r ( log sum_j exp(z_rj - max_r) - (z_ry - max_r) )    (summed cross-entropy)
+//   loss  = sum_r ( log sum_j exp(z_rj - max_r) - (z_ry - max_r) )    (summed cross-entropy,
+//                                                                      cross_entropy_common.wgsl)
 //   dz_rj = sigma ( exp(z_rj - max_r) / (sum_r * B) - [j = y_r] / B ) (its gradient in z)
 //   db_j  = sum_r dz_rj                                                 (the bias gradient)
 //
@@ -35,8 +36,6 @@
 @group(0) @binding(6) var<storage, read_write> scaler: array<f32>;
 @group(0) @binding(7) var<storage, read_write> params: array<u32>;
 
-const WG: u32 = 256u;
-
 var<workgroup> partial: array<f32, 256>;
 
 fn logit(row: u32, j: u32) -> f32 {
@@ -52,19 +51,10 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     var total = 0.0;
     for (var r = lid.x; r < rows; r += WG) {
         let row = r * classes;
-        // The row's first logit to start the maximum (a constant -inf is a
-        // shader-creation error in WebGPU's compilers).
-        var top = logit(row, 0u);
-        for (var j = 0u; j < classes; j++) {
-            top = max(top, logit(row, j));
-        }
-        let label = min(y[r], classes - 1u);
-        let shifted = logit(row, label) - top;
-        var sum = 0.0;
-        for (var j = 0u; j < classes; j++) {
-            sum += exp(logit(row, j) - top);
-        }
-        total += log(sum) - shifted;
+        let top = row_max(row, classes);
+        let label = label_of(r, classes);
+        let sum = row_sum(row, classes, top);
+        total += row_loss(row, label, top, sum);
         for (var j = 0u; j < classes; j++) {
             var g = exp(logit(row, j) - top) / (sum * batch);
             if (j == label) {

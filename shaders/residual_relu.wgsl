@@ -30,5 +30,5 @@ fn main(
         return;
     }
     let v = f32(h[at(i, 4u)]) + f32(s[at(i, 8u)]);
-    y[i] = elem(select(0.0, v, v > 0.0 || is_nan(v)));
+    y[i] = elem(relu(v));
 }

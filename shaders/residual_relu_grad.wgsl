@@ -30,5 +30,5 @@ fn main(
         return;
     }
     let v = f32(y[at(i, 4u)]);
-    dx[i] = select(elem(0.0), dy[at(i, 8u)], v > 0.0 || is_nan(v));
+    dx[i] = select(elem(0.0), dy[at(i, 8u)], relu_passes(v));
 }

@@ -2,6 +2,8 @@
 //! and its launch count; the packed step of a mixed-precision run, which scales, checks
 //! and skips on the device, against the plain one.
 
+use std::sync::{Mutex, PoisonError};
+
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig};
@@ -19,21 +21,34 @@ struct Small {
     scale: Param<Tensor<1>>,
 }
 
+/// `draw()` from burn's one random generator seeded with `seed`, one test at a time:
+/// every random value of this file is drawn through it, so each test gets the same
+/// values whichever of the test threads draws first.
+fn seeded<T>(device: &Device, seed: u64, draw: impl FnOnce() -> T) -> T {
+    static DRAWING: Mutex<()> = Mutex::new(());
+    let _drawing = DRAWING.lock().unwrap_or_else(PoisonError::into_inner);
+    device.seed(seed);
+    draw()
+}
+
 impl Small {
     fn new(device: &Device) -> Self {
-        Small {
+        seeded(device, 1, || Small {
             linear: LinearConfig::new(5, 7).init(device),
             conv: Conv2dConfig::new([2, 3], [3, 3]).init(device),
             norm: BatchNormConfig::new(3).init(device),
             scale: Param::from_tensor(Tensor::random([300], Distribution::Default, device)),
-        }
+        })
     }
 }
 
 /// The weights [`grads`]'s loss gives the convolution's weights, random.
 fn loss_weights(device: &Device) -> [Tensor<4>; 2] {
-    [0, 1]
-        .map(|_| Tensor::<4>::random([3, 2, 3, 3], Distribution::Normal(0.0, 1.0), device).detach())
+    seeded(device, 2, || {
+        [0, 1].map(|_| {
+            Tensor::<4>::random([3, 2, 3, 3], Distribution::Normal(0.0, 1.0), device).detach()
+        })
+    })
 }
 
 /// A loss that weighs every weight differently, and its gradients.

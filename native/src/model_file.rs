@@ -75,6 +75,31 @@ pub fn load(dir: &Path, device: &Device) -> Result<Loaded> {
     if !weights.is_file() {
         bail!("cannot read {}: no such file", weights.display());
     }
+    let described = format!(
+        "{} for {:?} with {} classes",
+        card.architecture.name(),
+        card.input.shape(),
+        card.classes.len()
+    );
+    // The card's numbers set the size of the network built for it. One that the weights
+    // file cannot hold, at 2 bytes a parameter (f16's), is refused before it is built, so
+    // that a card claiming an MLP over 4096x4096 images or a million classes allocates
+    // nothing.
+    let sized = card
+        .architecture
+        .sized_parameters(card.input.shape(), card.classes.len());
+    let bytes = std::fs::metadata(&weights)
+        .with_context(|| format!("cannot read {}", weights.display()))?
+        .len();
+    if sized.saturating_mul(2) > bytes {
+        // A file that is not whole says so in the reader's own words first.
+        taks_core::formats::state_dict::read(&weights)?;
+        bail!(
+            "{} does not fit {}: its {described} has at least {sized} parameters, more than the file's {bytes} bytes hold",
+            weights.display(),
+            card_path.display(),
+        );
+    }
     let mut network = Classifier::new(
         card.architecture,
         card.input.shape(),
@@ -93,12 +118,6 @@ pub fn load(dir: &Path, device: &Device) -> Result<Loaded> {
         Err(e) => Err(one_line(&e.to_string())),
     };
     if let Err(burns_words) = fitted {
-        let described = format!(
-            "{} for {:?} with {} classes",
-            card.architecture.name(),
-            card.input.shape(),
-            card.classes.len()
-        );
         // A file that is not whole says so in the reader's own words.
         let found = taks_core::formats::state_dict::read(&weights)?;
         // What the card's network needs, in PyTorch's names and layouts (a load that

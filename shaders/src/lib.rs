@@ -69,9 +69,13 @@ pub const BN_COMMON_F16: &str = concat!(elem_f16!(), "\n", include_str!("../bn_c
 pub const ADAM_COMMON: &str = include_str!("../adam_common.wgsl");
 /// ... and of `adam_packed.wgsl` reading f16 gradients ([`adam_packed`]).
 pub const ADAM_COMMON_F16: &str = concat!(elem_f16!(), "\n", include_str!("../adam_common.wgsl"));
-/// Shared prelude (a row's maximum, exponential sum and label) of the `cross_entropy*`
-/// passes.
-pub const CROSS_ENTROPY_COMMON: &str = include_str!("../cross_entropy_common.wgsl");
+/// Shared prelude (a row's maximum, exponential sum, label and loss) of the
+/// `cross_entropy*` passes and `mlp_softmax_grad.wgsl`, f32 ...
+pub const CROSS_ENTROPY_COMMON: &str =
+    concat!(elem_f32!(), "\n", include_str!("../cross_entropy_common.wgsl"));
+/// ... and f16 (`mlp_softmax_grad.wgsl` of a mixed-precision step).
+pub const CROSS_ENTROPY_COMMON_F16: &str =
+    concat!(elem_f16!(), "\n", include_str!("../cross_entropy_common.wgsl"));
 /// Shared prelude (parameters, strided indexing) of the `residual_*` passes, f32 ...
 pub const RESIDUAL_COMMON: &str =
     concat!(elem_f32!(), "\n", include_str!("../residual_common.wgsl"));
@@ -139,11 +143,11 @@ shader!(
 );
 shader!(
     /// The MLP's softmax, cross-entropy, its gradient and the output bias's gradient.
-    MLP_SOFTMAX_GRAD, "taks_mlp_softmax_grad", ELEM_F32, "mlp_softmax_grad.wgsl"
+    MLP_SOFTMAX_GRAD, "taks_mlp_softmax_grad", CROSS_ENTROPY_COMMON, "mlp_softmax_grad.wgsl"
 );
 shader!(
     /// The same from f16 logits, the gradient f16 and scaled by the loss scale.
-    MLP_SOFTMAX_GRAD_F16, "taks_mlp_softmax_grad_f16", ELEM_F16, "mlp_softmax_grad.wgsl"
+    MLP_SOFTMAX_GRAD_F16, "taks_mlp_softmax_grad_f16", CROSS_ENTROPY_COMMON_F16, "mlp_softmax_grad.wgsl"
 );
 shader!(
     /// ReLU's backward with the hidden bias's gradient.

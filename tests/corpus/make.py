@@ -232,6 +232,14 @@ def audit_inputs():
           json.dumps(dict(card, version=2, centre_crop={"resize": 256})))
     write("model-card-bad-normalisation/model.json",
           json.dumps(dict(card, normalisation={"mean": [0], "std": [1]})))
+    # A card whose network would be 12.9 billion parameters (an MLP over 4096x4096
+    # colour images), beside the small valid weights: refused before it is built.
+    write("model-card-huge/model.json", json.dumps(dict(
+        card, input={"kind": "image", "channels": 3, "height": 4096, "width": 4096},
+        normalisation={"mean": [0, 0, 0], "std": [1, 1, 1]})))
+    write("model-card-huge/model.safetensors",
+          safetensors(None, [("0.weight", "F32", [256, 2], bytes(256 * 2 * 4)), ("0.bias", "F32", [256], bytes(1024)),
+                             ("2.weight", "F32", [2, 256], bytes(2048)), ("2.bias", "F32", [2], bytes(8))]))
     # .npy features (4 rows, 2 columns) and labels for `taks audit FEATURES --labels`.
     f4 = struct.pack("<8f", 1, 2, 3, 4, 5, 6, 7, 8)
     write("npy-features.npy", npy("<f4", "(4, 2)", f4))

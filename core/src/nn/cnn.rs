@@ -52,14 +52,20 @@ impl Cnn {
             .windows(2)
             .map(|w| ConvBlock::new(w[0], w[1], device))
             .collect();
-        let after_pools = side / 8;
         Self {
             blocks,
             pool: MaxPool2dConfig::new([2, 2]).init(),
-            output: LinearConfig::new(16 * after_pools * after_pools, classes).init(device),
+            output: LinearConfig::new(features(side), classes).init(device),
             channels,
             side,
         }
+    }
+
+    /// The parameters of its output layer for images of `side` and `classes`, without
+    /// building it: the one layer whose size they set, as the convolutions' sizes
+    /// depend on the channels alone ([`super::Architecture::sized_parameters`]).
+    pub(super) fn output_parameters(side: usize, classes: usize) -> u64 {
+        (features(side) as u64 + 1).saturating_mul(classes as u64)
     }
 
     /// `[B, C*H*W]` -> `[B, classes]`.
@@ -85,6 +91,13 @@ impl Cnn {
         }
         mixed_precision::linear(&self.output, h.flatten(1, 3))
     }
+}
+
+/// The output layer's inputs for images of `side`: 16 channels of `side / 8` squared
+/// after three 2x2 poolings.
+fn features(side: usize) -> usize {
+    let after_pools = side / 8;
+    16 * after_pools * after_pools
 }
 
 #[cfg(test)]

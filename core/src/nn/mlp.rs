@@ -10,6 +10,9 @@ use burn::tensor::{Device, Tensor};
 use crate::ops::mixed_precision;
 use crate::ops::mlp_step::Layers;
 
+/// The hidden layer's width.
+const HIDDEN: usize = 256;
+
 /// MLP 784-256-10 of the paper's MNIST experiments.
 #[derive(Module, Debug)]
 pub struct Mlp {
@@ -20,9 +23,16 @@ pub struct Mlp {
 impl Mlp {
     pub fn new(inputs: usize, classes: usize, device: &Device) -> Self {
         Self {
-            hidden: LinearConfig::new(inputs, 256).init(device),
-            output: LinearConfig::new(256, classes).init(device),
+            hidden: LinearConfig::new(inputs, HIDDEN).init(device),
+            output: LinearConfig::new(HIDDEN, classes).init(device),
         }
+    }
+
+    /// Its parameters for `inputs` and `classes`, without building it: both layers'
+    /// sizes are set by them ([`super::Architecture::sized_parameters`]).
+    pub(super) fn parameters(inputs: usize, classes: usize) -> u64 {
+        let hidden = HIDDEN as u64;
+        (inputs as u64 + 1).saturating_mul(hidden) + (hidden + 1).saturating_mul(classes as u64)
     }
 
     /// An MLP of the given layers, for tests that need its exact weights.

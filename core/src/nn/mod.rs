@@ -69,6 +69,22 @@ impl Architecture {
         }
     }
 
+    /// The parameters of the layers whose sizes a sample's `shape` and the number of
+    /// `classes` set, without building the network: the MLP's two layers, every other
+    /// network's output layer. The rest is fixed by the architecture and the channels
+    /// (ResNet-50's 23.5 million at most), so this is what a model card's numbers can
+    /// make huge: `taks predict` checks it against the size of the weights file before it
+    /// builds the network the card describes.
+    pub fn sized_parameters(self, shape: [usize; 3], classes: usize) -> u64 {
+        match self {
+            Architecture::Mlp => Mlp::parameters(shape.iter().product(), classes),
+            Architecture::Cnn => Cnn::output_parameters(shape[1], classes),
+            Architecture::ResNet18 | Architecture::ResNet34 | Architecture::ResNet50 => {
+                ResNet::output_parameters(self, classes)
+            }
+        }
+    }
+
     /// One of torchvision's ResNets (the networks pretrained weights exist for).
     pub fn is_resnet(self) -> bool {
         matches!(
@@ -206,5 +222,36 @@ impl Networks {
 
     pub fn iter(&self) -> impl Iterator<Item = &Classifier> {
         self.nets.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::module::Module;
+    use burn::tensor::Device;
+
+    use super::*;
+
+    /// What [`Architecture::sized_parameters`] leaves out of a built network's parameters
+    /// is the same for any number of classes and any image side: so it counts every
+    /// parameter a model card's numbers size (all of them for the MLP), and a card can
+    /// make nothing else large.
+    #[test]
+    fn sized_parameters_are_those_the_classes_and_the_side_set() {
+        let device = Device::flex();
+        for architecture in Architecture::ALL {
+            let rest = |shape: [usize; 3], classes: usize| {
+                let built = Classifier::new(architecture, shape, classes, &device).num_params();
+                let sized = architecture.sized_parameters(shape, classes);
+                assert!(sized <= built as u64, "{architecture:?}: {sized} of {built}");
+                built as u64 - sized
+            };
+            let rest_of_small = rest([3, 16, 16], 2);
+            assert_eq!(rest([3, 16, 16], 7), rest_of_small, "{architecture:?}: classes");
+            assert_eq!(rest([3, 32, 32], 2), rest_of_small, "{architecture:?}: side");
+            if architecture == Architecture::Mlp {
+                assert_eq!(rest_of_small, 0, "the MLP's layers are all sized");
+            }
+        }
     }
 }

@@ -158,6 +158,16 @@ fn stages(architecture: Architecture) -> ([usize; 4], bool) {
     }
 }
 
+/// How many times wider a block's output is than its width: 4 for bottleneck blocks.
+fn expansion(bottleneck: bool) -> usize {
+    if bottleneck { 4 } else { 1 }
+}
+
+/// The features `fc` takes: the last stage's 512 times the expansion.
+fn features(architecture: Architecture) -> usize {
+    512 * expansion(stages(architecture).1)
+}
+
 /// A ResNet over flattened `[B, C*H*W]` samples.
 #[derive(Module, Debug)]
 pub struct ResNet {
@@ -184,7 +194,7 @@ impl ResNet {
         device: &Device,
     ) -> Self {
         let (counts, bottleneck) = stages(architecture);
-        let expansion = if bottleneck { 4 } else { 1 };
+        let expansion = expansion(bottleneck);
         let mut from = 64;
         let mut stage = |i: usize, stride: usize| {
             let width = 64 << i;
@@ -214,11 +224,18 @@ impl ResNet {
             layer3,
             layer4,
             avgpool: AdaptiveAvgPool2dConfig::new([1, 1]).init(),
-            fc: LinearConfig::new(512 * expansion, classes).init(device),
+            fc: LinearConfig::new(features(architecture), classes).init(device),
             channels: shape[0],
             height: shape[1],
             width: shape[2],
         }
+    }
+
+    /// The parameters of its output layer `fc` for `classes`, without building it: the
+    /// one layer whose size the classes set, as the rest depends on the architecture
+    /// and the input's channels alone ([`super::Architecture::sized_parameters`]).
+    pub(super) fn output_parameters(architecture: Architecture, classes: usize) -> u64 {
+        (features(architecture) as u64 + 1).saturating_mul(classes as u64)
     }
 
     fn blocks(&self) -> impl Iterator<Item = &Block> {

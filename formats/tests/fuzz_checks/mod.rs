@@ -359,6 +359,51 @@ pub mod npy {
         }
         accepted
     }
+
+    /// The same bytes as a file at `path`, through the readers that stream one (the
+    /// training folders' `train.npy`: `npy::read_file_header`, which reads a header of
+    /// any claimed length without reading the values, and `npy::read_matrix`, which then
+    /// reads the values in chunks): each agrees with its in-memory twin on these bytes,
+    /// the same header or matrix or an error from both, and every error is one line
+    /// naming the file. Accepted: the matrix was read.
+    pub fn file(data: &[u8], path: &Path) -> bool {
+        std::fs::write(path, data).expect("writing the input");
+        let name = path.display().to_string();
+        agree(
+            "header",
+            npy::read_file_header(path),
+            npy::parse_header(data, path),
+            &name,
+        );
+        agree(
+            "matrix",
+            npy::read_matrix(path),
+            npy::parse_matrix(data, path),
+            &name,
+        )
+    }
+
+    /// Whether both readers accepted; panics where one did and the other did not, or
+    /// where they read different things.
+    fn agree<T: PartialEq + std::fmt::Debug>(
+        what: &str,
+        streamed: Result<T, FormatError>,
+        in_memory: Result<T, FormatError>,
+        name: &str,
+    ) -> bool {
+        match (streamed, in_memory) {
+            (Ok(a), Ok(b)) => {
+                assert!(a == b, "the {what} streamed differs from the one in memory");
+                true
+            }
+            (Err(a), Err(b)) => {
+                one_line(a, &[name]);
+                one_line(b, &[name]);
+                false
+            }
+            (a, b) => panic!("the {what}: streamed {a:?}, in memory {b:?}"),
+        }
+    }
 }
 
 pub mod pickle {

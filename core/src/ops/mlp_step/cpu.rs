@@ -159,8 +159,14 @@ fn split_columns(a: Tensor<2>, b: Tensor<2>) -> Tensor<2> {
     Tensor::cat(vec![left, right], 1)
 }
 
+/// Whether ReLU passes `v`, and so its gradient: `v` positive or NaN. burn's relu keeps
+/// a NaN (its mask is `v <= 0`, false for NaN), and so does its backward pass; the WGSL
+/// kernels' twin is `relu_passes` in `shaders/common.wgsl`.
+fn relu_passes(v: f32) -> bool {
+    v > 0.0 || v.is_nan()
+}
+
 /// relu(h + bias), bias broadcast over rows, in one pass (in place when `h` is unshared).
-/// NaN stays NaN, as in burn's relu.
 fn bias_relu(h: Tensor<2>, bias: &Tensor<1>) -> Tensor<2> {
     let bias = primitive(bias.clone());
     let bias = values(&bias);
@@ -168,19 +174,19 @@ fn bias_relu(h: Tensor<2>, bias: &Tensor<1>) -> Tensor<2> {
     for row in h.storage_mut::<f32>().chunks_exact_mut(bias.len()) {
         for (v, &b) in row.iter_mut().zip(bias.iter()) {
             let s = *v + b;
-            *v = if s.is_nan() || s > 0.0 { s } else { 0.0 };
+            *v = if relu_passes(s) { s } else { 0.0 };
         }
     }
     tensor(h)
 }
 
-/// `grad` where the ReLU output `out` is positive (or NaN), else 0: relu's backward.
+/// `grad` where ReLU passed its output `out`, else 0: relu's backward.
 fn relu_mask(grad: Tensor<2>, out: &Tensor<2>) -> Tensor<2> {
     let out = primitive(out.clone());
     let out = values(&out);
     let mut grad = dense(primitive(grad));
     for (g, &o) in grad.storage_mut::<f32>().iter_mut().zip(out.iter()) {
-        if !(o.is_nan() || o > 0.0) {
+        if !relu_passes(o) {
             *g = 0.0;
         }
     }
@@ -357,6 +363,39 @@ pub(super) mod tests {
             (got - expected).abs() <= 1e-4 * expected.abs(),
             "{got} vs {expected}"
         );
+    }
+
+    /// A NaN input reaches every gradient, as in burn's autodiff.
+    #[test]
+    fn a_nan_input_spoils_every_gradient() {
+        check_nan_input(&Device::flex(), |mlp, x, y| {
+            mlp.layers().cpu_cross_entropy_step(x, y)
+        });
+    }
+
+    /// The NaN case on `device`; shared with the GPU twin's test. One NaN in the first
+    /// sample makes its every hidden pre-activation NaN, which ReLU keeps and whose
+    /// gradient it passes (burn's relu masks only `v <= 0`, false for NaN), so the hidden
+    /// bias's gradient is NaN in every unit, as are the loss and the output's gradients. A
+    /// ReLU backward that read NaN as "not positive" would leave that bias's gradient
+    /// finite.
+    pub(in crate::ops) fn check_nan_input(
+        device: &Device,
+        step: impl Fn(&Mlp, Tensor<2>, Tensor<1, Int>) -> Option<Step>,
+    ) {
+        let mlp = mlp(6, 3, 14, device);
+        let mut x = host(random([4, 6], Distribution::Normal(0.0, 1.0), 3, device));
+        x[0] = f32::NAN;
+        let x = Tensor::<2>::from_data(TensorData::new(x, [4, 6]), device);
+        let y = Tensor::<1, Int>::from_data(TensorData::new(vec![0i64, 1, 2, 0], [4]), device);
+        let mut step = step(&mlp, x, y).expect("the device's by-hand path");
+        assert!(host(step.loss_sum).iter().all(|v| v.is_nan()), "the loss");
+        let bias = |b: &Option<burn::module::Param<Tensor<1>>>| b.as_ref().unwrap().id;
+        let layers = mlp.layers();
+        for (name, id) in [("hidden", bias(&layers.hidden.bias)), ("output", bias(&layers.output.bias))] {
+            let grad = host(step.grads.remove::<1>(id).expect("a bias gradient"));
+            assert!(grad.iter().all(|v| v.is_nan()), "the {name} bias's gradient: {grad:?}");
+        }
     }
 
     /// The parallel scoring pass gives exactly the logits of the ordinary forward pass.

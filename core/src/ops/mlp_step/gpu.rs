@@ -96,7 +96,7 @@ impl Layers<'_> {
 mod tests {
     use super::*;
 
-    use crate::ops::mlp_step::cpu::tests::{check_against_autodiff, check_far_label};
+    use crate::ops::mlp_step::cpu::tests::{check_against_autodiff, check_far_label, check_nan_input};
 
     /// On a wgpu device (lavapipe here): the same checks as the CPU twin's.
     #[test]
@@ -106,6 +106,9 @@ mod tests {
             mlp.layers().gpu_cross_entropy_step(x, y, None)
         });
         check_far_label(&device, |mlp, x, y| {
+            mlp.layers().gpu_cross_entropy_step(x, y, None)
+        });
+        check_nan_input(&device, |mlp, x, y| {
             mlp.layers().gpu_cross_entropy_step(x, y, None)
         });
     }
