@@ -500,7 +500,7 @@ fn cifar10_folder_trains_the_cnn() {
     let config = read_json(&run.join("config.json"));
     assert_eq!(config["config"]["architecture"], "cnn", "{config}");
     assert_eq!(config["train_samples"], 100, "{config}");
-    // Measured (seeded): MEASURED.
+    // Measured (seeded): 0.1, 0.5, 0.7, then 1.0 from the fourth epoch.
     let accuracy = metrics_column(&run, "test_accuracy");
     assert!(accuracy[4] > 0.8, "{accuracy:?}");
     std::fs::remove_dir_all(&dir).unwrap();

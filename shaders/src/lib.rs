@@ -71,11 +71,17 @@ pub const ADAM_COMMON: &str = include_str!("../adam_common.wgsl");
 pub const ADAM_COMMON_F16: &str = concat!(elem_f16!(), "\n", include_str!("../adam_common.wgsl"));
 /// Shared prelude (a row's maximum, exponential sum, label and loss) of the
 /// `cross_entropy*` passes and `mlp_softmax_grad.wgsl`, f32 ...
-pub const CROSS_ENTROPY_COMMON: &str =
-    concat!(elem_f32!(), "\n", include_str!("../cross_entropy_common.wgsl"));
+pub const CROSS_ENTROPY_COMMON: &str = concat!(
+    elem_f32!(),
+    "\n",
+    include_str!("../cross_entropy_common.wgsl")
+);
 /// ... and f16 (`mlp_softmax_grad.wgsl` of a mixed-precision step).
-pub const CROSS_ENTROPY_COMMON_F16: &str =
-    concat!(elem_f16!(), "\n", include_str!("../cross_entropy_common.wgsl"));
+pub const CROSS_ENTROPY_COMMON_F16: &str = concat!(
+    elem_f16!(),
+    "\n",
+    include_str!("../cross_entropy_common.wgsl")
+);
 /// Shared prelude (parameters, strided indexing) of the `residual_*` passes, f32 ...
 pub const RESIDUAL_COMMON: &str =
     concat!(elem_f32!(), "\n", include_str!("../residual_common.wgsl"));

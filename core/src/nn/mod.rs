@@ -243,12 +243,23 @@ mod tests {
             let rest = |shape: [usize; 3], classes: usize| {
                 let built = Classifier::new(architecture, shape, classes, &device).num_params();
                 let sized = architecture.sized_parameters(shape, classes);
-                assert!(sized <= built as u64, "{architecture:?}: {sized} of {built}");
+                assert!(
+                    sized <= built as u64,
+                    "{architecture:?}: {sized} of {built}"
+                );
                 built as u64 - sized
             };
             let rest_of_small = rest([3, 16, 16], 2);
-            assert_eq!(rest([3, 16, 16], 7), rest_of_small, "{architecture:?}: classes");
-            assert_eq!(rest([3, 32, 32], 2), rest_of_small, "{architecture:?}: side");
+            assert_eq!(
+                rest([3, 16, 16], 7),
+                rest_of_small,
+                "{architecture:?}: classes"
+            );
+            assert_eq!(
+                rest([3, 32, 32], 2),
+                rest_of_small,
+                "{architecture:?}: side"
+            );
             if architecture == Architecture::Mlp {
                 assert_eq!(rest_of_small, 0, "the MLP's layers are all sized");
             }

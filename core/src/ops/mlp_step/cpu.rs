@@ -392,9 +392,15 @@ pub(super) mod tests {
         assert!(host(step.loss_sum).iter().all(|v| v.is_nan()), "the loss");
         let bias = |b: &Option<burn::module::Param<Tensor<1>>>| b.as_ref().unwrap().id;
         let layers = mlp.layers();
-        for (name, id) in [("hidden", bias(&layers.hidden.bias)), ("output", bias(&layers.output.bias))] {
+        for (name, id) in [
+            ("hidden", bias(&layers.hidden.bias)),
+            ("output", bias(&layers.output.bias)),
+        ] {
             let grad = host(step.grads.remove::<1>(id).expect("a bias gradient"));
-            assert!(grad.iter().all(|v| v.is_nan()), "the {name} bias's gradient: {grad:?}");
+            assert!(
+                grad.iter().all(|v| v.is_nan()),
+                "the {name} bias's gradient: {grad:?}"
+            );
         }
     }
 

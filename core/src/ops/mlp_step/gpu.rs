@@ -96,7 +96,9 @@ impl Layers<'_> {
 mod tests {
     use super::*;
 
-    use crate::ops::mlp_step::cpu::tests::{check_against_autodiff, check_far_label, check_nan_input};
+    use crate::ops::mlp_step::cpu::tests::{
+        check_against_autodiff, check_far_label, check_nan_input,
+    };
 
     /// On a wgpu device (lavapipe here): the same checks as the CPU twin's.
     #[test]
