@@ -372,6 +372,35 @@ fn corrupt_data_files_are_one_line_errors() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Pixel `p` of image `i` in the learnable folders below: bright inside its class's band,
+/// dark outside, with a speckle that differs per pixel and image.
+fn striped(in_band: bool, p: usize, i: usize) -> u8 {
+    let speckle = ((p * 31 + i * 17) % 40) as u8;
+    if in_band { 200 + speckle / 4 } else { speckle }
+}
+
+/// Standard training on the clean labels of the `dataset` folder `dir`, 5 epochs at a
+/// learning rate of 0.01, into `dir/run`.
+fn learn_clean_from_folder(dataset: &str, dir: &Path) -> PathBuf {
+    train_run(
+        &dir.join("run"),
+        &[
+            "--dataset",
+            dataset,
+            "--data-dir",
+            dir.to_str().unwrap(),
+            "--noise",
+            "clean",
+            "--method",
+            "standard",
+            "--epochs",
+            "5",
+            "--lr",
+            "0.01",
+        ],
+    )
+}
+
 /// An MNIST-format folder of 200 images whose ten classes differ (class c: a bright band
 /// over rows 2c to 2c + 7, with some noise), read from its IDX files and learnt: a reader
 /// that misread the pixels or the labels, or paired them wrongly, would leave the
@@ -387,12 +416,7 @@ fn full_mnist_format_folder_trains() {
         .flat_map(|(i, &c)| {
             (0..784).map(move |p| {
                 let row = p / 28;
-                let speckle = ((p * 31 + i * 17) % 40) as u8;
-                if (2 * c as usize..2 * c as usize + 8).contains(&row) {
-                    200 + speckle / 4
-                } else {
-                    speckle
-                }
+                striped((2 * c as usize..2 * c as usize + 8).contains(&row), p, i)
             })
         })
         .collect();
@@ -404,23 +428,7 @@ fn full_mnist_format_folder_trains() {
             &idx(&[200], &labels),
         );
     }
-    let run = train_run(
-        &dir.join("run"),
-        &[
-            "--dataset",
-            "mnist",
-            "--data-dir",
-            dir.to_str().unwrap(),
-            "--noise",
-            "clean",
-            "--method",
-            "standard",
-            "--epochs",
-            "5",
-            "--lr",
-            "0.01",
-        ],
-    );
+    let run = learn_clean_from_folder("mnist", &dir);
     // Measured (seeded) 0.5, 0.9, then 1.0 from the third epoch: 10 steps in all.
     let accuracy = metrics_column(&run, "test_accuracy");
     assert!(accuracy[4] > 0.8, "{accuracy:?}");
@@ -467,11 +475,7 @@ fn cifar10_folder_trains_the_cnn() {
         let mut r = vec![label as u8];
         r.extend((0..3072).map(|p| {
             let row = p % 1024 / 32;
-            let speckle = ((p * 31 + i * 17) % 40) as u8;
-            match (3 * label..3 * label + 3).contains(&row) {
-                true => 200 + speckle / 4,
-                false => speckle,
-            }
+            striped((3 * label..3 * label + 3).contains(&row), p, i)
         }));
         r
     };
@@ -480,23 +484,7 @@ fn cifar10_folder_trains_the_cnn() {
         std::fs::write(dir.join(format!("data_batch_{b}.bin")), batch(20 * b)).unwrap();
     }
     std::fs::write(dir.join("test_batch.bin"), batch(0)).unwrap();
-    let run = train_run(
-        &dir.join("run"),
-        &[
-            "--dataset",
-            "cifar10",
-            "--data-dir",
-            dir.to_str().unwrap(),
-            "--noise",
-            "clean",
-            "--method",
-            "standard",
-            "--epochs",
-            "5",
-            "--lr",
-            "0.01",
-        ],
-    );
+    let run = learn_clean_from_folder("cifar10", &dir);
     let config = read_json(&run.join("config.json"));
     assert_eq!(config["config"]["architecture"], "cnn", "{config}");
     assert_eq!(config["train_samples"], 100, "{config}");
