@@ -644,6 +644,28 @@ fn resnet_audit(device: &str) {
         data.to_str().unwrap(),
     ]);
     assert_eq!(predictions.lines().count(), 5);
+    // The kept model is the audit's final network: read back from model.safetensors by
+    // `predict`, it predicts each photo as the audit's suggestion did, with the same
+    // confidence (a weight saved under the wrong name, in the wrong layout, or batch
+    // norm's statistics lost would move them).
+    let suspects = read_suspects(&out);
+    for line in predictions.lines().skip(1) {
+        // predict names each photo by its path, the audit by its path in the folder.
+        let cells: Vec<&str> = line.split(',').collect();
+        let audited = suspects
+            .iter()
+            .find(|s| cells[0].ends_with(&format!("/{}", s["id"])))
+            .unwrap_or_else(|| panic!("{} is not in suspects.csv", cells[0]));
+        assert_eq!(cells[1], audited["suggested_label"], "{line}");
+        let (predicted, suggested): (f64, f64) = (
+            cells[2].parse().unwrap(),
+            audited["suggested_confidence"].parse().unwrap(),
+        );
+        assert!(
+            (predicted - suggested).abs() < 2e-3,
+            "{line}: the audit's confidence was {suggested}"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

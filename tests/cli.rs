@@ -785,9 +785,12 @@ fn a_killed_run_resumes_exactly() {
         .unwrap();
     assert_succeeded(&out);
 
+    // The killed run keeps a checkpoint every third epoch only (`--checkpoint-every`),
+    // so it resumes from the last multiple of 3 and does the epochs after it again.
     let killed = scratch("killed");
     let mut child = Command::new(env!("CARGO_BIN_EXE_taks"))
         .args(args(&killed))
+        .args(["--checkpoint-every", "3"])
         .spawn()
         .unwrap();
     let rows = || {
@@ -796,21 +799,35 @@ fn a_killed_run_resumes_exactly() {
             .unwrap_or(0)
     };
     let started = std::time::Instant::now();
-    while rows() < 2 {
+    while rows() < 4 {
         assert!(
             started.elapsed().as_secs() < 300,
-            "the run never reached epoch 2"
+            "the run never reached epoch 4"
         );
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
     child.kill().unwrap(); // SIGKILL on Unix
     child.wait().unwrap();
+    let written = rows();
     assert!(
         !killed.join("summary.json").exists(),
         "the run finished before the kill; the test proves nothing"
     );
-    let out = taks(&["train", "--resume", killed.to_str().unwrap(), "--quiet"]);
+    let out = taks(&["train", "--resume", killed.to_str().unwrap()]);
     assert_succeeded(&out);
+    // The checkpoint is the last multiple of 3 at or below the epochs it had written
+    // (one more row than the checkpoint where the kill fell between the two writes).
+    let resumed = String::from_utf8_lossy(&out.stderr);
+    let after: usize = resumed
+        .split("after epoch ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no 'after epoch N' in {resumed}"));
+    assert!(
+        after % 3 == 0 && after >= 3 && after <= written && written - after < 4,
+        "resumed after epoch {after} with {written} rows written"
+    );
 
     let table = |dir: &Path| -> Vec<Vec<String>> {
         let text = std::fs::read_to_string(dir.join("metrics.csv")).unwrap();
@@ -1200,6 +1217,101 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         .map(|e| e.unwrap().path())
         .flat_map(|p| if p.is_dir() { walk(&p) } else { vec![p] })
         .collect()
+}
+
+/// `taks bench --torch PYTHON` hands the PyTorch loop its run and reads back what the
+/// loop measured. No PyTorch here: PYTHON is a shell script in its place that answers
+/// the import probe, checks what taks wrote (the images' size against n samples of the
+/// shape it was told, every label below the classes, every first-k index below n, the
+/// settings it passes), and prints the line the real loop prints, with known times.
+/// The bench's PyTorch row and ratio must carry those times, and n and k must be
+/// taks's own.
+#[cfg(unix)]
+#[test]
+fn bench_hands_the_torch_loop_its_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("torch-stub");
+    std::fs::create_dir_all(&dir).unwrap();
+    let stub = dir.join("python");
+    std::fs::write(
+        &stub,
+        r#"#!/bin/sh
+# A stand-in for Python with torch: the probe, then the loop's contract.
+[ "$1" = "-c" ] && exit 0
+shift
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --images) images=$2 ;; --labels) labels=$2 ;; --first) first=$2 ;;
+        --shape) shape=$2 ;; --classes) classes=$2 ;; --epochs) epochs=$2 ;;
+        --model) model=$2 ;; --device) device=$2 ;; --precision) precision=$2 ;;
+    esac
+    shift 2
+done
+fail() { echo "stub: $*" >&2; exit 3; }
+n=$(( $(wc -c < "$labels") / 4 ))
+k=$(( $(wc -c < "$first") / 4 ))
+features=$(echo "$shape" | tr ',' '*')
+[ $(wc -c < "$images") -eq $(( n * $features * 4 )) ] || fail "images are not n x $shape floats"
+top=$(od -An -v -tu4 "$labels" | tr -s ' ' '\n' | sort -n | tail -1)
+[ "$top" -lt "$classes" ] || fail "label $top of $classes classes"
+top=$(od -An -v -tu4 "$first" | tr -s ' ' '\n' | sort -n | tail -1)
+[ "$top" -lt "$n" ] || fail "first-k index $top of $n"
+[ "$model" = mlp ] && [ "$device" = cpu ] && [ "$precision" = f32 ] || fail "settings $model $device $precision"
+[ "$epochs" = 2 ] || fail "epochs $epochs"
+echo "{\"torch\": \"stub\", \"tf32\": false, \"precision\": \"f32\", \"device\": \"cpu, 1 threads\", \"n\": $n, \"k\": $k, \"epoch_seconds\": [0.25, 0.75], \"train_seconds\": [0.2, 0.6], \"score_seconds\": [0.05, 0.15]}"
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = taks(&[
+        "bench",
+        "--dataset",
+        "mnist-digits",
+        "--devices",
+        "cpu",
+        "--methods",
+        "taks",
+        "--warmup",
+        "1",
+        "--epochs",
+        "2",
+        "--train-limit",
+        "600",
+        "--torch",
+        stub.to_str().unwrap(),
+    ]);
+    assert_succeeded(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let cells = |prefix: &str| -> Vec<String> {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no row starting {prefix} in {stdout}"));
+        line.split('|').map(|c| c.trim().to_string()).collect()
+    };
+    let taks_row = cells("| cpu | taks |");
+    let torch_row =
+        cells("| cpu | PyTorch stub loop (FP32) on cpu, 1 threads (train 0.400 + score 0.100) |");
+    // | cpu | method | n | k | first | mean | min | x T |
+    assert_eq!(
+        torch_row[3..5],
+        taks_row[3..5],
+        "n and k: {torch_row:?} {taks_row:?}"
+    );
+    assert_eq!(taks_row[3], "600");
+    assert_eq!(torch_row[6..8], ["0.500", "0.250"]);
+    let taks_mean: f64 = taks_row[6].parse().unwrap();
+    let ratio = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("taks / PyTorch (FP32), TAkS epoch on cpu: "))
+        .unwrap_or_else(|| panic!("no ratio in {stdout}"));
+    let printed: f64 = ratio.split(' ').next().unwrap().parse().unwrap();
+    assert!(
+        (printed - taks_mean / 0.5).abs() <= 0.01 + 1e-3 / 0.5,
+        "{ratio} against {taks_mean} / 0.5"
+    );
+    assert!(ratio.ends_with(" s / 0.500 s)"), "{ratio}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `taks bench` on the CPU: one row per method with its first epoch apart from the timed

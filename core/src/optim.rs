@@ -36,7 +36,7 @@ pub struct Adam {
     /// Per float parameter of the module, in visiting order; `None` until it is first
     /// stepped (and for buffers such as batch-norm statistics, which never are).
     moments: Vec<Option<Moments>>,
-    /// The last step's packed buffers on a wgpu device ([`adam_gpu::step_packed`]),
+    /// The last step's packed buffers on a wgpu device ([`adam_gpu::update_packed`]),
     /// which the weights and moments are views of until something replaces them.
     packed: Option<adam_gpu::Packed>,
     /// The positions of the parameters in `packed`, in order.
@@ -58,7 +58,7 @@ impl Default for Adam {
 impl Adam {
     /// One step of every parameter of `module` that has a gradient in `grads`, with
     /// learning rate `lr` and first-moment decay `beta_1`, gated by `gate` if given.
-    pub fn step<M: Module>(
+    pub fn update<M: Module>(
         &mut self,
         lr: f64,
         beta_1: f32,
@@ -68,7 +68,7 @@ impl Adam {
     ) -> M {
         let (module, grads) = match gate {
             Some(_) => (module, grads),
-            None => match self.step_packed(lr as f32, beta_1, module, grads, None) {
+            None => match self.update_packed(lr as f32, beta_1, module, grads, None) {
                 Ok(stepped) => return stepped,
                 Err(unstepped) => unstepped,
             },
@@ -86,16 +86,16 @@ impl Adam {
         module.map(&mut stepper)
     }
 
-    /// [`Adam::step`] of a mixed-precision step whose loss was multiplied by the scale
+    /// [`Adam::update`] of a mixed-precision step whose loss was multiplied by the scale
     /// in `scaling`: the gradients are divided by it, and the step is skipped where one
     /// of them is infinite or NaN, both decided on the device in the packed step, which
-    /// also moves the scale on ([`adam_gpu::step_packed`]). Each stepped parameter's
+    /// also moves the scale on ([`adam_gpu::update_packed`]). Each stepped parameter's
     /// step number advances either way; the skipped steps are counted in the scale's
     /// state, and [`Adam::forget_skipped`] takes them back. `Err` gives the module
     /// back untouched where the packed step does not run (off wgpu, or too few
     /// bindings) or would step other parameters than the last packed step (whose
     /// skips are not taken back yet), for a step decided on the host.
-    pub fn step_scaled<M: Module>(
+    pub fn update_scaled<M: Module>(
         &mut self,
         lr: f64,
         beta_1: f32,
@@ -103,11 +103,11 @@ impl Adam {
         grads: GradientsParams,
         scaling: adam_gpu::Scaling,
     ) -> std::result::Result<M, (M, GradientsParams)> {
-        self.step_packed(lr as f32, beta_1, module, grads, Some(scaling))
+        self.update_packed(lr as f32, beta_1, module, grads, Some(scaling))
     }
 
     /// Take back `skipped` steps from the step numbers of the parameters the last packed
-    /// step stepped: those a [`Adam::step_scaled`] skipped on the device since the
+    /// step stepped: those a [`Adam::update_scaled`] skipped on the device since the
     /// count started. Every one of those steps stepped the same parameters (a step that
     /// changes them goes through the host, which takes the skips back first).
     pub fn forget_skipped(&mut self, skipped: usize) {
@@ -169,11 +169,11 @@ impl Adam {
         Ok(())
     }
 
-    /// [`Adam::step`] ungated on a wgpu device: every parameter in one launch (a few where
-    /// the adapter binds fewer buffers) by [`adam_gpu::step_packed`], each new weight and
+    /// [`Adam::update`] ungated on a wgpu device: every parameter in one launch (a few where
+    /// the adapter binds fewer buffers) by [`adam_gpu::update_packed`], each new weight and
     /// moment a view of the packed buffers. `Err` gives the module back untouched where
     /// that does not run (off wgpu, or too few bindings), for the per-parameter step.
-    fn step_packed<M: Module>(
+    fn update_packed<M: Module>(
         &mut self,
         lr: f32,
         beta_1: f32,
@@ -220,7 +220,7 @@ impl Adam {
                 }
             })
             .collect();
-        let Some(packed) = adam_gpu::step_packed(&parts, self.packed.as_ref(), scaling) else {
+        let Some(packed) = adam_gpu::update_packed(&parts, self.packed.as_ref(), scaling) else {
             return Err((module, grads));
         };
         drop(parts);
@@ -242,8 +242,8 @@ impl Adam {
     /// accuracy as with burn's optimiser). The moments are stored flat, so one list
     /// holds parameters of every rank; reshaping them back is free. On flex a step is one
     /// fused pass ([`adam_cpu`]; bit-identical weights), on wgpu an ungated one is one
-    /// kernel (where [`Adam::step_packed`] does not step them all at once).
-    fn update<const D: usize>(
+    /// kernel (where [`Adam::update_packed`] does not step them all at once).
+    fn update_parameter<const D: usize>(
         &self,
         lr: f32,
         beta_1: f32,
@@ -268,7 +268,7 @@ impl Adam {
         self.generic_update(lr, beta_1, x, grad, state, gate)
     }
 
-    /// [`Adam::update`] as one WGSL kernel ([`adam_gpu`]) on a wgpu device. Before
+    /// [`Adam::update_parameter`] as one WGSL kernel ([`adam_gpu`]) on a wgpu device. Before
     /// the first step the moments are zeros, which gives the generic path's first moments
     /// (`0 * beta + y` is `y`).
     fn wgsl_update<const D: usize>(
@@ -285,7 +285,7 @@ impl Adam {
         let scalars = Scalars::at(time, lr, beta_1, self.beta_2, self.epsilon);
         let (x, grad) = (x.reshape([numel]), grad.reshape([numel]));
         let (m, v) = adam_gpu::moments_or_zeros(state.map(|s| (s.first, s.second)), &x);
-        let (x, first, second) = adam_gpu::step(&x, &grad, &m, &v, scalars)
+        let (x, first, second) = adam_gpu::update(&x, &grad, &m, &v, scalars)
             .expect("the plan runs Adam's kernel on this device only");
         (
             x.reshape(dims),
@@ -297,7 +297,7 @@ impl Adam {
         )
     }
 
-    /// [`Adam::update`] as tensor operations, for every device.
+    /// [`Adam::update_parameter`] as tensor operations, for every device.
     pub(crate) fn generic_update<const D: usize>(
         &self,
         lr: f32,
@@ -443,7 +443,7 @@ impl ModuleMapper for Stepper<'_> {
         }
         let require_grad = tensor.is_require_grad();
         let state = self.adam.moments[position].take();
-        let (x, moments) = self.adam.update(
+        let (x, moments) = self.adam.update_parameter(
             self.lr,
             self.beta_1,
             tensor.inner(),
@@ -528,7 +528,8 @@ mod tests {
         let t = |v: Vec<f32>| Tensor::<1>::from_data(TensorData::new(v, [2]), &device);
         let host = |x: Tensor<1>| x.into_data().try_to_vec::<f32>().unwrap();
         let adam = Adam::default();
-        let fused = |x, g, s, gate: Option<&Tensor<1>>| adam.update(0.1, 0.9, x, g, s, gate);
+        let fused =
+            |x, g, s, gate: Option<&Tensor<1>>| adam.update_parameter(0.1, 0.9, x, g, s, gate);
         let generic =
             |x, g, s, gate: Option<&Tensor<1>>| adam.generic_update(0.1, 0.9, x, g, s, gate);
         for (path, update) in [("fused", &fused as Update), ("generic", &generic as Update)] {

@@ -112,10 +112,10 @@ fn packed_adam_is_the_generic_update() {
         let shift = 1.0 + step as f32;
         let g = grads(&packed, &weights, shift);
         let (stepped, launches) =
-            gpu::launches::count(&device, || adam_packed.step(1e-2, 0.9, packed, g, None));
+            gpu::launches::count(&device, || adam_packed.update(1e-2, 0.9, packed, g, None));
         packed = stepped;
         let g = grads(&generic, &weights, shift);
-        generic = adam_generic.step(1e-2, 0.9, generic, g, Some(gate.clone()));
+        generic = adam_generic.update(1e-2, 0.9, generic, g, Some(gate.clone()));
         match step {
             // Six parameters with a gradient (the loss leaves out the convolution's
             // bias), a launch each, and two zeroed moments each (filled by one fused
@@ -171,8 +171,9 @@ fn packed_adam_is_the_generic_update() {
     let weights = weights.map(|w| w.to_device(&flex));
     let g = grads(&small, &weights, 1.0);
     let before = flat(&small);
-    let (after, launches) =
-        gpu::launches::count(&device, || Adam::default().step(1e-2, 0.9, small, g, None));
+    let (after, launches) = gpu::launches::count(&device, || {
+        Adam::default().update(1e-2, 0.9, small, g, None)
+    });
     assert_eq!(launches, 0);
     assert_ne!(flat(&after), before);
 }
@@ -203,10 +204,10 @@ fn packed_adam_reads_f16_gradients() {
         assert_eq!(g_half.get::<2>(id).unwrap().dtype(), DType::F16);
 
         let (stepped, kernels) = gpu::launches::count_by_kernel(&device, || {
-            adam_half.step(1e-2, 0.9, half, g_half, None)
+            adam_half.update(1e-2, 0.9, half, g_half, None)
         });
         half = stepped;
-        full = adam_full.step(1e-2, 0.9, full, g_full, None);
+        full = adam_full.update(1e-2, 0.9, full, g_full, None);
         if step > 0 {
             let names: Vec<&str> = kernels.iter().map(|(k, _)| k.as_str()).collect();
             assert_eq!(
@@ -258,9 +259,9 @@ fn a_scaled_step_is_checked_and_skipped_on_the_device() {
     let (mut scaled, mut reference) = (start.clone(), start);
     let (mut adam_scaled, mut adam_reference) = (Adam::default(), Adam::default());
     let g = grads(&scaled, &weights, 1.0);
-    scaled = adam_scaled.step(1e-2, 0.9, scaled, g, None);
+    scaled = adam_scaled.update(1e-2, 0.9, scaled, g, None);
     let g = grads(&reference, &weights, 1.0);
-    reference = adam_reference.step(1e-2, 0.9, reference, g, None);
+    reference = adam_reference.update(1e-2, 0.9, reference, g, None);
 
     let mut state = [0u32; 10];
     state[0] = 8f32.to_bits();
@@ -277,7 +278,9 @@ fn a_scaled_step_is_checked_and_skipped_on_the_device() {
     let g = scaled_grads(&scaled, &weights, 2.0, f32::INFINITY);
     let (stepped, launches) = gpu::launches::count(&device, || {
         let scaling = scaling(0, 2000);
-        adam_scaled.step_scaled(1e-2, 0.9, scaled, g, scaling).ok()
+        adam_scaled
+            .update_scaled(1e-2, 0.9, scaled, g, scaling)
+            .ok()
     });
     scaled = stepped.expect("the packed step runs on lavapipe");
     assert_eq!(launches, 2, "the check and the step");
@@ -294,11 +297,11 @@ fn a_scaled_step_is_checked_and_skipped_on_the_device() {
 
     let g = scaled_grads(&scaled, &weights, 2.0, 4.0);
     scaled = adam_scaled
-        .step_scaled(1e-2, 0.9, scaled, g, scaling(1, 2))
+        .update_scaled(1e-2, 0.9, scaled, g, scaling(1, 2))
         .ok()
         .unwrap();
     let g = grads(&reference, &weights, 2.0);
-    reference = adam_reference.step(1e-2, 0.9, reference, g, None);
+    reference = adam_reference.update(1e-2, 0.9, reference, g, None);
     let w = words(&words_now);
     assert_eq!(f32::from_bits(w[0]), 4.0);
     assert_eq!(&w[1..3], &[1, 1], "a good step, the skip still counted");
@@ -319,11 +322,11 @@ fn a_scaled_step_is_checked_and_skipped_on_the_device() {
 
     let g = scaled_grads(&scaled, &weights, 3.0, 4.0);
     scaled = adam_scaled
-        .step_scaled(1e-2, 0.9, scaled, g, scaling(0, 2))
+        .update_scaled(1e-2, 0.9, scaled, g, scaling(0, 2))
         .ok()
         .unwrap();
     let g = grads(&reference, &weights, 3.0);
-    reference = adam_reference.step(1e-2, 0.9, reference, g, None);
+    reference = adam_reference.update(1e-2, 0.9, reference, g, None);
     let w = words(&words_now);
     assert_eq!(
         f32::from_bits(w[4]),
@@ -347,7 +350,7 @@ fn a_scaled_step_is_checked_and_skipped_on_the_device() {
     // takes the device's skips back first: only those stepped since count them.
     let mut g = scaled_grads(&scaled, &weights, 4.0, 8.0);
     g.remove::<1>(scaled.scale.id);
-    let refused = adam_scaled.step_scaled(1e-2, 0.9, scaled, g, scaling(1, 2));
+    let refused = adam_scaled.update_scaled(1e-2, 0.9, scaled, g, scaling(1, 2));
     assert!(
         refused.is_err(),
         "another set of parameters stepped on the device"
@@ -413,7 +416,7 @@ fn a_scaled_step_keeps_f16_weights_of_f16_gradients() {
             interval: 2000,
         };
         let (stepped, kernels) = gpu::launches::count_by_kernel(&device, || {
-            adam.step_scaled(1e-2, 0.9, model, g, scaling).ok()
+            adam.update_scaled(1e-2, 0.9, model, g, scaling).ok()
         });
         model = stepped.expect("the packed step runs on lavapipe");
         if step > 0 {

@@ -281,7 +281,7 @@ fn adam_matches_cpu() {
         let t =
             |values: &[f32]| Tensor::<1>::from_data(TensorData::new(values.to_vec(), [n]), &dev);
         let (x_out, m_out, v_out) =
-            adam_gpu::step(&t(&x), &t(&g), &t(&m), &t(&v), s).expect("on wgpu");
+            adam_gpu::update(&t(&x), &t(&g), &t(&m), &t(&v), s).expect("on wgpu");
         let (x_out, m_out, v_out) = (floats(x_out), floats(m_out), floats(v_out));
         for i in 0..n {
             let m1 = m[i] * beta_1 + g[i] * (1.0 - beta_1);
@@ -308,7 +308,7 @@ fn adam_matches_cpu() {
     }
     let flex = Tensor::<1>::zeros([3], &Device::flex());
     let s = Scalars::at(1, 0.01, 0.9, 0.999, 1e-8);
-    assert!(adam_gpu::step(&flex, &flex, &flex, &flex, s).is_none());
+    assert!(adam_gpu::update(&flex, &flex, &flex, &flex, s).is_none());
 }
 
 #[test]

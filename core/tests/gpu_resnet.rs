@@ -62,7 +62,7 @@ fn one_step(mut net: Classifier, device: &Device) -> Step {
     // After the training-mode pass, so both eval passes see the same running statistics.
     let before = host(net.valid().forward(x.clone().without_autodiff()));
     let grads = GradientsParams::from_grads(loss.backward(), &net);
-    net = Adam::default().step(1e-3, 0.9, net, grads, None);
+    net = Adam::default().update(1e-3, 0.9, net, grads, None);
     Step {
         trained: host(logits.detach().without_autodiff()),
         before,

@@ -520,19 +520,28 @@ fn header_of<R: BufRead + Seek>(
     })
 }
 
+/// How many folders below the one given [`files_under`] walks: a class folder of images is one or two
+/// levels, an archive unpacked inside one a few more. Deeper is a hostile or mistaken
+/// tree, refused with its path rather than walked until the stack gives out.
+pub const MAX_FOLDER_DEPTH: usize = 64;
+
 /// Every file under `dir`, recursively, as (path relative to `dir` with `/`
 /// separators, path), in sorted order; names starting with `.` are left out. Links are
-/// followed, so a link back to a folder above it is an error that names it (it would
-/// otherwise be walked until the path or the stack gives out).
+/// followed, so each folder is walked once: a link back to a folder above it, or a second
+/// way into a folder already walked (links fanning out, 30 levels of two links each
+/// would be 2^30 walks), is an error that names both paths; so is a tree deeper than
+/// [`MAX_FOLDER_DEPTH`].
 pub fn files_under(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
-    fn walk(
-        dir: &Path,
-        prefix: &str,
-        above: &mut Vec<PathBuf>,
-        out: &mut Vec<(String, PathBuf)>,
-    ) -> Result<()> {
+    struct Walk {
+        /// The folders from `dir` down to the one being walked, canonical.
+        above: Vec<PathBuf>,
+        /// Every folder walked so far, canonical, with the path it was reached by.
+        seen: std::collections::HashMap<PathBuf, PathBuf>,
+        out: Vec<(String, PathBuf)>,
+    }
+    fn walk(dir: &Path, prefix: &str, state: &mut Walk) -> Result<()> {
         let here = std::fs::canonicalize(dir).map_err(|e| FormatError::io(dir, e))?;
-        if let Some(ancestor) = above.iter().find(|a| **a == here) {
+        if let Some(ancestor) = state.above.iter().find(|a| **a == here) {
             return Err(FormatError::malformed(
                 dir,
                 format!(
@@ -541,24 +550,45 @@ pub fn files_under(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
                 ),
             ));
         }
-        above.push(here);
+        if let Some(first) = state.seen.get(&here) {
+            return Err(FormatError::malformed(
+                dir,
+                format!(
+                    "the folder {} once more, already read as {}: its files would count twice; remove one of the links",
+                    here.display(),
+                    first.display()
+                ),
+            ));
+        }
+        if state.above.len() > MAX_FOLDER_DEPTH {
+            return Err(FormatError::malformed(
+                dir,
+                format!("folders nest more than {MAX_FOLDER_DEPTH} deep here"),
+            ));
+        }
+        state.seen.insert(here.clone(), dir.to_path_buf());
+        state.above.push(here);
         for (name, entry, is_dir) in visible_entries(dir)? {
             let relative = match prefix {
                 "" => name,
                 _ => format!("{prefix}/{name}"),
             };
             if is_dir {
-                walk(&entry, &relative, above, out)?;
+                walk(&entry, &relative, state)?;
             } else {
-                out.push((relative, entry));
+                state.out.push((relative, entry));
             }
         }
-        above.pop();
+        state.above.pop();
         Ok(())
     }
-    let mut out = Vec::new();
-    walk(dir, "", &mut Vec::new(), &mut out)?;
-    Ok(out)
+    let mut state = Walk {
+        above: Vec::new(),
+        seen: std::collections::HashMap::new(),
+        out: Vec::new(),
+    };
+    walk(dir, "", &mut state)?;
+    Ok(state.out)
 }
 
 /// The entries of `dir` as (name, path, is a folder), sorted by name, without those
@@ -804,5 +834,51 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
         assert!(err.contains("cat/up: a link back to"), "{err}");
         assert!(err.contains("a folder above it"), "{err}");
+    }
+
+    /// Links that fan out without looping: each level holds two links to the level
+    /// below, so 30 levels are 2^30 paths to the last folder. The second way into a
+    /// folder is refused, naming both; a tree one level deeper than the limit is refused.
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_reached_twice_or_too_deep_is_an_error() {
+        let root = std::env::temp_dir().join(format!("taks-fan-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for level in 0..30 {
+            std::fs::create_dir_all(root.join(format!("l{level}"))).unwrap();
+        }
+        std::fs::write(root.join("l29/a.png"), b"x").unwrap();
+        for level in 0..29 {
+            let below = root.join(format!("l{}", level + 1));
+            for link in ["x", "y"] {
+                let at = root.join(format!("l{level}/{link}"));
+                std::os::unix::fs::symlink(&below, at).unwrap();
+            }
+        }
+        let err = files_under(&root.join("l0")).unwrap_err().to_string();
+        assert!(err.contains("once more, already read as"), "{err}");
+        assert!(
+            err.contains("/x/y: the folder") && err.contains("l29 once more"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+
+        let deep = std::env::temp_dir().join(format!("taks-deep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&deep);
+        let mut at = deep.clone();
+        for _ in 0..MAX_FOLDER_DEPTH {
+            at.push("d");
+        }
+        std::fs::create_dir_all(&at).unwrap();
+        std::fs::write(at.join("a.png"), b"x").unwrap();
+        assert_eq!(
+            files_under(&deep).unwrap().len(),
+            1,
+            "the limit itself is walked"
+        );
+        std::fs::create_dir_all(at.join("d")).unwrap();
+        let err = files_under(&deep).unwrap_err().to_string();
+        assert!(err.contains("nest more than 64 deep"), "{err}");
+        std::fs::remove_dir_all(&deep).unwrap();
     }
 }

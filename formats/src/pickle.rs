@@ -10,8 +10,10 @@
 //! refused with its name, before anything after it is read.
 //!
 //! A memo slot keeps a copy of the value as it was when stored, which is all a
-//! `state_dict` needs (it only refers back to names, strings and empty dicts); the
-//! copies are counted, so a small file cannot build a huge value by copying a copy.
+//! `state_dict` needs (it only refers back to names, strings and empty dicts). Every
+//! copy the program asks for (storing into the memo, recalling from it, `DUP`) is
+//! counted against one budget, so a small file cannot build a huge value by copying a
+//! copy: `DUP` then `APPEND`, forty times over, would otherwise be 2^40 values.
 
 use std::collections::HashMap;
 
@@ -155,8 +157,8 @@ type Depth = u32;
 /// dropped, copied or printed. serde_json stops at the same depth.
 pub const MAX_DEPTH: Depth = 128;
 
-/// The most value nodes a file may copy out of the memo (a `state_dict` copies a few
-/// per tensor).
+/// The most value nodes a file may copy, into and out of the memo or by `DUP` (a
+/// `state_dict` copies a few per tensor).
 const COPY_BUDGET: usize = 1 << 24;
 
 /// Run the pickle `bytes` and return the value it stops with. The error says what is
@@ -305,24 +307,49 @@ impl Machine<'_> {
         Ok((values, deepest))
     }
 
+    /// Counts a copy of `value` against [`COPY_BUDGET`], before it is taken.
+    fn charge_copy(copied: &mut usize, value: &Value, at: usize) -> Result<(), String> {
+        *copied = copied.saturating_add(value.size());
+        if *copied > COPY_BUDGET {
+            return Err(format!(
+                "the pickle copies more values than a state_dict has (over {COPY_BUDGET} by byte {at})"
+            ));
+        }
+        Ok(())
+    }
+
     fn memoize(&mut self, slot: u32) -> Result<(), String> {
-        let (value, depth) = self.top_with_depth()?;
+        let at = self.at;
+        let Some(Item::Value(value, depth)) = self.stack.last() else {
+            return Err(format!("no value on the stack at byte {at}"));
+        };
+        Self::charge_copy(&mut self.copied, value, at)?;
         let kept = (value.clone(), *depth);
         self.memo.insert(slot, kept);
         Ok(())
     }
 
     fn recall(&mut self, slot: u32) -> Result<(), String> {
+        let at = self.at;
         let (value, depth) = self
             .memo
             .get(&slot)
-            .ok_or_else(|| format!("memo slot {slot} is empty at byte {}", self.at))?
-            .clone();
-        self.copied += value.size();
-        if self.copied > COPY_BUDGET {
-            return Err("the pickle copies more values than a state_dict has".into());
-        }
-        self.stack.push(Item::Value(value, depth));
+            .ok_or_else(|| format!("memo slot {slot} is empty at byte {at}"))?;
+        Self::charge_copy(&mut self.copied, value, at)?;
+        let copy = Item::Value(value.clone(), *depth);
+        self.stack.push(copy);
+        Ok(())
+    }
+
+    /// `DUP`: a copy of the top value, pushed.
+    fn dup(&mut self) -> Result<(), String> {
+        let at = self.at;
+        let Some(Item::Value(top, depth)) = self.stack.last() else {
+            return Err(format!("no value on the stack at byte {at}"));
+        };
+        Self::charge_copy(&mut self.copied, top, at)?;
+        let copy = Item::Value(top.clone(), *depth);
+        self.stack.push(copy);
         Ok(())
     }
 
@@ -363,11 +390,7 @@ impl Machine<'_> {
                 b'1' => {
                     self.pop_to_mark()?;
                 }
-                b'2' => {
-                    let (top, depth) = self.top_with_depth()?;
-                    let copy = Item::Value(top.clone(), *depth);
-                    self.stack.push(copy);
-                }
+                b'2' => self.dup()?,
                 b'N' => self.push(Value::None),
                 0x88 => self.push(Value::Bool(true)),
                 0x89 => self.push(Value::Bool(false)),
@@ -692,6 +715,29 @@ mod tests {
         }
         p.push(b'.');
         assert!(read(&p).unwrap_err().contains("copies"));
+        // DUP then APPEND doubles the list in place, 40 times: 2^40 values from 83 bytes.
+        let mut p = b"\x80\x02]".to_vec();
+        for _ in 0..40 {
+            p.extend_from_slice(b"2a");
+        }
+        p.push(b'.');
+        assert!(read(&p).unwrap_err().contains("copies"));
+        // The same through the memo alone: store, then append the list to itself by
+        // recalling it (a memo store copies too).
+        let mut p = b"\x80\x02]".to_vec();
+        for _ in 0..40 {
+            p.extend_from_slice(b"q\x00h\x00a");
+        }
+        p.push(b'.');
+        assert!(read(&p).unwrap_err().contains("copies"));
+        // Twenty doublings (a million values) stay inside the budget: the limit is not
+        // so tight that it refuses what a large state_dict copies.
+        let mut p = b"\x80\x02]".to_vec();
+        for _ in 0..20 {
+            p.extend_from_slice(b"2a");
+        }
+        p.push(b'.');
+        assert!(read(&p).is_ok());
     }
 
     /// Mutations of a real `torch.save` pickle (the fixture state_dict's `data.pkl`):

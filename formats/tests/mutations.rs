@@ -4,16 +4,26 @@
 //! does not hold together; and every seed itself is accepted, so the mutations start
 //! past the readers' checks. The mutations are drawn from a fixed seed, so a failure
 //! names the input that caused it and repeats on every run; the failing input is
-//! written to the system's temporary folder for `fuzz/` to replay. An abort (a failed
-//! allocation, a stack overflow) ends the test binary unnamed; `scripts/fuzz.sh`, under
-//! libFuzzer's memory limits, is where those show. This is the stable
-//! toolchain's share of the fuzzing; `scripts/fuzz.sh` runs the same checks
-//! coverage-guided (nightly).
+//! written to the system's temporary folder for `fuzz/` to replay. Memory is bounded
+//! too: the test binary's allocator counts what each thread holds, and an input during whose
+//! reading it held more than [`MEMORY_BOUND`] fails by name, so a lying length that
+//! makes a reader allocate gigabytes for a small file is caught where it happens. An
+//! abort (an allocation the machine refuses, a stack overflow) still ends the test
+//! binary unnamed; `scripts/fuzz.sh`, under libFuzzer's memory limits, is where those
+//! show. This is the stable toolchain's share of the fuzzing; `scripts/fuzz.sh` runs
+//! the same checks coverage-guided (nightly).
 
 mod fuzz_checks;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+
+/// The most a reader may hold at once while it reads one mutated input, counted on its
+/// own thread by `allocation_counter` (the test binary's allocator): the seeds are a few
+/// kilobytes, and every reader checks a header's sizes against the bytes it has before
+/// it allocates for them (the most any input held on 2026-12-03 was 1.0 MiB, a NumPy
+/// file read as a whole), so 16 MiB already means a length was believed.
+const MEMORY_BOUND: u64 = 16 << 20;
 
 /// Mutated inputs per seed file.
 const MUTATIONS: usize = 10_000;
@@ -128,15 +138,26 @@ fn run(reader: &str, check: impl Fn(&[u8]) -> bool) {
             } else {
                 mutate(&seed, &mut draw)
             };
-            match catch_unwind(AssertUnwindSafe(|| check(&input))) {
+            let mut outcome = Ok(false);
+            let peak = allocation_counter::measure(|| {
+                outcome = catch_unwind(AssertUnwindSafe(|| check(&input)));
+            })
+            .bytes_max;
+            let outcome = match outcome {
+                Ok(_) if peak > MEMORY_BOUND => Err(format!(
+                    "held {peak} bytes at once, over the bound of {MEMORY_BOUND}"
+                )),
                 Ok(false) if i == 0 => panic!("{reader}: the seed {name} itself is refused"),
-                Ok(_) => {}
-                Err(panic) => {
-                    let message = panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
+                Ok(_) => Ok(()),
+                Err(panic) => Err(panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default()),
+            };
+            match outcome {
+                Ok(()) => {}
+                Err(message) => {
                     let kept = scratch(&format!("{reader}-{name}-{i}"));
                     std::fs::write(&kept, &input).expect("keeping the failing input");
                     panic!(
@@ -234,6 +255,29 @@ fn the_harness_catches_a_failing_check_and_mutates() {
         .expect("the kept input's path");
     let input = std::fs::read(kept).expect("the kept input");
     assert!(input.contains(&b'#'));
+    std::fs::remove_file(kept).expect("removing the kept input");
+
+    // A reader that holds more than the bound for some input fails by name, though it
+    // returns; one that holds the bound's worth in pieces freed as it goes passes.
+    let caught = catch_unwind(|| {
+        run("csv_table", |data| {
+            if data.contains(&b'#') {
+                std::hint::black_box(vec![1u8; MEMORY_BOUND as usize + 1]);
+            }
+            for _ in 0..4 {
+                std::hint::black_box(vec![1u8; MEMORY_BOUND as usize / 2]);
+            }
+            true
+        });
+    });
+    let message = caught.expect_err("a check that holds too much for some mutation");
+    let message = message.downcast_ref::<String>().expect("a message");
+    assert!(message.contains("over the bound of"), "{message}");
+    let kept = message
+        .split("kept at ")
+        .nth(1)
+        .and_then(|rest| rest.split("): ").next())
+        .expect("the kept input's path");
     std::fs::remove_file(kept).expect("removing the kept input");
 
     // A reader that refuses its own seed is a failure, not a pass.

@@ -27,7 +27,7 @@ use taks_core::train::{ForwardRates, LaunchCounts, Trainer};
 use crate::device::{self, DeviceChoice};
 use crate::picks::MethodPick;
 use crate::run_args::RunArgs;
-use crate::{bench_torch, config, picks};
+use crate::{bench_torch, picks, run_args};
 
 /// One timed run.
 struct Timed {
@@ -96,7 +96,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mut run_args = args.run.clone();
     run_args.epochs = Some(args.warmup + timed);
     let build = |method: Method| -> Result<_> {
-        let mut choices = config::choices(&run_args, method);
+        let mut choices = run_args::choices(&run_args, method);
         choices.architecture = args.model;
         choices.eval_batch_size = args.eval_batch;
         Ok(choices.build()?)

@@ -1,5 +1,5 @@
 //! The command line: its subcommands. Each subcommand's flags live with the subcommand
-//! (`train::TrainArgs`, `bench::BenchArgs`, ...; the flags that define a run in
+//! (`train_command::TrainArgs`, `bench::BenchArgs`, ...; the flags that define a run in
 //! [`crate::run_args`]), and every flag's doc comment is its `--help` text.
 
 use std::path::PathBuf;
@@ -27,7 +27,7 @@ pub enum Command {
     /// A run writes checkpoint.safetensors after every epoch; `taks train --resume DIR`
     /// continues a run that was stopped, exactly where it stopped.
     #[command(allow_negative_numbers = true)]
-    Train(crate::train::TrainArgs),
+    Train(crate::train_command::TrainArgs),
     /// Time epochs per method on each device and report the time ratio against standard.
     #[command(allow_negative_numbers = true)]
     Bench(crate::bench::BenchArgs),
@@ -53,7 +53,7 @@ pub enum Command {
     /// Writes suspects.csv (every sample, most suspect first), summary.json, report.html,
     /// model.safetensors and model.json.
     #[command(allow_negative_numbers = true)]
-    Audit(crate::audit::AuditArgs),
+    Audit(crate::audit_command::AuditArgs),
     /// Write the features a pretrained ResNet (torchvision's or timm's weights) gives
     /// every image of a folder: embeddings.npy, labels.npy, labels.txt, ids.txt.
     ///

@@ -138,7 +138,7 @@ pub fn embed(args: &EmbedArgs) -> Result<Embedded> {
         512
     };
 
-    let bar = crate::train::progress_bar(scan.files.len(), args.quiet);
+    let bar = crate::train_command::progress_bar(scan.files.len(), args.quiet);
     if let Some(bar) = &bar {
         bar.set_style(
             indicatif::ProgressStyle::with_template(

@@ -1,13 +1,12 @@
 //! `taks`: the command-line trainer. Parses arguments, picks the device and hands the
 //! work to `taks-core`; prints errors once, on one line, with a non-zero exit.
 
-mod audit;
+mod audit_command;
 mod bench;
 mod bench_data;
 mod bench_select;
 mod bench_torch;
 mod cli;
-mod config;
 mod device;
 #[cfg(test)]
 mod docs_check;
@@ -22,7 +21,7 @@ mod predict;
 mod run_args;
 mod spirv_probe;
 mod table;
-mod train;
+mod train_command;
 mod tune;
 
 use std::process::ExitCode;
@@ -71,12 +70,12 @@ fn main() -> ExitCode {
         Err(err) => return usage_error(err),
     };
     let result = std::panic::catch_unwind(|| match cli.command {
-        cli::Command::Train(args) => train::run(args),
+        cli::Command::Train(args) => train_command::run(args),
         cli::Command::Bench(args) => bench::run(args),
         cli::Command::BenchSelect(args) => bench_select::run(args),
         cli::Command::Experiment(args) => experiment::run(args),
         cli::Command::Tune(args) => tune::run(args),
-        cli::Command::Audit(args) => audit::run(args),
+        cli::Command::Audit(args) => audit_command::run(args),
         cli::Command::Predict(args) => predict::run(args),
         cli::Command::Embed(args) => embed::run(args),
         cli::Command::ListAdapters => device::list_adapters(),

@@ -21,8 +21,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use burn::tensor::Tensor;
 use burn::tensor::wgpu::wgpu;
+use burn::tensor::{Tensor, TensorData};
 
 /// The hidden subcommand the child runs (the name of `Command::ProbeSpirv`).
 pub const PROBE_SPIRV: &str = "probe-spirv";
@@ -77,6 +77,7 @@ pub fn check() -> std::result::Result<(), String> {
 }
 
 /// What became of the child.
+#[derive(Debug, PartialEq)]
 enum Child {
     Passed,
     /// The driver's doing: the child died, got a wrong product or hung.
@@ -135,16 +136,25 @@ fn record(
     taks_core::gpu::tuning_cache::append_line(file, &line)
 }
 
+/// Why burn's SPIR-V kernels may fail on a driver, said with every failed verdict.
+const WHY: &str = "cubecl-spirv 0.11.3 needs VK_KHR_workgroup_memory_explicit_layout for \
+    shared memory, which this driver may lack; the default build of taks (WGSL) runs on it";
+
 /// Run `taks probe-spirv` and read what became of it.
 fn ask_a_child() -> Child {
-    const WHY: &str = "cubecl-spirv 0.11.3 needs VK_KHR_workgroup_memory_explicit_layout for \
-        shared memory, which this driver may lack; the default build of taks (WGSL) runs on it";
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => return Child::NotRun(format!("cannot find taks itself: {e}")),
     };
-    let child = Command::new(exe)
-        .arg(PROBE_SPIRV)
+    let mut command = Command::new(exe);
+    command.arg(PROBE_SPIRV);
+    ask(command, PATIENCE)
+}
+
+/// Run `command` (the probe, or a stand-in in the tests), waiting at most `patience`,
+/// and judge it: passed only where it exited 0 having printed [`PASSED`] on a line.
+fn ask(mut command: Command, patience: Duration) -> Child {
+    let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -157,13 +167,13 @@ fn ask_a_child() -> Child {
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() < PATIENCE => std::thread::sleep(Duration::from_millis(50)),
+            Ok(None) if start.elapsed() < patience => std::thread::sleep(Duration::from_millis(50)),
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Child::Failed(format!(
                     "the GPU did not finish one matmul through burn's SPIR-V kernels in {} s ({WHY})",
-                    PATIENCE.as_secs()
+                    patience.as_secs()
                 ));
             }
             Err(e) => return Child::NotRun(format!("cannot wait for a test process: {e}")),
@@ -197,10 +207,10 @@ fn how_it_ended(status: &std::process::ExitStatus, said: &str) -> String {
     }
 }
 
-/// `taks probe-spirv`: print [`PASSED`] where [`multiply_ones`] passes, else why not
+/// `taks probe-spirv`: print [`PASSED`] where [`multiply`] passes, else why not
 /// (on stdout, which the parent reads).
 pub fn probe() -> Result<()> {
-    let outcome = multiply_ones();
+    let outcome = multiply();
     match &outcome {
         Ok(()) => println!("{PASSED}"),
         Err(e) => println!("{e:#}"),
@@ -208,14 +218,27 @@ pub fn probe() -> Result<()> {
     outcome
 }
 
-/// Start the GPU and multiply two 64x64 matrices of ones with burn: every entry 64.
-fn multiply_ones() -> Result<()> {
+/// Start the GPU and multiply two 64x64 matrices of small integers with burn, against
+/// the product computed here (exact in f32). The entries differ along rows and columns,
+/// so a transposed operand or a misplaced tile gives a wrong product, which a product of
+/// matrices of ones would not show.
+fn multiply() -> Result<()> {
+    const N: usize = 64;
     let (device, _) = taks_core::gpu::direct::start().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let ones = Tensor::<2>::ones([64, 64], &device);
-    let product = ones.clone().matmul(ones);
+    let a: Vec<f32> = (0..N * N)
+        .map(|i| ((i / N + 2 * (i % N)) % 7) as f32)
+        .collect();
+    let b: Vec<f32> = (0..N * N)
+        .map(|i| ((3 * (i / N) + i % N) % 5) as f32)
+        .collect();
+    let expected: Vec<f32> = (0..N * N)
+        .map(|i| (0..N).map(|k| a[i / N * N + k] * b[k * N + i % N]).sum())
+        .collect();
+    let tensor = |v: Vec<f32>| Tensor::<2>::from_data(TensorData::new(v, [N, N]), &device);
+    let product = tensor(a).matmul(tensor(b));
     let values = product.into_data().convert::<f32>().try_to_vec::<f32>();
     let values = values.map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    anyhow::ensure!(values.iter().all(|&v| v == 64.0), "a wrong product");
+    anyhow::ensure!(values == expected, "a wrong product");
     Ok(())
 }
 
@@ -252,5 +275,37 @@ mod tests {
             "the last verdict counts, its tab made a space"
         );
         let _ = std::fs::remove_dir_all(&folder);
+    }
+
+    /// The parent's verdict on the child, with shell stand-ins for it: only an exit of 0
+    /// after the pass line passes; a death by signal (what lavapipe's crash in
+    /// `vkCreateComputePipelines` looks like), a clean exit without the line, a failure
+    /// with its reason and a hang each fail, saying how.
+    #[cfg(unix)]
+    #[test]
+    fn only_a_child_that_says_it_passed_passes() {
+        let shell = |script: &str, patience: u64| {
+            let mut command = Command::new("sh");
+            command.args(["-c", script]);
+            ask(command, Duration::from_secs(patience))
+        };
+        assert_eq!(shell(&format!("echo {PASSED}"), 60), Child::Passed);
+        let failed = |child: Child| match child {
+            Child::Failed(why) => why,
+            other => panic!("{other:?} is not a failure"),
+        };
+        let died = failed(shell("kill -SEGV $$", 60));
+        assert!(
+            died.contains("died of signal 11") && died.contains(WHY),
+            "{died}"
+        );
+        let silent = failed(shell("exit 0", 60));
+        assert!(silent.contains("exited with 0"), "{silent}");
+        let wrong = failed(shell("echo a wrong product; exit 1", 60));
+        assert!(wrong.contains("exited with 1: a wrong product"), "{wrong}");
+        let late = failed(shell(&format!("echo {PASSED}; exit 3"), 60));
+        assert!(late.contains("exited with 3"), "{late}");
+        let hung = failed(shell("sleep 30", 1));
+        assert!(hung.contains("did not finish one matmul"), "{hung}");
     }
 }

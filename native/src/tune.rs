@@ -20,7 +20,7 @@ use taks_core::noise::{expected_flip_fraction, inject};
 use taks_core::train::Trainer;
 
 use crate::run_args::RunArgs;
-use crate::{config, device, train};
+use crate::{device, run_args, train_command};
 
 #[derive(clap::Args, Debug)]
 pub struct TuneArgs {
@@ -64,7 +64,7 @@ fn k_grid(gamma: f64) -> Vec<f64> {
 }
 
 pub fn run(args: TuneArgs) -> Result<()> {
-    let base = config::build(&args.run, taks_core::methods::Method::TAKS)?;
+    let base = run_args::build(&args.run, taks_core::methods::Method::TAKS)?;
     let gamma = args
         .gamma
         .unwrap_or_else(|| expected_flip_fraction(base.dataset, base.noise, base.noise_rate));
@@ -170,7 +170,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
     if !todo.is_empty() {
         let chosen = device::choose(args.run.device)?;
         say(format!("device: {}", chosen.description));
-        let bar = train::progress_bar(todo.len() * base.epochs, args.quiet);
+        let bar = train_command::progress_bar(todo.len() * base.epochs, args.quiet);
         for (i, c) in todo.iter().enumerate() {
             if let Some(bar) = &bar {
                 bar.set_message(format!(

@@ -220,6 +220,10 @@ def audit_inputs():
           safetensors(None, [("0.weight", "F32", [256, 2], bytes(256 * 2 * 4)), ("0.bias", "F32", [256], bytes(1024)),
                              ("2.weight", "F32", [2, 256], bytes(2048)), ("2.bias", "F32", [2], bytes(8))]))
     write("model-card-garbage/model.json", "{oops")
+    # A card whose unknown key nests 200,000 objects deep (and never closes them): the
+    # card's fields are read by their types, and an unknown key's value is skipped
+    # without recursion, so this is a clean error, not a stack overflow.
+    write("model-card-deep/model.json", '{"x":' * 200_000)
     write("model-card-cnn-not-square/model.json", json.dumps(dict(
         card, architecture="cnn", input={"kind": "image", "channels": 1, "height": 32, "width": 16},
         normalisation={"mean": [0], "std": [1]})))

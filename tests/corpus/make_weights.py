@@ -61,6 +61,14 @@ def main():
     with zipfile.ZipFile(out("init-deep-nesting.pth"), "w") as z:
         z.writestr("init-deep-nesting/data.pkl", b"\x80\x02" + b"]" * 5000 + b"a" * 4999 + b".")
         z.writestr("init-deep-nesting/byteorder", "little")
+    # A pickle of 85 bytes that doubles a list 40 times by DUP and APPEND (2^40 values
+    # if every copy were taken), and a SafeTensors header that nests 200,000 deep.
+    with zipfile.ZipFile(out("init-pickle-dup-bomb.pth"), "w") as z:
+        z.writestr("init-pickle-dup-bomb/data.pkl", b"\x80\x02]" + b"2a" * 40 + b".")
+        z.writestr("init-pickle-dup-bomb/byteorder", "little")
+    deep = b'{"t":' * 200_000
+    with open(out("init-safetensors-deep-header.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(deep)) + deep)
 
 
 if __name__ == "__main__":

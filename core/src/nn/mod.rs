@@ -183,10 +183,9 @@ impl Networks {
         device: &Device,
         seed: u64,
     ) -> Self {
-        static DRAWING: Mutex<()> = Mutex::new(());
-        let _drawing = DRAWING.lock().unwrap_or_else(PoisonError::into_inner);
-        device.seed(seed);
-        Self::new(count, arch, shape, classes, device)
+        drawn_from_seed(device, seed, || {
+            Self::new(count, arch, shape, classes, device)
+        })
     }
 
     /// `[B, C*H*W]` -> each network's logits `[B, classes]`.
@@ -223,6 +222,16 @@ impl Networks {
     pub fn iter(&self) -> impl Iterator<Item = &Classifier> {
         self.nets.iter()
     }
+}
+
+/// What `draw` makes from burn's generator, seeded with `seed` first: seeding and
+/// drawing are one step under one lock, so the weights are the seed's alone against
+/// every other draw made this way ([`Networks::seeded`], the tests' layers).
+pub fn drawn_from_seed<T>(device: &Device, seed: u64, draw: impl FnOnce() -> T) -> T {
+    static DRAWING: Mutex<()> = Mutex::new(());
+    let _drawing = DRAWING.lock().unwrap_or_else(PoisonError::into_inner);
+    device.seed(seed);
+    draw()
 }
 
 #[cfg(test)]

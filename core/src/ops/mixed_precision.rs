@@ -105,7 +105,7 @@ mod tests {
     fn an_f16_steps_gradients_are_the_f32_steps() {
         let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
         let train = device.clone().autodiff();
-        let networks = Networks::new(1, Architecture::Cnn, [3, 16, 16], 10, &train);
+        let networks = Networks::seeded(1, Architecture::Cnn, [3, 16, 16], 10, &train, 5);
         let batch: usize = 16;
         let x = random(
             [batch, 3 * 16 * 16],

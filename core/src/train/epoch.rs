@@ -201,12 +201,15 @@ impl Trainer {
         gate: Option<Tensor<1>>,
     ) -> Networks {
         let Some(scaler) = self.loss_scale.as_mut() else {
-            return self.adam.step(lr, beta_1, networks, grads, gate);
+            return self.adam.update(lr, beta_1, networks, grads, gate);
         };
         let (mut networks, mut grads) = (networks, grads);
         if gate.is_none() {
             let scaling = scaler.scaling(lr);
-            match self.adam.step_scaled(lr, beta_1, networks, grads, scaling) {
+            match self
+                .adam
+                .update_scaled(lr, beta_1, networks, grads, scaling)
+            {
                 Ok(networks) => {
                     scaler.stepped();
                     return networks;
@@ -220,7 +223,7 @@ impl Trainer {
         let applied = host.after(finite);
         *scaler = DeviceLossScale::new(host, &self.device);
         match applied {
-            true => self.adam.step(lr, beta_1, networks, grads, gate),
+            true => self.adam.update(lr, beta_1, networks, grads, gate),
             false => networks,
         }
     }

@@ -35,7 +35,7 @@ use web_time::Instant;
 use crate::device::{self, DeviceChoice};
 use crate::folder_data::{self, RunData};
 use crate::picks::{self, MethodPick};
-use crate::{config, plot, table, train};
+use crate::{plot, run_args, table, train_command};
 
 mod tables;
 
@@ -201,11 +201,11 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
                     }
                     .build()?;
                     if let Some((path, state)) = &init {
-                        let given = config::Given {
+                        let given = run_args::Given {
                             schedule: false,
                             epochs: epochs_given,
                         };
-                        config::fine_tune(&mut config, path, state, given)?;
+                        run_args::fine_tune(&mut config, path, state, given)?;
                     }
                     if let Some((architecture, input)) =
                         folder_choice.filter(|_| dataset == DatasetKind::Folder)
@@ -299,15 +299,15 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
             std::fs::create_dir_all(&cell.dir)
                 .with_context(|| format!("creating {}", cell.dir.display()))?;
             let started = Instant::now();
-            let checkpoint =
-                train::saved_checkpoint(&cell.dir, c).with_context(|| format!("run {name}"))?;
-            let options = train::Options {
+            let checkpoint = train_command::saved_checkpoint(&cell.dir, c)
+                .with_context(|| format!("run {name}"))?;
+            let options = train_command::Options {
                 checkpoint_every: 1,
                 data_dir: dirs.get(&c.dataset).cloned(),
                 init: init.clone(),
                 ..Default::default()
             };
-            let (_, summary) = train::train_into(
+            let (_, summary) = train_command::train_into(
                 c,
                 data,
                 checkpoint,
@@ -315,7 +315,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
                 &cell.dir,
                 &options,
                 &mut |event| {
-                    if let (train::Event::Epoch(_), Some(bar)) = (event, &bar) {
+                    if let (train_command::Event::Epoch(_), Some(bar)) = (event, &bar) {
                         bar.inc(1);
                     }
                 },

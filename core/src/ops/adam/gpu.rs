@@ -5,7 +5,7 @@
 //! On a GPU a small network's step is bound by launches, and the generic update in
 //! [`crate::optim`] is about a dozen kernels per parameter (for the MLP's four, some 50
 //! of a step's launches). One kernel per parameter is still 62 of a ResNet-18 step's
-//! launches, so [`step_packed`] steps them all in one: the weights and moments it
+//! launches, so [`update_packed`] steps them all in one: the weights and moments it
 //! writes lie packed in one buffer each (every parameter a view of its part), and the
 //! next step reads them there, binding only the gradients one by one. The first step
 //! of a run (or the first after the weights were replaced) fills the packed buffers a
@@ -38,7 +38,7 @@ pub fn moments_or_zeros(
 /// gradient `g` and moments `m`, `v`; `None` when they are not on a wgpu device. The four
 /// inputs must be four buffers: WebGPU refuses a buffer bound to two writable bindings
 /// (native Vulkan does not check).
-pub fn step(
+pub fn update(
     x: &Tensor<1>,
     g: &Tensor<1>,
     m: &Tensor<1>,
@@ -227,7 +227,7 @@ fn is_part(t: &Tensor<1>, of: &Tensor<1>, offset: usize) -> bool {
 /// stepped or left as they were on the device. That reads packed buffers, so without a
 /// `previous` step's the weights and moments are first copied into packed ones (the
 /// first step of a run, or of a resumed one).
-pub fn step_packed(
+pub fn update_packed(
     parts: &[Part],
     previous: Option<&Packed>,
     scaling: Option<Scaling>,

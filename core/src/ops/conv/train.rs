@@ -407,6 +407,7 @@ mod tests {
     use burn::tensor::Distribution;
 
     use super::*;
+    use crate::nn::drawn_from_seed;
     use crate::test_support::{host, largest, random};
 
     /// The largest difference relative to `b`'s largest magnitude.
@@ -423,11 +424,13 @@ mod tests {
             .0
             .autodiff();
         for (kernel, stride, pad, bias) in [(3, 1, 1, true), (3, 2, 1, false), (7, 2, 3, false)] {
-            let conv = Conv2dConfig::new([4, 6], [kernel, kernel])
+            let config = Conv2dConfig::new([4, 6], [kernel, kernel])
                 .with_stride([stride, stride])
                 .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
-                .with_bias(bias)
-                .init(&device);
+                .with_bias(bias);
+            let conv = drawn_from_seed(&device, 11 + kernel as u64 * 10 + stride as u64, || {
+                config.init(&device)
+            });
             let x =
                 random([3, 4, 12, 12], Distribution::Normal(0.0, 1.0), 1, &device).require_grad();
             let ours = forward_with(&conv, x.clone(), GpuConv::Im2col);
@@ -475,10 +478,12 @@ mod tests {
             .0
             .autodiff();
         for (kernel, stride, pad) in [(3, 1, 1), (3, 2, 1), (7, 2, 3)] {
-            let conv = Conv2dConfig::new([4, 6], [kernel, kernel])
+            let config = Conv2dConfig::new([4, 6], [kernel, kernel])
                 .with_stride([stride, stride])
-                .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
-                .init(&device);
+                .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad));
+            let conv = drawn_from_seed(&device, 12 + kernel as u64 * 10 + stride as u64, || {
+                config.init(&device)
+            });
             let x = random([3, 4, 12, 12], Distribution::Normal(0.0, 1.0), 3, &device);
             let x16 = x.clone().cast(FloatDType::F16).require_grad();
             let x32 = x16.clone().cast(FloatDType::F32).detach().require_grad();

@@ -32,7 +32,7 @@ use taks_core::train::Trainer;
 use crate::device::Chosen;
 use crate::folder_data::{self, RunData};
 use crate::run_args::{RUN_SETTINGS, RunArgs};
-use crate::{config, device, model_file, out_dir, plot, table};
+use crate::{device, model_file, out_dir, plot, run_args, table};
 
 #[derive(Args, Debug)]
 pub struct TrainArgs {
@@ -79,7 +79,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
             (config, data_dir, dir.join("selected.csv").exists())
         }
         None => {
-            let config = config::build(&args.run, args.method)?;
+            let config = run_args::build(&args.run, args.method)?;
             if args.save_selections && !config.method.uses_selector() {
                 bail!(
                     "--save-selections needs a method with an epoch-level selection (taks, greedy, naive), not {}",
@@ -91,11 +91,11 @@ pub fn run(args: TrainArgs) -> Result<()> {
     };
     let init = match &args.init {
         Some(path) => {
-            let given = config::Given {
+            let given = run_args::Given {
                 schedule: args.run.lr.is_some() || args.run.decay_start.is_some(),
                 epochs: args.run.epochs.is_some(),
             };
-            let state = config::start_from(&mut config, path, given)?;
+            let state = run_args::start_from(&mut config, path, given)?;
             Some((path.clone(), Arc::new(state)))
         }
         None => None,
