@@ -825,7 +825,7 @@ fn a_killed_run_resumes_exactly() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no 'after epoch N' in {resumed}"));
     assert!(
-        after % 3 == 0 && after >= 3 && after <= written && written - after < 4,
+        after.is_multiple_of(3) && after >= 3 && after <= written && written - after < 4,
         "resumed after epoch {after} with {written} rows written"
     );
 
