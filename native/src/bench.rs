@@ -175,8 +175,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 n: trainer.train_len(),
                 k: trainer.k(),
                 first,
-                mean: seconds.iter().sum::<f64>() / seconds.len() as f64,
-                min: seconds.iter().cloned().fold(f64::INFINITY, f64::min),
+                mean: mean(&seconds),
+                min: fastest(&seconds),
                 accuracy,
                 launches,
                 rates,
@@ -233,12 +233,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             );
         }
         for t in torch {
-            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-            let min = t
-                .epoch_seconds
-                .iter()
-                .cloned()
-                .fold(f64::INFINITY, f64::min);
+            let min = fastest(&t.epoch_seconds);
             println!(
                 "| {device_name} | PyTorch {} loop ({}) on {} (train {:.3} + score {:.3}) | {} | {} | - | {:.3} | {min:.3} | - |",
                 t.torch,
@@ -268,7 +263,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         };
         println!();
         for t in torch {
-            let torch_mean = t.epoch_seconds.iter().sum::<f64>() / t.epoch_seconds.len() as f64;
+            let torch_mean = mean(&t.epoch_seconds);
             println!(
                 "taks / PyTorch ({}), TAkS epoch on {device_name}: {:.2} ({:.3} s / {torch_mean:.3} s)",
                 t.arithmetic(),
@@ -376,4 +371,15 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The mean of the timed epochs' seconds, for taks's rows and PyTorch's alike (the
+/// `--torch` test, handing known times, holds both rows' figures to it).
+fn mean(seconds: &[f64]) -> f64 {
+    seconds.iter().sum::<f64>() / seconds.len() as f64
+}
+
+/// The fastest of the timed epochs.
+fn fastest(seconds: &[f64]) -> f64 {
+    seconds.iter().cloned().fold(f64::INFINITY, f64::min)
 }
