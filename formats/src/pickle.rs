@@ -715,7 +715,7 @@ mod tests {
         }
         p.push(b'.');
         assert!(read(&p).unwrap_err().contains("copies"));
-        // DUP then APPEND doubles the list in place, 40 times: 2^40 values from 83 bytes.
+        // DUP then APPEND doubles the list in place, 40 times: 2^40 values from 84 bytes.
         let mut p = b"\x80\x02]".to_vec();
         for _ in 0..40 {
             p.extend_from_slice(b"2a");

@@ -61,7 +61,7 @@ def main():
     with zipfile.ZipFile(out("init-deep-nesting.pth"), "w") as z:
         z.writestr("init-deep-nesting/data.pkl", b"\x80\x02" + b"]" * 5000 + b"a" * 4999 + b".")
         z.writestr("init-deep-nesting/byteorder", "little")
-    # A pickle of 85 bytes that doubles a list 40 times by DUP and APPEND (2^40 values
+    # A pickle of 84 bytes that doubles a list 40 times by DUP and APPEND (2^40 values
     # if every copy were taken), and a SafeTensors header that nests 200,000 deep.
     with zipfile.ZipFile(out("init-pickle-dup-bomb.pth"), "w") as z:
         z.writestr("init-pickle-dup-bomb/data.pkl", b"\x80\x02]" + b"2a" * 40 + b".")
