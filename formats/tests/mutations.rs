@@ -5,9 +5,9 @@
 //! past the readers' checks. The mutations are drawn from a fixed seed, so a failure
 //! names the input that caused it and repeats on every run; the failing input is
 //! written to the system's temporary folder for `fuzz/` to replay. Memory is bounded
-//! too: the test binary's allocator counts what each thread holds, and an input during whose
-//! reading it held more than [`MEMORY_BOUND`] fails by name, so a lying length that
-//! makes a reader allocate gigabytes for a small file is caught where it happens. An
+//! too: the test binary's allocator counts what each thread holds, and an input whose
+//! reading held more than [`MEMORY_BOUND`] at once fails by name, so a lying length
+//! that makes a reader allocate gigabytes for a small file is caught where it happens. An
 //! abort (an allocation the machine refuses, a stack overflow) still ends the test
 //! binary unnamed; `scripts/fuzz.sh`, under libFuzzer's memory limits, is where those
 //! show. This is the stable toolchain's share of the fuzzing; `scripts/fuzz.sh` runs
