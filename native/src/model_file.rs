@@ -267,14 +267,8 @@ mod tests {
     #[test]
     fn mutated_cards_are_read_or_refused_in_one_line() {
         let path = Path::new("/somewhere/model.json");
-        let mut state = 0x6d6f_6465_6c00_0000u64;
-        let mut next = move || {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        };
+        let mut draw = taks_core::rng::SplitMix64::new(0x6d6f_6465_6c00_0000);
+        let mut next = move || draw.next_u64();
         let (mut accepted, mut refused) = (0, 0);
         for seed in SEEDS {
             assert!(read_card(seed.as_bytes(), path).is_ok(), "the seed {seed}");
