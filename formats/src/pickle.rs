@@ -705,39 +705,31 @@ mod tests {
         assert!(err.contains("ends") || err.contains("stack"), "{err}");
     }
 
-    /// Each copy out of the memo counts: doubling a list 40 times is refused.
+    /// Every copy counts (out of the memo, into it, by DUP): doubling a list 40 times
+    /// is refused whichever way the program copies.
     #[test]
     fn copies_are_bounded() {
-        let mut p = b"\x80\x02]q\x00".to_vec();
-        for _ in 0..40 {
-            // [memo, memo] -> memo
-            p.extend_from_slice(b"(h\x00h\x00lq\x00");
-        }
-        p.push(b'.');
-        assert!(read(&p).unwrap_err().contains("copies"));
+        // Protocol 2, `start`, then `step` `times` over, then STOP.
+        let program = |start: &[u8], step: &[u8], times: usize| {
+            let mut p = b"\x80\x02".to_vec();
+            p.extend_from_slice(start);
+            p.extend(step.repeat(times));
+            p.push(b'.');
+            p
+        };
+        // [memo, memo] -> memo, 40 times.
+        let recalled = program(b"]q\x00", b"(h\x00h\x00lq\x00", 40);
+        assert!(read(&recalled).unwrap_err().contains("copies"));
         // DUP then APPEND doubles the list in place, 40 times: 2^40 values from 84 bytes.
-        let mut p = b"\x80\x02]".to_vec();
-        for _ in 0..40 {
-            p.extend_from_slice(b"2a");
-        }
-        p.push(b'.');
-        assert!(read(&p).unwrap_err().contains("copies"));
+        let duplicated = program(b"]", b"2a", 40);
+        assert!(read(&duplicated).unwrap_err().contains("copies"));
         // The same through the memo alone: store, then append the list to itself by
         // recalling it (a memo store copies too).
-        let mut p = b"\x80\x02]".to_vec();
-        for _ in 0..40 {
-            p.extend_from_slice(b"q\x00h\x00a");
-        }
-        p.push(b'.');
-        assert!(read(&p).unwrap_err().contains("copies"));
+        let stored = program(b"]", b"q\x00h\x00a", 40);
+        assert!(read(&stored).unwrap_err().contains("copies"));
         // Twenty doublings (a million values) stay inside the budget: the limit is not
         // so tight that it refuses what a large state_dict copies.
-        let mut p = b"\x80\x02]".to_vec();
-        for _ in 0..20 {
-            p.extend_from_slice(b"2a");
-        }
-        p.push(b'.');
-        assert!(read(&p).is_ok());
+        assert!(read(&program(b"]", b"2a", 20)).is_ok());
     }
 
     /// Mutations of a real `torch.save` pickle (the fixture state_dict's `data.pkl`):
