@@ -23,7 +23,7 @@ use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::tensor::{FloatTensor, IntTensor};
 use burn::backend::wgpu::CubeTensor;
-use burn::backend::{Autodiff, Backend, Cube, Dispatch, Flex, backend_extension};
+use burn::backend::{Autodiff, Backend, Cube, Dispatch, backend_extension};
 use burn::tensor::activation::{log_softmax, softmax};
 use burn::tensor::{DType, Int, Tensor};
 use cubecl::CubeCount;
@@ -34,18 +34,15 @@ use crate::plan::Kernel;
 use crate::gpu::bridge;
 use crate::gpu::kernels::{CROSS_ENTROPY, CROSS_ENTROPY_GRAD, WORKGROUP};
 
-#[backend_extension(Autodiff, Cube, Flex)]
+#[backend_extension(Autodiff, Cube)]
 pub trait FusedCrossEntropy: Backend {
     /// The cross-entropy `[B]` of each row of `logits` `[B, C]` against `labels` `[B]`.
+    ///
+    /// Implemented on wgpu (`Cube`) and its autodiff alone: [`on_gpu`] sends nothing else
+    /// here (burn's dispatch would refuse another backend with a panic). The backward pass
+    /// is [`gradient`], on the inner backend.
     fn fused_cross_entropy(logits: FloatTensor<Self>, labels: IntTensor<Self>)
     -> FloatTensor<Self>;
-
-    /// Its gradient in the logits `[B, C]` for the loss's gradient `grad` `[B]`.
-    fn fused_cross_entropy_backward(
-        logits: FloatTensor<Self>,
-        labels: IntTensor<Self>,
-        grad: FloatTensor<Self>,
-    ) -> FloatTensor<Self>;
 }
 
 /// `cross_entropy(logits, labels)` in one launch, with a backward pass of one launch,
@@ -134,68 +131,42 @@ impl FusedCrossEntropy for Cube {
         loss.try_into_primitive::<Cube>()
             .expect("a Cube tensor stays on Cube")
     }
-
-    fn fused_cross_entropy_backward(
-        logits: FloatTensor<Self>,
-        labels: IntTensor<Self>,
-        grad: FloatTensor<Self>,
-    ) -> FloatTensor<Self> {
-        let logits = Tensor::<2>::from_primitive::<Cube>(logits);
-        let labels = Tensor::<1, Int>::from_primitive::<Cube>(labels);
-        let grad = Tensor::<1>::from_primitive::<Cube>(grad);
-        let [rows, classes] = logits.dims();
-        let launched = Rows::of(&logits, &labels).and_then(|at| {
-            let g = bridge::float_f32(&grad)?;
-            let dz = bridge::empty_1d(&at.logits, rows * classes, DType::F32);
-            bridge::launch(
-                &at.logits.client,
-                CROSS_ENTROPY_GRAD,
-                at.grid(),
-                &[
-                    &at.logits.handle,
-                    &at.labels.handle,
-                    &g.handle,
-                    &dz.handle,
-                    &at.params,
-                ],
-            );
-            Some(bridge::to_matrix(dz, rows, classes))
-        });
-        let dz = launched.unwrap_or_else(|| composed_backward(logits, labels, grad));
-        dz.try_into_primitive::<Cube>()
-            .expect("a Cube tensor stays on Cube")
-    }
 }
 
-/// The extension's dispatch needs every backend a tensor may live on; [`on_gpu`] never
-/// sends a flex tensor here, but if it did, this is burn's composition.
-impl FusedCrossEntropy for Flex {
-    fn fused_cross_entropy(
-        logits: FloatTensor<Self>,
-        labels: IntTensor<Self>,
-    ) -> FloatTensor<Self> {
-        let logits = Tensor::<2>::from_primitive::<Flex>(logits);
-        let labels = Tensor::<1, Int>::from_primitive::<Flex>(labels);
-        composed(logits, labels)
-            .try_into_primitive::<Flex>()
-            .expect("a Flex tensor stays on Flex")
-    }
-
-    fn fused_cross_entropy_backward(
-        logits: FloatTensor<Self>,
-        labels: IntTensor<Self>,
-        grad: FloatTensor<Self>,
-    ) -> FloatTensor<Self> {
-        let logits = Tensor::<2>::from_primitive::<Flex>(logits);
-        let labels = Tensor::<1, Int>::from_primitive::<Flex>(labels);
-        let grad = Tensor::<1>::from_primitive::<Flex>(grad);
-        composed_backward(logits, labels, grad)
-            .try_into_primitive::<Flex>()
-            .expect("a Flex tensor stays on Flex")
-    }
+/// The loss's gradient in the logits `[B, C]` for its own gradient `grad` `[B]`: one launch
+/// where the forward pass's kernel ran, burn's composition elsewhere.
+fn gradient(
+    logits: FloatTensor<Cube>,
+    labels: IntTensor<Cube>,
+    grad: FloatTensor<Cube>,
+) -> FloatTensor<Cube> {
+    let logits = Tensor::<2>::from_primitive::<Cube>(logits);
+    let labels = Tensor::<1, Int>::from_primitive::<Cube>(labels);
+    let grad = Tensor::<1>::from_primitive::<Cube>(grad);
+    let [rows, classes] = logits.dims();
+    let launched = Rows::of(&logits, &labels).and_then(|at| {
+        let g = bridge::float_f32(&grad)?;
+        let dz = bridge::empty_1d(&at.logits, rows * classes, DType::F32);
+        bridge::launch(
+            &at.logits.client,
+            CROSS_ENTROPY_GRAD,
+            at.grid(),
+            &[
+                &at.logits.handle,
+                &at.labels.handle,
+                &g.handle,
+                &dz.handle,
+                &at.params,
+            ],
+        );
+        Some(bridge::to_matrix(dz, rows, classes))
+    });
+    let dz = launched.unwrap_or_else(|| composed_backward(logits, labels, grad));
+    dz.try_into_primitive::<Cube>()
+        .expect("a Cube tensor stays on Cube")
 }
 
-impl<B: Backend + FusedCrossEntropy, C: CheckpointStrategy> FusedCrossEntropy for Autodiff<B, C> {
+impl<C: CheckpointStrategy> FusedCrossEntropy for Autodiff<Cube, C> {
     fn fused_cross_entropy(
         logits: FloatTensor<Self>,
         labels: IntTensor<Self>,
@@ -203,8 +174,8 @@ impl<B: Backend + FusedCrossEntropy, C: CheckpointStrategy> FusedCrossEntropy fo
         #[derive(Debug)]
         struct CrossEntropyBackward;
 
-        impl<B: Backend + FusedCrossEntropy> Backward<B, 1> for CrossEntropyBackward {
-            type State = (NodeId, IntTensor<B>);
+        impl Backward<Cube, 1> for CrossEntropyBackward {
+            type State = (NodeId, IntTensor<Cube>);
 
             fn backward(
                 self,
@@ -213,13 +184,12 @@ impl<B: Backend + FusedCrossEntropy, C: CheckpointStrategy> FusedCrossEntropy fo
                 checkpointer: &mut Checkpointer,
             ) {
                 let [node_logits] = ops.parents;
-                let grad = grads.consume::<B>(&ops.node);
+                let grad = grads.consume::<Cube>(&ops.node);
                 let (logits_state, labels) = ops.state;
-                let logits =
-                    checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(logits_state);
+                let logits = checkpointer.retrieve_node_output::<FloatTensor<Cube>>(logits_state);
                 if let Some(node) = node_logits {
-                    let dz = B::fused_cross_entropy_backward(logits, labels, grad);
-                    grads.register::<B>(node.id, dz);
+                    let dz = gradient(logits, labels, grad);
+                    grads.register::<Cube>(node.id, dz);
                 }
             }
         }
@@ -231,21 +201,13 @@ impl<B: Backend + FusedCrossEntropy, C: CheckpointStrategy> FusedCrossEntropy fo
         {
             OpsKind::Tracked(mut prep) => {
                 let logits_state = prep.checkpoint(&logits);
-                let loss = B::fused_cross_entropy(logits.into_primitive(), labels.clone());
+                let loss = Cube::fused_cross_entropy(logits.into_primitive(), labels.clone());
                 prep.finish((logits_state, labels), loss)
             }
             OpsKind::UnTracked(prep) => {
-                prep.finish(B::fused_cross_entropy(logits.into_primitive(), labels))
+                prep.finish(Cube::fused_cross_entropy(logits.into_primitive(), labels))
             }
         }
-    }
-
-    fn fused_cross_entropy_backward(
-        _: FloatTensor<Self>,
-        _: IntTensor<Self>,
-        _: FloatTensor<Self>,
-    ) -> FloatTensor<Self> {
-        unreachable!("the backward pass runs on the inner backend")
     }
 }
 

@@ -20,7 +20,7 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::tensor::FloatTensor;
-use burn::backend::{Autodiff, Backend, Cube, Dispatch, Flex, backend_extension};
+use burn::backend::{Autodiff, Backend, Cube, Dispatch, backend_extension};
 use burn::tensor::Tensor;
 use burn::tensor::activation::relu;
 
@@ -32,14 +32,14 @@ use crate::gpu::kernels::{
 };
 use crate::plan::Kernel;
 
-#[backend_extension(Autodiff, Cube, Flex)]
+#[backend_extension(Autodiff, Cube)]
 pub trait ResidualRelu: Backend {
     /// `relu(h + shortcut)`, both `[N, C, H, W]`.
+    ///
+    /// Implemented on wgpu (`Cube`) and its autodiff alone: [`relu_of_sum`] sends nothing
+    /// else here (burn's dispatch would refuse another backend with a panic). The backward
+    /// pass is [`gradient`], on the inner backend.
     fn residual_relu(h: FloatTensor<Self>, shortcut: FloatTensor<Self>) -> FloatTensor<Self>;
-
-    /// Its gradient in `h` (and in the shortcut) from its output `y` and the output's
-    /// gradient `dy`.
-    fn residual_relu_backward(y: FloatTensor<Self>, dy: FloatTensor<Self>) -> FloatTensor<Self>;
 }
 
 /// `relu(h + shortcut)`: one launch forward and one backward where both are f32, or both
@@ -96,45 +96,27 @@ impl ResidualRelu for Cube {
             .try_into_primitive::<Cube>()
             .expect("a Cube tensor stays on Cube")
     }
-
-    fn residual_relu_backward(y: FloatTensor<Self>, dy: FloatTensor<Self>) -> FloatTensor<Self> {
-        let y = Tensor::<4>::from_primitive::<Cube>(y);
-        let dy = Tensor::<4>::from_primitive::<Cube>(dy);
-        launch([RESIDUAL_RELU_GRAD, RESIDUAL_RELU_GRAD_F16], &y, &dy)
-            .unwrap_or_else(|| composed_backward(y, dy))
-            .try_into_primitive::<Cube>()
-            .expect("a Cube tensor stays on Cube")
-    }
 }
 
-/// The extension's dispatch needs every backend a tensor may live on; [`relu_of_sum`]
-/// never sends a flex tensor here, but if it did, this is burn's add and relu.
-impl ResidualRelu for Flex {
-    fn residual_relu(h: FloatTensor<Self>, shortcut: FloatTensor<Self>) -> FloatTensor<Self> {
-        let h = Tensor::<4>::from_primitive::<Flex>(h);
-        let shortcut = Tensor::<4>::from_primitive::<Flex>(shortcut);
-        relu(h + shortcut)
-            .try_into_primitive::<Flex>()
-            .expect("a Flex tensor stays on Flex")
-    }
-
-    fn residual_relu_backward(y: FloatTensor<Self>, dy: FloatTensor<Self>) -> FloatTensor<Self> {
-        let y = Tensor::<4>::from_primitive::<Flex>(y);
-        let dy = Tensor::<4>::from_primitive::<Flex>(dy);
-        composed_backward(y, dy)
-            .try_into_primitive::<Flex>()
-            .expect("a Flex tensor stays on Flex")
-    }
+/// The gradient in `h` (and in the shortcut) from the output `y` and the output's gradient
+/// `dy`: one launch where both are f32, or both f16; burn's masked fill elsewhere.
+fn gradient(y: FloatTensor<Cube>, dy: FloatTensor<Cube>) -> FloatTensor<Cube> {
+    let y = Tensor::<4>::from_primitive::<Cube>(y);
+    let dy = Tensor::<4>::from_primitive::<Cube>(dy);
+    launch([RESIDUAL_RELU_GRAD, RESIDUAL_RELU_GRAD_F16], &y, &dy)
+        .unwrap_or_else(|| composed_backward(y, dy))
+        .try_into_primitive::<Cube>()
+        .expect("a Cube tensor stays on Cube")
 }
 
-impl<B: Backend + ResidualRelu, C: CheckpointStrategy> ResidualRelu for Autodiff<B, C> {
+impl<C: CheckpointStrategy> ResidualRelu for Autodiff<Cube, C> {
     fn residual_relu(h: FloatTensor<Self>, shortcut: FloatTensor<Self>) -> FloatTensor<Self> {
         #[derive(Debug)]
         struct ResidualReluBackward;
 
-        impl<B: Backend + ResidualRelu> Backward<B, 2> for ResidualReluBackward {
+        impl Backward<Cube, 2> for ResidualReluBackward {
             /// The output: its sign is the mask.
-            type State = B::FloatTensorPrimitive;
+            type State = FloatTensor<Cube>;
 
             fn backward(
                 self,
@@ -142,10 +124,10 @@ impl<B: Backend + ResidualRelu, C: CheckpointStrategy> ResidualRelu for Autodiff
                 grads: &mut Gradients,
                 _: &mut Checkpointer,
             ) {
-                let dy = grads.consume::<B>(&ops.node);
-                let dx = B::residual_relu_backward(ops.state, dy);
+                let dy = grads.consume::<Cube>(&ops.node);
+                let dx = gradient(ops.state, dy);
                 for node in ops.parents.into_iter().flatten() {
-                    grads.register::<B>(node.id, dx.clone());
+                    grads.register::<Cube>(node.id, dx.clone());
                 }
             }
         }
@@ -156,18 +138,14 @@ impl<B: Backend + ResidualRelu, C: CheckpointStrategy> ResidualRelu for Autodiff
             .stateful()
         {
             OpsKind::Tracked(prep) => {
-                let y = B::residual_relu(h.into_primitive(), shortcut.into_primitive());
+                let y = Cube::residual_relu(h.into_primitive(), shortcut.into_primitive());
                 prep.finish(y.clone(), y)
             }
-            OpsKind::UnTracked(prep) => prep.finish(B::residual_relu(
+            OpsKind::UnTracked(prep) => prep.finish(Cube::residual_relu(
                 h.into_primitive(),
                 shortcut.into_primitive(),
             )),
         }
-    }
-
-    fn residual_relu_backward(_: FloatTensor<Self>, _: FloatTensor<Self>) -> FloatTensor<Self> {
-        unreachable!("the backward pass runs on the inner backend")
     }
 }
 

@@ -15,8 +15,9 @@ use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::ops::FloatTensorOps;
 use burn::backend::tensor::FloatTensor;
-use burn::backend::{Autodiff, Backend, Cube, Dispatch, Flex, backend_extension};
+use burn::backend::{Autodiff, Backend, Cube, Dispatch, backend_extension};
 use burn::nn::BatchNorm;
 use burn::tensor::activation::relu;
 use burn::tensor::{Slice, Tensor};
@@ -25,38 +26,19 @@ use super::kernels::{self as kernels, Settings};
 use crate::plan::Kernel;
 use crate::precision::is_low;
 
-#[backend_extension(Autodiff, Cube, Flex)]
+#[backend_extension(Autodiff, Cube)]
 pub trait FusedBatchNorm: Backend {
     /// `x` `[N, C, H, W]` normalised by the batch's `stats` (`[2 C]`: mean, biased
     /// variance), scaled by `gamma`, shifted by `beta`, then ReLU when `relu`.
+    ///
+    /// Implemented on wgpu (`Cube`) and its autodiff alone: [`forward`] sends nothing
+    /// else here (burn's dispatch would refuse another backend with a panic). The backward
+    /// pass is [`kernels::grad_sums`] then [`kernels::grad_x`], on the inner backend.
     fn batch_norm_relu(
         x: FloatTensor<Self>,
         gamma: FloatTensor<Self>,
         beta: FloatTensor<Self>,
         stats: FloatTensor<Self>,
-        epsilon: f64,
-        relu: bool,
-    ) -> FloatTensor<Self>;
-
-    /// Its backward pass, part 1: `[4 C]`, the statistics, then per channel the sums that
-    /// are beta's and gamma's gradients.
-    fn batch_norm_relu_sums(
-        x: FloatTensor<Self>,
-        dy: FloatTensor<Self>,
-        gamma: FloatTensor<Self>,
-        beta: FloatTensor<Self>,
-        stats: FloatTensor<Self>,
-        epsilon: f64,
-        relu: bool,
-    ) -> FloatTensor<Self>;
-
-    /// Its backward pass, part 2: `x`'s gradient, from part 1's sums.
-    fn batch_norm_relu_dx(
-        x: FloatTensor<Self>,
-        dy: FloatTensor<Self>,
-        gamma: FloatTensor<Self>,
-        beta: FloatTensor<Self>,
-        sums: FloatTensor<Self>,
         epsilon: f64,
         relu: bool,
     ) -> FloatTensor<Self>;
@@ -87,39 +69,11 @@ impl FusedBatchNorm for Cube {
                 .expect("the forward batch norm's sizes fit the kernel (checked by the caller)"),
         )
     }
-
-    fn batch_norm_relu_sums(
-        x: FloatTensor<Self>,
-        dy: FloatTensor<Self>,
-        gamma: FloatTensor<Self>,
-        beta: FloatTensor<Self>,
-        stats: FloatTensor<Self>,
-        epsilon: f64,
-        relu: bool,
-    ) -> FloatTensor<Self> {
-        backward_pass(
-            kernels::grad_sums,
-            [x, dy],
-            [gamma, beta, stats],
-            epsilon,
-            relu,
-        )
-    }
-
-    fn batch_norm_relu_dx(
-        x: FloatTensor<Self>,
-        dy: FloatTensor<Self>,
-        gamma: FloatTensor<Self>,
-        beta: FloatTensor<Self>,
-        sums: FloatTensor<Self>,
-        epsilon: f64,
-        relu: bool,
-    ) -> FloatTensor<Self> {
-        backward_pass(kernels::grad_x, [x, dy], [gamma, beta, sums], epsilon, relu)
-    }
 }
 
-/// A backward pass's kernels (`grad_sums` or `grad_x`) on the primitives: `x` and `dy`
+/// A backward pass's kernel ([`kernels::grad_sums`]: `[4 C]`, the statistics, then per
+/// channel the sums that are beta's and gamma's gradients; or [`kernels::grad_x`]: `x`'s
+/// gradient from those sums) on the primitives: `x` and `dy`
 /// `[N, C, H, W]`, then gamma, beta and the per-channel figures the pass reads.
 fn backward_pass<const D: usize>(
     pass: fn(
@@ -160,47 +114,7 @@ fn primitive<const D: usize>(t: Tensor<D>) -> FloatTensor<Cube> {
         .expect("a Cube tensor stays on Cube")
 }
 
-/// The extension's dispatch needs every backend a tensor may live on; [`forward`] never
-/// sends a flex tensor here (it runs the layer's own batch norm off wgpu), so these are
-/// not reached.
-impl FusedBatchNorm for Flex {
-    fn batch_norm_relu(
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: f64,
-        _: bool,
-    ) -> FloatTensor<Self> {
-        unreachable!("the fused batch norm runs on wgpu only")
-    }
-
-    fn batch_norm_relu_sums(
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: f64,
-        _: bool,
-    ) -> FloatTensor<Self> {
-        unreachable!("the fused batch norm runs on wgpu only")
-    }
-
-    fn batch_norm_relu_dx(
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: f64,
-        _: bool,
-    ) -> FloatTensor<Self> {
-        unreachable!("the fused batch norm runs on wgpu only")
-    }
-}
-
-impl<B: Backend + FusedBatchNorm, C: CheckpointStrategy> FusedBatchNorm for Autodiff<B, C> {
+impl<C: CheckpointStrategy> FusedBatchNorm for Autodiff<Cube, C> {
     fn batch_norm_relu(
         x: FloatTensor<Self>,
         gamma: FloatTensor<Self>,
@@ -212,8 +126,8 @@ impl<B: Backend + FusedBatchNorm, C: CheckpointStrategy> FusedBatchNorm for Auto
         #[derive(Debug)]
         struct BatchNormBackward;
 
-        impl<B: Backend + FusedBatchNorm> Backward<B, 3> for BatchNormBackward {
-            type State = (NodeId, NodeId, NodeId, B::FloatTensorPrimitive, f64, bool);
+        impl Backward<Cube, 3> for BatchNormBackward {
+            type State = (NodeId, NodeId, NodeId, FloatTensor<Cube>, f64, bool);
 
             fn backward(
                 self,
@@ -222,18 +136,16 @@ impl<B: Backend + FusedBatchNorm, C: CheckpointStrategy> FusedBatchNorm for Auto
                 checkpointer: &mut Checkpointer,
             ) {
                 let [node_x, node_gamma, node_beta] = ops.parents;
-                let dy = grads.consume::<B>(&ops.node);
+                let dy = grads.consume::<Cube>(&ops.node);
                 let (x, gamma, beta, stats, epsilon, relu) = ops.state;
-                let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x);
-                let gamma = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(gamma);
-                let beta = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(beta);
+                let x = checkpointer.retrieve_node_output::<FloatTensor<Cube>>(x);
+                let gamma = checkpointer.retrieve_node_output::<FloatTensor<Cube>>(gamma);
+                let beta = checkpointer.retrieve_node_output::<FloatTensor<Cube>>(beta);
                 let channels = stats.shape()[0] / 2;
-                let sums = B::batch_norm_relu_sums(
-                    x.clone(),
-                    dy.clone(),
-                    gamma.clone(),
-                    beta.clone(),
-                    stats,
+                let sums = backward_pass(
+                    kernels::grad_sums,
+                    [x.clone(), dy.clone()],
+                    [gamma.clone(), beta.clone(), stats],
                     epsilon,
                     relu,
                 );
@@ -243,17 +155,18 @@ impl<B: Backend + FusedBatchNorm, C: CheckpointStrategy> FusedBatchNorm for Auto
                         end: Some(((k + 1) * channels) as isize),
                         step: 1,
                     };
-                    B::float_slice(sums.clone(), &[slice])
+                    Cube::float_slice(sums.clone(), &[slice])
                 };
                 if let Some(node) = node_beta {
-                    grads.register::<B>(node.id, part(2));
+                    grads.register::<Cube>(node.id, part(2));
                 }
                 if let Some(node) = node_gamma {
-                    grads.register::<B>(node.id, part(3));
+                    grads.register::<Cube>(node.id, part(3));
                 }
                 if let Some(node) = node_x {
-                    let dx = B::batch_norm_relu_dx(x, dy, gamma, beta, sums, epsilon, relu);
-                    grads.register::<B>(node.id, dx);
+                    let dx =
+                        backward_pass(kernels::grad_x, [x, dy], [gamma, beta, sums], epsilon, relu);
+                    grads.register::<Cube>(node.id, dx);
                 }
             }
         }
@@ -268,7 +181,7 @@ impl<B: Backend + FusedBatchNorm, C: CheckpointStrategy> FusedBatchNorm for Auto
                 let x_state = prep.checkpoint(&x);
                 let gamma_state = prep.checkpoint(&gamma);
                 let beta_state = prep.checkpoint(&beta);
-                let y = B::batch_norm_relu(
+                let y = Cube::batch_norm_relu(
                     x.into_primitive(),
                     gamma.into_primitive(),
                     beta.into_primitive(),
@@ -278,7 +191,7 @@ impl<B: Backend + FusedBatchNorm, C: CheckpointStrategy> FusedBatchNorm for Auto
                 );
                 prep.finish((x_state, gamma_state, beta_state, stats, epsilon, relu), y)
             }
-            OpsKind::UnTracked(prep) => prep.finish(B::batch_norm_relu(
+            OpsKind::UnTracked(prep) => prep.finish(Cube::batch_norm_relu(
                 x.into_primitive(),
                 gamma.into_primitive(),
                 beta.into_primitive(),
@@ -287,30 +200,6 @@ impl<B: Backend + FusedBatchNorm, C: CheckpointStrategy> FusedBatchNorm for Auto
                 relu,
             )),
         }
-    }
-
-    fn batch_norm_relu_sums(
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: f64,
-        _: bool,
-    ) -> FloatTensor<Self> {
-        unreachable!("the backward passes run on the inner backend")
-    }
-
-    fn batch_norm_relu_dx(
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: f64,
-        _: bool,
-    ) -> FloatTensor<Self> {
-        unreachable!("the backward passes run on the inner backend")
     }
 }
 

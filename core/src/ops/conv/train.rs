@@ -31,7 +31,7 @@ use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::ops::ModuleOps;
 use burn::backend::tensor::FloatTensor;
-use burn::backend::{Autodiff, Backend, Cube, Dispatch, Flex, backend_extension};
+use burn::backend::{Autodiff, Backend, Cube, Dispatch, backend_extension};
 use burn::nn::conv::Conv2d;
 use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
@@ -44,11 +44,15 @@ use super::implicit;
 use crate::plan::{GpuConv, Kernel, Switches, Way};
 use crate::precision::is_low;
 
-#[backend_extension(Autodiff, Cube, Flex)]
+#[backend_extension(Autodiff, Cube)]
 pub trait Im2colConv: Backend {
     /// `conv2d(x, weight)` without bias, stride `(sh, sw)`, symmetric padding `(ph, pw)`:
     /// as `TAKS_GPU_CONV=im2col` says when `always`, else by whichever way measured
     /// fastest for the shape ([`forward_fastest`]).
+    ///
+    /// Implemented on wgpu (`Cube`) and its autodiff alone: [`forward`] sends nothing else
+    /// here (burn's dispatch would refuse another backend with a panic). The backward
+    /// passes are [`gradient`], on the inner backend.
     fn im2col_conv2d(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
@@ -57,22 +61,6 @@ pub trait Im2colConv: Backend {
         ph: usize,
         pw: usize,
         always: bool,
-    ) -> FloatTensor<Self>;
-
-    /// The input's gradient of [`Self::im2col_conv2d`] for the output's gradient `dy`.
-    fn im2col_conv2d_x_backward(
-        x: FloatTensor<Self>,
-        weight: FloatTensor<Self>,
-        dy: FloatTensor<Self>,
-        options: ConvOptions<2>,
-    ) -> FloatTensor<Self>;
-
-    /// The weight's gradient of [`Self::im2col_conv2d`] for the output's gradient `dy`.
-    fn im2col_conv2d_weight_backward(
-        x: FloatTensor<Self>,
-        weight: FloatTensor<Self>,
-        dy: FloatTensor<Self>,
-        options: ConvOptions<2>,
     ) -> FloatTensor<Self>;
 }
 
@@ -117,29 +105,24 @@ impl Im2colConv for Cube {
         y.try_into_primitive::<Cube>()
             .expect("a Cube tensor stays on Cube")
     }
+}
 
-    fn im2col_conv2d_x_backward(
-        x: FloatTensor<Self>,
-        weight: FloatTensor<Self>,
-        dy: FloatTensor<Self>,
-        options: ConvOptions<2>,
-    ) -> FloatTensor<Self> {
-        match cube_backward(&x, &weight, &dy, &options, Of::Input) {
-            Some(dx) => dx,
-            None => <Cube as ModuleOps<Cube>>::conv2d_x_backward(x, weight, dy, options),
-        }
+/// The input's or the weight's gradient (`of`) of [`Im2colConv::im2col_conv2d`] for the
+/// output's gradient `dy`: by taks's ways where [`cube_backward`] takes it, burn's own
+/// backward where it declines.
+fn gradient(
+    x: FloatTensor<Cube>,
+    weight: FloatTensor<Cube>,
+    dy: FloatTensor<Cube>,
+    options: ConvOptions<2>,
+    of: Of,
+) -> FloatTensor<Cube> {
+    if let Some(gradient) = cube_backward(&x, &weight, &dy, &options, of) {
+        return gradient;
     }
-
-    fn im2col_conv2d_weight_backward(
-        x: FloatTensor<Self>,
-        weight: FloatTensor<Self>,
-        dy: FloatTensor<Self>,
-        options: ConvOptions<2>,
-    ) -> FloatTensor<Self> {
-        match cube_backward(&x, &weight, &dy, &options, Of::Weight) {
-            Some(dw) => dw,
-            None => <Cube as ModuleOps<Cube>>::conv2d_weight_backward(x, weight, dy, options),
-        }
+    match of {
+        Of::Input => <Cube as ModuleOps<Cube>>::conv2d_x_backward(x, weight, dy, options),
+        Of::Weight => <Cube as ModuleOps<Cube>>::conv2d_weight_backward(x, weight, dy, options),
     }
 }
 
@@ -201,44 +184,7 @@ fn cube_backward(
     )
 }
 
-/// The extension's dispatch needs every backend a tensor may live on; [`forward`] never
-/// sends a flex tensor here (it runs burn's convolution off wgpu), but if it did, this is
-/// that convolution.
-impl Im2colConv for Flex {
-    fn im2col_conv2d(
-        x: FloatTensor<Self>,
-        weight: FloatTensor<Self>,
-        sh: usize,
-        sw: usize,
-        ph: usize,
-        pw: usize,
-        always: bool,
-    ) -> FloatTensor<Self> {
-        let _ = always;
-        let options = ConvOptions::new([sh, sw], [ph, pw], [1, 1], 1);
-        <Flex as ModuleOps<Flex>>::conv2d(x, weight, None, options)
-    }
-
-    fn im2col_conv2d_x_backward(
-        x: FloatTensor<Self>,
-        weight: FloatTensor<Self>,
-        dy: FloatTensor<Self>,
-        options: ConvOptions<2>,
-    ) -> FloatTensor<Self> {
-        <Flex as ModuleOps<Flex>>::conv2d_x_backward(x, weight, dy, options)
-    }
-
-    fn im2col_conv2d_weight_backward(
-        x: FloatTensor<Self>,
-        weight: FloatTensor<Self>,
-        dy: FloatTensor<Self>,
-        options: ConvOptions<2>,
-    ) -> FloatTensor<Self> {
-        <Flex as ModuleOps<Flex>>::conv2d_weight_backward(x, weight, dy, options)
-    }
-}
-
-impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, C> {
+impl<C: CheckpointStrategy> Im2colConv for Autodiff<Cube, C> {
     fn im2col_conv2d(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
@@ -251,7 +197,7 @@ impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, 
         #[derive(Debug)]
         struct ConvBackward;
 
-        impl<B: Backend + Im2colConv> Backward<B, 2> for ConvBackward {
+        impl Backward<Cube, 2> for ConvBackward {
             type State = (NodeId, NodeId, ConvOptions<2>);
 
             fn backward(
@@ -261,23 +207,23 @@ impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, 
                 checkpointer: &mut Checkpointer,
             ) {
                 let [node_x, node_weight] = ops.parents;
-                let grad = grads.consume::<B>(&ops.node);
+                let grad = grads.consume::<Cube>(&ops.node);
                 let (x_state, weight_state, options) = ops.state;
-                let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x_state);
-                let weight =
-                    checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(weight_state);
+                let x = checkpointer.retrieve_node_output::<FloatTensor<Cube>>(x_state);
+                let weight = checkpointer.retrieve_node_output::<FloatTensor<Cube>>(weight_state);
                 if let Some(node) = node_x {
-                    let dx = B::im2col_conv2d_x_backward(
+                    let dx = gradient(
                         x.clone(),
                         weight.clone(),
                         grad.clone(),
                         options.clone(),
+                        Of::Input,
                     );
-                    grads.register::<B>(node.id, dx);
+                    grads.register::<Cube>(node.id, dx);
                 }
                 if let Some(node) = node_weight {
-                    let dw = B::im2col_conv2d_weight_backward(x, weight, grad, options);
-                    grads.register::<B>(node.id, dw);
+                    let dw = gradient(x, weight, grad, options, Of::Weight);
+                    grads.register::<Cube>(node.id, dw);
                 }
             }
         }
@@ -291,7 +237,7 @@ impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, 
             OpsKind::Tracked(mut prep) => {
                 let x_state = prep.checkpoint(&x);
                 let weight_state = prep.checkpoint(&weight);
-                let y = B::im2col_conv2d(
+                let y = Cube::im2col_conv2d(
                     x.into_primitive(),
                     weight.into_primitive(),
                     sh,
@@ -302,7 +248,7 @@ impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, 
                 );
                 prep.finish((x_state, weight_state, options), y)
             }
-            OpsKind::UnTracked(prep) => prep.finish(B::im2col_conv2d(
+            OpsKind::UnTracked(prep) => prep.finish(Cube::im2col_conv2d(
                 x.into_primitive(),
                 weight.into_primitive(),
                 sh,
@@ -312,24 +258,6 @@ impl<B: Backend + Im2colConv, C: CheckpointStrategy> Im2colConv for Autodiff<B, 
                 always,
             )),
         }
-    }
-
-    fn im2col_conv2d_x_backward(
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: ConvOptions<2>,
-    ) -> FloatTensor<Self> {
-        unreachable!("the backward passes run on the inner backend")
-    }
-
-    fn im2col_conv2d_weight_backward(
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: FloatTensor<Self>,
-        _: ConvOptions<2>,
-    ) -> FloatTensor<Self> {
-        unreachable!("the backward passes run on the inner backend")
     }
 }
 
