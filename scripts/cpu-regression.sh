@@ -58,8 +58,9 @@ if [ ! -x "$BASE" ]; then
     # Cargo names a workspace crate's build by its path inside the workspace, so the
     # baseline's crates replaced this checkout's in the target directory, and cargo
     # judges freshness by modification times: make this checkout's files newer, so that
-    # the next build compiles them again instead of linking the baseline's.
-    git ls-files -z core formats native web | xargs -0 touch
+    # the next build compiles them again instead of linking the baseline's (every member
+    # of the workspace: one left out, as `shaders` once was, stays the baseline's).
+    git ls-files -z formats shaders core native web | xargs -0 touch
     BASE="$work/base-taks"
 fi
 
