@@ -16,7 +16,7 @@
 mod fuzz_checks;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The most a reader may hold at once while it reads one mutated input, counted on its
 /// own thread by `allocation_counter` (the test binary's allocator): the seeds are a few
@@ -104,11 +104,17 @@ fn mutate(seed: &[u8], draw: &mut Draw) -> Vec<u8> {
     data
 }
 
+/// This crate's folder: cargo's at run time (a shared target folder may hold a binary
+/// built from another checkout), the compile-time one otherwise.
+fn crate_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
+    )
+}
+
 /// The committed seed files of `reader`, by name.
 fn seeds(reader: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/seeds")
-        .join(reader);
+    let dir = crate_dir().join("tests/seeds").join(reader);
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| {
@@ -220,9 +226,7 @@ fn torch_archives() {
 
 #[test]
 fn image_files() {
-    let good =
-        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/seeds/image/rgb.png"))
-            .expect("the PNG seed");
+    let good = std::fs::read(crate_dir().join("tests/seeds/image/rgb.png")).expect("the PNG seed");
     run("image", |data| fuzz_checks::image::check(data, &good));
 }
 

@@ -9,15 +9,21 @@
 //! zune-jpeg against the libjpeg-turbo Pillow links): its share is bounded below, as
 //! measured, so that a worse decoder is caught.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use taks_formats::image_folder::decode_centre_crop;
 use taks_formats::resample::resize;
 
+/// This crate's folder: cargo's at run time (a shared target folder may hold a binary
+/// built from another checkout), the compile-time one otherwise.
+fn crate_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
+    )
+}
+
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/pil-resize")
-        .join(name)
+    crate_dir().join("tests/fixtures/pil-resize").join(name)
 }
 
 /// A fixture image's interleaved RGB bytes and its size.

@@ -16,11 +16,15 @@ const README_MAX_LINES: usize = 250;
 /// What a newcomer must find on the first screen: install, GPU, audit, browser.
 const FIRST_SCREEN_LINES: usize = 60;
 
+/// The workspace: cargo's crate folder at run time (a shared target folder may hold a
+/// binary built from another checkout), the compile-time one otherwise.
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("native/ sits in the workspace")
-        .to_path_buf()
+    PathBuf::from(
+        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .parent()
+    .expect("native/ sits in the workspace")
+    .to_path_buf()
 }
 
 /// README.md, CHANGELOG.md and every page of docs/, as (path relative to the root, text).
