@@ -14,9 +14,12 @@
 //! the same checks coverage-guided (nightly).
 
 mod fuzz_checks;
+mod support;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
+
+use support::crate_dir;
 
 /// The most a reader may hold at once while it reads one mutated input, counted on its
 /// own thread by `allocation_counter` (the test binary's allocator): the seeds are a few
@@ -102,14 +105,6 @@ fn mutate(seed: &[u8], draw: &mut Draw) -> Vec<u8> {
         }
     }
     data
-}
-
-/// This crate's folder: cargo's at run time (a shared target folder may hold a binary
-/// built from another checkout), the compile-time one otherwise.
-fn crate_dir() -> PathBuf {
-    PathBuf::from(
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
-    )
 }
 
 /// The committed seed files of `reader`, by name.

@@ -11,16 +11,16 @@
 //! np.save('f4-3d.npy', np.zeros((2, 2, 2), dtype=np.float32))
 //! ```
 
+mod support;
+
 use std::path::PathBuf;
+
+use support::crate_dir;
 
 use taks_formats::npy::{Matrix, read_labels, read_matrix};
 
 fn file(name: &str) -> PathBuf {
-    PathBuf::from(
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
-    )
-    .join("tests/numpy")
-    .join(name)
+    crate_dir().join("tests/numpy").join(name)
 }
 
 #[test]

@@ -9,18 +9,14 @@
 //! zune-jpeg against the libjpeg-turbo Pillow links): its share is bounded below, as
 //! measured, so that a worse decoder is caught.
 
+mod support;
+
 use std::path::PathBuf;
+
+use support::crate_dir;
 
 use taks_formats::image_folder::decode_centre_crop;
 use taks_formats::resample::resize;
-
-/// This crate's folder: cargo's at run time (a shared target folder may hold a binary
-/// built from another checkout), the compile-time one otherwise.
-fn crate_dir() -> PathBuf {
-    PathBuf::from(
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
-    )
-}
 
 fn fixture(name: &str) -> PathBuf {
     crate_dir().join("tests/fixtures/pil-resize").join(name)

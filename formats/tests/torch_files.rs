@@ -1,17 +1,13 @@
 //! Real files `torch.save` wrote (PyTorch 2.15; how: the comment on each), read by
 //! `state_dict::read` without PyTorch.
 
+mod support;
+
 use std::path::PathBuf;
 
-use taks_formats::state_dict::{self, Weight};
+use support::crate_dir;
 
-/// This crate's folder: cargo's at run time (a shared target folder may hold a binary
-/// built from another checkout), the compile-time one otherwise.
-fn crate_dir() -> PathBuf {
-    PathBuf::from(
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
-    )
-}
+use taks_formats::state_dict::{self, Weight};
 
 fn fixture(name: &str) -> PathBuf {
     crate_dir().join("tests/fixtures").join(name)
