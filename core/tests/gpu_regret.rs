@@ -64,7 +64,7 @@ fn the_wgsl_engine_stays_under_the_bound_where_follow_the_leader_and_greedy_do_n
         mean <= bound + 3.0 * se,
         "FPL on alternating: {mean} +- {se} > {bound}"
     );
-    for objective in [Objective::Perturbed { eta: 0.0 }, Objective::LatestRisk] {
+    for objective in [Objective::Perturbed { eta: 0.0 }, Objective::Greedy] {
         let (mean, se) = mean_regret(&thetas, k, objective, bound);
         assert!(
             mean - 3.0 * se > bound,

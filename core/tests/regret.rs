@@ -115,7 +115,7 @@ fn follow_the_leader_and_greedy_exceed_the_bound_fpl_keeps() {
     let (_, _, bound) = under_bound("alternating", &thetas, k, eta);
     for (name, objective) in [
         ("follow-the-leader", fpl(0.0)),
-        ("greedy", Objective::LatestRisk),
+        ("greedy", Objective::Greedy),
     ] {
         let per_seed = regrets(
             &thetas,

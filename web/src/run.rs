@@ -120,7 +120,7 @@ impl Run {
         };
         let ranking = match trainer.selector().map(|s| s.objective()) {
             Some(Objective::Perturbed { .. }) => "perturbed",
-            Some(Objective::LatestRisk) => "latest",
+            Some(Objective::Greedy) => "latest",
             None => "none",
         };
         Ok(Run {

@@ -33,7 +33,7 @@ pub(crate) const GREEDY: MethodSpec = MethodSpec {
     settings: &[Setting::KRatio],
     epoch_size: EpochSize::KRatio,
     selects: true,
-    build: |inputs| build(inputs, Objective::LatestRisk),
+    build: |inputs| build(inputs, Objective::Greedy),
 };
 
 pub(crate) const NAIVE: MethodSpec = MethodSpec {

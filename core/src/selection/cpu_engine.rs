@@ -25,14 +25,14 @@ impl CpuEngine {
     }
 
     /// Score one epoch from host logits `[n * classes]` and move to the next k-set.
-    /// Returns the update and the new set when it changed.
+    /// Returns the update and the next k-set (ascending).
     pub(super) fn update(
         &mut self,
         logits: &[f32],
         classes: usize,
         params: &Params,
         epoch: u32,
-    ) -> Result<(Update, Option<Vec<u32>>)> {
+    ) -> Result<(Update, Vec<u32>)> {
         let theta = cpu_reference::noise_risk(logits, classes, &self.noisy_labels);
         let update = Update {
             selection_risk: self.current.iter().map(|&i| theta[i as usize] as f64).sum(),
@@ -48,16 +48,14 @@ impl CpuEngine {
             .map(|&i| self.cumulative[i as usize] as f64)
             .sum();
         let next = match params.objective {
-            Objective::LatestRisk => Some(cpu_reference::k_smallest(&theta, params.k)),
+            Objective::Greedy => cpu_reference::k_smallest(&theta, params.k),
             Objective::Perturbed { eta } => {
                 let objective =
                     cpu_reference::fpl_objective(&self.cumulative, eta as f32, params.seed, epoch);
-                Some(cpu_reference::k_smallest(&objective, params.k))
+                cpu_reference::k_smallest(&objective, params.k)
             }
         };
-        if let Some(next) = &next {
-            self.current = next.clone();
-        }
+        self.current = next.clone();
         Ok((
             Update {
                 hindsight_risk,

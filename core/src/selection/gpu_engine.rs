@@ -39,16 +39,16 @@ impl GpuEngine {
         })
     }
 
-    /// Score one epoch from device logits `[n, C]`; returns the update and the new set's
-    /// indices (on the device) when it changed.
+    /// Score one epoch from device logits `[n, C]`; returns the update and the next
+    /// k-set's indices (on the device).
     pub(super) async fn update(
         &mut self,
         logits: Tensor<2>,
         selection: &Params,
         epoch: u32,
-    ) -> Result<(Update, Option<Tensor<1, Int>>)> {
+    ) -> Result<(Update, Tensor<1, Int>)> {
         let (mode, eta) = match selection.objective {
-            Objective::LatestRisk => (RiskMode::Greedy, 0.0),
+            Objective::Greedy => (RiskMode::Greedy, 0.0),
             Objective::Perturbed { eta } => (RiskMode::Taks, eta as f32),
         };
         let params = RiskParams {
@@ -69,20 +69,15 @@ impl GpuEngine {
             0,
         );
         self.cumulative = risk.cumulative;
-        let next = Some(select_k_smallest(&risk.objective, selection.k).expect("on wgpu"));
+        let next = select_k_smallest(&risk.objective, selection.k).expect("on wgpu");
         let values = read_floats(scalars, "selection results").await?;
         let update = Update {
             selection_risk: values[0] as f64,
             hindsight_risk: values[1] as f64,
             risk_sum: values[2] as f64,
         };
-        Ok((
-            update,
-            next.map(|s| {
-                self.mask = s.mask;
-                s.indices
-            }),
-        ))
+        self.mask = next.mask;
+        Ok((update, next.indices))
     }
 
     /// The current set, ascending, read from the mask.

@@ -53,9 +53,9 @@ pub enum Engine {
 /// What ranks the samples when choosing the next k-set.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Objective {
-    /// theta_t alone (greedy).
-    LatestRisk,
-    /// L_t + eta r_t, r ~ N(0, 1) fresh each epoch (TAkS; eta = 0 is naive).
+    /// theta_t alone: the paper's Greedy ablation.
+    Greedy,
+    /// L_t + eta r_t, r ~ N(0, 1) fresh each epoch: TAkS (eta = 0 is the Naive ablation).
     Perturbed { eta: f64 },
 }
 
@@ -152,7 +152,7 @@ impl Selector {
     /// host, with the draws the engines use, for showing why a sample was (not) chosen.
     pub fn ranked_values(&self, cumulative: &[f32], latest: &[f32], epoch: usize) -> Vec<f32> {
         match self.params.objective {
-            Objective::LatestRisk => latest.to_vec(),
+            Objective::Greedy => latest.to_vec(),
             Objective::Perturbed { eta } => {
                 cpu_reference::fpl_objective(cumulative, eta as f32, self.params.seed, epoch as u32)
             }
@@ -221,16 +221,12 @@ impl Selector {
                 );
                 let logits = read_floats(logits, "logits").await?;
                 let (update, next) = host.update(&logits, classes, &self.params, epoch as u32)?;
-                if let Some(next) = next {
-                    self.current_device = indices_tensor(&next, &self.device);
-                }
+                self.current_device = indices_tensor(&next, &self.device);
                 update
             }
             State::Gpu(engine) => {
                 let (update, next) = engine.update(logits, &self.params, epoch as u32).await?;
-                if let Some(next) = next {
-                    self.current_device = next;
-                }
+                self.current_device = next;
                 update
             }
         };

@@ -170,7 +170,7 @@ mod tests {
             true_labels: (0..n as u32).map(|i| i % 3).collect(),
             noisy_labels: (0..n as u32).map(|i| i % 3).collect(),
         };
-        for objective in [Objective::Perturbed { eta: 2.0 }, Objective::LatestRisk] {
+        for objective in [Objective::Perturbed { eta: 2.0 }, Objective::Greedy] {
             let mut selector =
                 Selector::new(objective, k, 9, &labels, &device, Engine::Reference).unwrap();
             let mut trail = pollster::block_on(Trail::new(&selector, n)).unwrap();
@@ -205,7 +205,7 @@ mod tests {
                         assert_eq!(row.trained[t], row.chosen_next[t - 1]);
                     }
                 }
-                if objective == Objective::LatestRisk {
+                if objective == Objective::Greedy {
                     assert_eq!(row.ranked, row.theta);
                 }
             }
