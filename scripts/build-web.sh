@@ -20,8 +20,9 @@ want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/"/, "", $3); print $3; ex
 [ -n "$want" ] || { echo "wasm-bindgen is not in Cargo.lock" >&2; exit 1; }
 have=$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)
 if [ "$have" != "$want" ]; then
-    # Not --locked: one of its locked dependencies is gone from the registry.
-    cargo install wasm-bindgen-cli --version "$want"
+    # Not --locked: one of its locked dependencies is gone from the registry. Built in
+    # cargo's own temporary folder, not the target folder that test runs beside it use.
+    env -u CARGO_TARGET_DIR cargo install wasm-bindgen-cli --version "$want"
 fi
 
 # TAKS_WEB_FEATURES: extra cargo features for a trial build (`taks-core/fusion`,

@@ -35,6 +35,44 @@ at_least() {
     fi
 }
 
+# Steps that run beside the others (see below): each one's output goes to a log, shown
+# when it is waited for; a step that fails stops the script, and leaving the script
+# stops whatever still runs beside it.
+logs=$(mktemp -d)
+declare -A beside=()
+stop_beside() {
+    local pid
+    for pid in "${beside[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+    rm -rf "$logs"
+}
+trap stop_beside EXIT
+run_beside() {
+    local name=$1
+    shift
+    # A process group of its own (util-linux's setsid), so that stopping it stops cargo
+    # and the test binaries under it too.
+    setsid --wait "$@" >"$logs/$name.log" 2>&1 &
+    beside[$name]=$!
+}
+wait_for() {
+    local name=$1 rc=0
+    wait "${beside[$name]}" || rc=$?
+    echo "--- $name (ran beside the steps above) ---"
+    cat "$logs/$name.log"
+    if [ "$rc" -ne 0 ]; then
+        echo "error: $name failed (exit $rc)" >&2
+        exit "$rc"
+    fi
+}
+
+# The rustup targets the page and the Metal check build for, added here, before any
+# step runs beside another: two rustup installs at once are not safe.
+for target in wasm32-unknown-unknown aarch64-apple-darwin; do
+    if ! rustup target list --installed | grep -qx "$target"; then
+        rustup target add "$target"
+    fi
+done
+
 # The habits of the workspace first: formatted as `cargo fmt` writes it, and no clippy
 # warning. Clippy runs in the release profile so that it reuses the build scripts and
 # proc macros the release build compiles (the dev profile optimises every dependency,
@@ -43,9 +81,22 @@ cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 
 # One optimised build serves the binary and every test (burn is unusably slow unoptimised).
-# Among them `formats/tests/mutations.rs`: every reader of a user's file on 10,000 seeded
-# mutations of each committed seed.
-cargo test --release --workspace
+cargo test --release --workspace --no-run
+
+# On lavapipe a test binary keeps about one core busy: cubecl compiles and times
+# kernels on one thread per device, and on a fresh clone (no autotune results, no Mesa
+# shader cache) that is most of `taks-core`'s library tests, the longest step
+# (docs/benchmarks.md, "Build and test"). So the page's wasm build (its own profile's
+# folders: no lock shared) and those library tests run beside the rest, and both cores
+# stay busy. The page's tests run at the end.
+run_beside wasm-build scripts/build-web.sh
+run_beside library-tests cargo test --release --workspace --lib
+
+# Every other test: the integration tests (among them `formats/tests/mutations.rs`, every
+# reader of a user's file on 10,000 seeded mutations of each committed seed), the
+# command line's own, then the doc tests.
+cargo test --release --workspace --bins --test '*'
+cargo test --release --workspace --doc
 
 # The coverage-guided fuzz targets of those readers (`fuzz/`, run by `scripts/fuzz.sh` on
 # nightly) compiled on this toolchain, so a reader's change that breaks them fails here.
@@ -74,11 +125,11 @@ cargo clippy --release --workspace --all-targets --features taks-core/fusion -- 
 # it can be type-checked for macOS: clippy for aarch64-apple-darwin (rustup's standard
 # library for it; nothing is linked, so no Apple SDK). About 2.5 minutes the first time,
 # reusing the release build's proc macros and build scripts; seconds after.
-if ! rustup target list --installed | grep -qx aarch64-apple-darwin; then
-    rustup target add aarch64-apple-darwin
-fi
 cargo clippy --release --target aarch64-apple-darwin -p taks --features metal-shaders -- -D warnings
 
+wait_for library-tests
+
 # The browser demo, end to end in headless chromium (installs chromium and the npm
-# test packages when missing, builds the wasm package).
+# test packages when missing; its build of the wasm package finds it built).
+wait_for wasm-build
 scripts/test-web.sh
