@@ -1,5 +1,5 @@
-//! The regret bounds a run reports beside its measured regret, and why the one in
-//! `regret_bound` is the one that holds.
+//! The regret bounds a run reports beside its measured regret, and why [`fpl_bound`]
+//! (the `regret_bound` column of `metrics.csv`) is the one that holds.
 //!
 //! TAkS's selector is Follow-the-Perturbed-Leader over k-sets: in round t it trains on
 //! the k smallest of `L_{t-1} + eta r_t`, r_t ~ N(0, I_n) fresh each round, and the

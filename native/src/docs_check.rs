@@ -430,6 +430,77 @@ fn every_repository_path_the_docs_name_exists() {
     );
 }
 
+/// Whether `file`'s text defines `name`, the last segment of a name as the concept table
+/// writes it (`Trainer::run_epoch` → `run_epoch`): a function, constant, static, type,
+/// trait, or an enum variant on a line of its own.
+fn defines(file: &str, name: &str) -> bool {
+    let name = name.rsplit("::").next().unwrap_or(name);
+    let items = ["fn", "const", "static", "struct", "enum", "trait", "type"];
+    file.lines().any(|line| {
+        let line = line.trim_start();
+        let line = line
+            .strip_prefix("pub(crate) ")
+            .or_else(|| line.strip_prefix("pub(super) "))
+            .or_else(|| line.strip_prefix("pub "))
+            .unwrap_or(line);
+        let line = line.strip_prefix("async ").unwrap_or(line);
+        let rest = items
+            .iter()
+            .find_map(|item| line.strip_prefix(item)?.strip_prefix(' '))
+            .unwrap_or(line);
+        rest.strip_prefix(name).is_some_and(|after| {
+            after.is_empty() || after.starts_with(['(', '<', ':', ' ', ',', '{', ';'])
+        })
+    })
+}
+
+#[test]
+fn every_name_the_concept_table_gives_is_defined_in_its_file() {
+    // docs/architecture.md's first table is where a newcomer starts: after each path it
+    // names the function (or constant, type) to read, so a renamed function must not
+    // leave it pointing at nothing. Each name is looked up in the last path before it
+    // in the same cell.
+    let root = root();
+    let text = std::fs::read_to_string(root.join("docs/architecture.md")).expect("architecture.md");
+    let table = text
+        .split("## Where each idea lives")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("architecture.md has its concept table");
+    let (mut checked, mut failures) = (0, Vec::new());
+    for row in table.lines().filter(|line| line.starts_with("| ")) {
+        for cell in row.split(" | ") {
+            let mut file: Option<(&str, String)> = None;
+            for span in code_spans(cell) {
+                if REPOSITORY_FOLDERS.iter().any(|f| span.starts_with(f)) {
+                    file = std::fs::read_to_string(root.join(span))
+                        .ok()
+                        .map(|text| (span, text));
+                } else if let Some((path, text)) = &file
+                    && span
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                    && span.starts_with(|c: char| c.is_ascii_alphabetic())
+                {
+                    checked += 1;
+                    if !defines(text, span) {
+                        failures.push(format!("`{span}` is not defined in `{path}`"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        checked >= 20,
+        "only {checked} names checked: the table's parser is broken"
+    );
+    assert!(
+        failures.is_empty(),
+        "the concept table:\n{}",
+        failures.join("\n")
+    );
+}
+
 #[test]
 fn the_readme_is_a_front_door() {
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
@@ -491,4 +562,7 @@ fn the_extractors_find_what_they_should() {
         "taks-audit-step-by-step"
     );
     assert!(Cli::try_parse_from(["taks", "train", "--no-such-flag"]).is_err());
+    let file = "struct T;\nimpl T {\n    pub(super) async fn update(&mut self)\n}\nenum O {\n    Greedy,\n}";
+    assert!(defines(file, "T::update") && defines(file, "Greedy") && defines(file, "T"));
+    assert!(!defines(file, "updat") && !defines(file, "self") && !defines(file, "O::Naive"));
 }
