@@ -81,7 +81,7 @@ pub struct Trainer {
     adam: Adam,
     /// The method's rule; `None` only while an epoch's batches hold it.
     rule: Option<Box<dyn Rule>>,
-    /// The rule's first stage (F-correction's), until [`Trainer::prepare`] runs it.
+    /// The rule's first stage (F-correction's), until [`Trainer::run_first_stage`] runs it.
     stage_one: Option<(Split, NoisyLabels)>,
     preparation: Option<Preparation>,
     train: PartSet,
@@ -300,7 +300,7 @@ impl Trainer {
 
     /// Run one epoch and return its measurements.
     pub async fn run_epoch(&mut self) -> Result<EpochMetrics> {
-        self.prepare().await?;
+        self.run_first_stage().await?;
         let e = self.epoch; // 0-based inside, 1-based in every output
         let (lr, beta_1) = schedule(
             self.config.learning_rate,

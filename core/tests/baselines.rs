@@ -101,7 +101,7 @@ fn baselines_do_what_they_are_for() {
 fn f_correction_estimates_the_symmetric_transition() {
     let mut t = trainer(Method::F_CORRECTION, 3);
     assert!(t.needs_preparation());
-    pollster::block_on(t.prepare()).unwrap();
+    pollster::block_on(t.run_first_stage()).unwrap();
     let p = t.preparation().unwrap().clone();
     assert!(p.best_epoch >= 1 && p.best_epoch <= 3);
     let classes = 10;

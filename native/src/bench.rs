@@ -148,7 +148,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let mut results = Vec::new();
         for config in &configs {
             let mut trainer = Trainer::new(config.clone(), split.clone(), &chosen.device)?;
-            pollster::block_on(trainer.prepare())?;
+            pollster::block_on(trainer.run_first_stage())?;
             let mut seconds = Vec::new();
             let mut first = f64::NAN;
             let mut accuracy = f64::NAN;

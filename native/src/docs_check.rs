@@ -408,7 +408,7 @@ fn every_repository_path_the_docs_name_exists() {
     for (path, text) in pages() {
         for (number, line) in split(&text).prose {
             for span in code_spans(line) {
-                let candidate = span.trim_end_matches(['.', ',', ':']);
+                let candidate = without_line(span.trim_end_matches(['.', ',', ':'])).0;
                 let is_path = REPOSITORY_FOLDERS.iter().any(|f| candidate.starts_with(f))
                     && !candidate.contains(['*', '<', ' ', '{', '$'])
                     && !candidate.chars().any(|c| c.is_ascii_uppercase());
@@ -430,6 +430,24 @@ fn every_repository_path_the_docs_name_exists() {
     );
 }
 
+/// A path as the docs may write it, `core/src/train.rs:302`, split into the path and the
+/// line.
+fn without_line(span: &str) -> (&str, Option<usize>) {
+    match span.rsplit_once(':') {
+        Some((path, line)) if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) => {
+            (path, line.parse().ok())
+        }
+        _ => (span, None),
+    }
+}
+
+/// The 1-based line where `file`'s text defines `name` (see [`defines`]).
+fn definition_line(file: &str, name: &str) -> Option<usize> {
+    file.lines()
+        .position(|line| defines(line, name))
+        .map(|i| i + 1)
+}
+
 /// Whether `file`'s text defines `name`, the last segment of a name as the concept table
 /// writes it (`Trainer::run_epoch` → `run_epoch`): a function, constant, static, type,
 /// trait, or an enum variant on a line of its own.
@@ -444,13 +462,20 @@ fn defines(file: &str, name: &str) -> bool {
             .or_else(|| line.strip_prefix("pub "))
             .unwrap_or(line);
         let line = line.strip_prefix("async ").unwrap_or(line);
-        let rest = items
+        match items
             .iter()
             .find_map(|item| line.strip_prefix(item)?.strip_prefix(' '))
-            .unwrap_or(line);
-        rest.strip_prefix(name).is_some_and(|after| {
-            after.is_empty() || after.starts_with(['(', '<', ':', ' ', ',', '{', ';'])
-        })
+        {
+            // An item: `fn name(`, `const NAME:`, `struct Name<`, ...
+            Some(rest) => rest.strip_prefix(name).is_some_and(|after| {
+                after.is_empty() || after.starts_with(['(', '<', ':', ' ', ',', '{', ';'])
+            }),
+            // An enum variant on a line of its own: `Name,`, `Name {`, `Name(`; not a
+            // match arm (`k => ...`) or a binding.
+            None => line.strip_prefix(name).is_some_and(|after| {
+                after == "," || after.starts_with(" {") || after.starts_with('(')
+            }),
+        }
     })
 }
 
@@ -459,7 +484,9 @@ fn every_name_the_concept_table_gives_is_defined_in_its_file() {
     // docs/architecture.md's first table is where a newcomer starts: after each path it
     // names the function (or constant, type) to read, so a renamed function must not
     // leave it pointing at nothing. Each name is looked up in the last path before it
-    // in the same cell.
+    // in the same cell; where that path gives a line (`core/src/train.rs:302`), the
+    // first name after it must be defined on that line, so that a reader opens the file
+    // there. A function that moved fails here with the line to write.
     let root = root();
     let text = std::fs::read_to_string(root.join("docs/architecture.md")).expect("architecture.md");
     let table = text
@@ -470,21 +497,26 @@ fn every_name_the_concept_table_gives_is_defined_in_its_file() {
     let (mut checked, mut failures) = (0, Vec::new());
     for row in table.lines().filter(|line| line.starts_with("| ")) {
         for cell in row.split(" | ") {
-            let mut file: Option<(&str, String)> = None;
+            let mut file: Option<(&str, Option<usize>, String)> = None;
             for span in code_spans(cell) {
                 if REPOSITORY_FOLDERS.iter().any(|f| span.starts_with(f)) {
-                    file = std::fs::read_to_string(root.join(span))
+                    let (path, line) = without_line(span);
+                    file = std::fs::read_to_string(root.join(path))
                         .ok()
-                        .map(|text| (span, text));
-                } else if let Some((path, text)) = &file
+                        .map(|text| (path, line, text));
+                } else if let Some((path, line, text)) = &mut file
                     && span
                         .chars()
                         .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
                     && span.starts_with(|c: char| c.is_ascii_alphabetic())
                 {
                     checked += 1;
-                    if !defines(text, span) {
-                        failures.push(format!("`{span}` is not defined in `{path}`"));
+                    match (definition_line(text, span), line.take()) {
+                        (None, _) => failures.push(format!("`{span}` is not defined in `{path}`")),
+                        (Some(found), Some(given)) if found != given => failures.push(format!(
+                            "`{span}` is defined at `{path}:{found}`, not :{given}"
+                        )),
+                        _ => {}
                     }
                 }
             }
@@ -565,4 +597,16 @@ fn the_extractors_find_what_they_should() {
     let file = "struct T;\nimpl T {\n    pub(super) async fn update(&mut self)\n}\nenum O {\n    Greedy,\n}";
     assert!(defines(file, "T::update") && defines(file, "Greedy") && defines(file, "T"));
     assert!(!defines(file, "updat") && !defines(file, "self") && !defines(file, "O::Naive"));
+    assert!(!defines("        k => Ok(k),", "k") && !defines("    while !done {", "while"));
+    assert_eq!(definition_line(file, "T::update"), Some(3));
+    assert_eq!(definition_line(file, "Greedy"), Some(6));
+    assert_eq!(
+        without_line("core/src/train.rs:302"),
+        ("core/src/train.rs", Some(302))
+    );
+    assert_eq!(
+        without_line("core/src/train.rs"),
+        ("core/src/train.rs", None)
+    );
+    assert_eq!(without_line("a:b"), ("a:b", None));
 }

@@ -290,7 +290,8 @@ pub fn train_into(
             "f-correction stage 1: Standard on 80% of the noisy training set for {} epochs, to estimate the transition matrix",
             config.epochs
         )));
-        pollster::block_on(trainer.prepare()).context("f-correction's first stage failed")?;
+        pollster::block_on(trainer.run_first_stage())
+            .context("f-correction's first stage failed")?;
         let p = trainer.preparation().expect("prepared");
         report(Event::Line(format!(
             "f-correction stage 1: best noisy-validation accuracy {:.2}% at epoch {} ({:.1} s)",
@@ -326,8 +327,8 @@ pub fn train_into(
     while !trainer.is_done() {
         let epoch = trainer.epoch() + 1;
         if let (Some(f), Some(selector)) = (selections.as_mut(), trainer.selector()) {
-            let chosen = pollster::block_on(selector.current_indices_host())?;
-            let list: Vec<String> = chosen.iter().map(u32::to_string).collect();
+            let k_set = pollster::block_on(selector.current_indices_host())?;
+            let list: Vec<String> = k_set.iter().map(u32::to_string).collect();
             // One write per row, so a kill never leaves part of one.
             f.write_all(format!("{epoch},{}\n", list.join(" ")).as_bytes())?;
         }

@@ -3,7 +3,7 @@
 //! 1. Train Standard on a random 80% of the noisy training set for the run's epochs and
 //!    keep the network of the epoch with the best accuracy on the other 20% (noisy
 //!    labels: no clean data is assumed). The training loop runs this [`FirstStage`]
-//!    before its first epoch ([`crate::train::Trainer::prepare`]).
+//!    before its first epoch ([`crate::train::Trainer::run_first_stage`]).
 //! 2. Estimate the transition matrix T from that network's softmax on the whole noisy
 //!    training set ([`estimate_transition`]), then train a fresh network on
 //!    `NLL(log(softmax(f) T + 1e-7), noisy label)` ([`ForwardCorrection`]). Test accuracy

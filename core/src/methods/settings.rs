@@ -52,7 +52,7 @@ impl Setting {
 /// Elsewhere we follow the table's pattern: k_ratio = 1 - (expected flipped fraction)
 /// - 0.15, at least 0.05, and the dataset's usual eta_ratio.
 pub fn tuned_ratios(dataset: DatasetKind, noise: NoiseKind, rate: f64) -> (f64, f64) {
-    let cifar = !dataset.is_grey_28();
+    let grey_28 = dataset.is_grey_28();
     let near = |r: f64| (rate - r).abs() < 1e-9;
     let table = match (dataset, noise) {
         (DatasetKind::Cifar10, NoiseKind::Symmetric) if near(0.2) => Some((0.75, 0.0005)),
@@ -65,17 +65,17 @@ pub fn tuned_ratios(dataset: DatasetKind, noise: NoiseKind, rate: f64) -> (f64, 
         (DatasetKind::Cifar100, NoiseKind::Asymmetric) if near(0.4) => Some((0.70, 0.0005)),
         // A folder's own labels (noise unknown): the paper's Clothing1M setting.
         (DatasetKind::Folder, NoiseKind::Clean) => Some((0.70, 0.001)),
-        (_, NoiseKind::Symmetric) if !cifar && near(0.2) => Some((0.65, 0.005)),
-        (_, NoiseKind::Symmetric) if !cifar && near(0.5) => Some((0.35, 0.005)),
-        (_, NoiseKind::Symmetric) if !cifar && near(0.8) => Some((0.15, 0.005)),
-        (_, NoiseKind::Asymmetric) if !cifar && near(0.4) => Some((0.70, 0.001)),
+        (_, NoiseKind::Symmetric) if grey_28 && near(0.2) => Some((0.65, 0.005)),
+        (_, NoiseKind::Symmetric) if grey_28 && near(0.5) => Some((0.35, 0.005)),
+        (_, NoiseKind::Symmetric) if grey_28 && near(0.8) => Some((0.15, 0.005)),
+        (_, NoiseKind::Asymmetric) if grey_28 && near(0.4) => Some((0.70, 0.001)),
         _ => None,
     };
     table.unwrap_or_else(|| {
         let flipped = expected_flip_fraction(dataset, noise, rate);
         (
             (1.0 - flipped - 0.15).max(0.05),
-            if cifar { 0.001 } else { 0.005 },
+            if grey_28 { 0.005 } else { 0.001 },
         )
     })
 }

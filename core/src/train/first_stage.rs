@@ -24,7 +24,7 @@ pub struct Preparation {
 }
 
 impl Trainer {
-    /// Whether [`Trainer::prepare`] still has work to do (the rule's first stage).
+    /// Whether [`Trainer::run_first_stage`] still has work to do (the rule's first stage).
     pub fn needs_preparation(&self) -> bool {
         self.stage_one.is_some()
     }
@@ -39,7 +39,7 @@ impl Trainer {
     /// training set, keeps the epoch with the best noisy validation accuracy and
     /// estimates T). [`Trainer::run_epoch`] calls it when needed; call it first to report it
     /// separately.
-    pub async fn prepare(&mut self) -> Result<()> {
+    pub async fn run_first_stage(&mut self) -> Result<()> {
         let Some((split, labels)) = self.stage_one.take() else {
             return Ok(());
         };

@@ -43,7 +43,7 @@ impl Trainer {
     /// order); the faster of the two counts. Call it after the run's epochs: the training
     /// forward passes update the batch norms' running statistics, as a step's do.
     pub async fn forward_rates(&mut self) -> Result<ForwardRates> {
-        self.prepare().await?;
+        self.run_first_stage().await?;
         let mut rates = ForwardRates {
             training: 0.0,
             scoring: 0.0,

@@ -28,7 +28,7 @@ impl Trainer {
     /// between a network's copies, take the batch's update. So count after the run's
     /// epochs, as `taks bench` does.
     pub async fn count_launches(&mut self) -> Result<LaunchCounts> {
-        self.prepare().await?;
+        self.run_first_stage().await?;
         let e = self.epoch;
         let (lr, beta_1) = schedule(
             self.config.learning_rate,
