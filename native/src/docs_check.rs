@@ -441,42 +441,40 @@ fn without_line(span: &str) -> (&str, Option<usize>) {
     }
 }
 
-/// The 1-based line where `file`'s text defines `name` (see [`defines`]).
+/// The 1-based line where `file`'s text defines `name`, the last segment of a name as
+/// the concept table writes it (`Trainer::run_epoch` → `run_epoch`): see [`defines`].
 fn definition_line(file: &str, name: &str) -> Option<usize> {
+    let name = name.rsplit("::").next().unwrap_or(name);
     file.lines()
         .position(|line| defines(line, name))
         .map(|i| i + 1)
 }
 
-/// Whether `file`'s text defines `name`, the last segment of a name as the concept table
-/// writes it (`Trainer::run_epoch` → `run_epoch`): a function, constant, static, type,
-/// trait, or an enum variant on a line of its own.
-fn defines(file: &str, name: &str) -> bool {
-    let name = name.rsplit("::").next().unwrap_or(name);
+/// Whether one source line defines `name`: a function, constant, static, type, trait,
+/// or an enum variant on a line of its own.
+fn defines(line: &str, name: &str) -> bool {
     let items = ["fn", "const", "static", "struct", "enum", "trait", "type"];
-    file.lines().any(|line| {
-        let line = line.trim_start();
-        let line = line
-            .strip_prefix("pub(crate) ")
-            .or_else(|| line.strip_prefix("pub(super) "))
-            .or_else(|| line.strip_prefix("pub "))
-            .unwrap_or(line);
-        let line = line.strip_prefix("async ").unwrap_or(line);
-        match items
-            .iter()
-            .find_map(|item| line.strip_prefix(item)?.strip_prefix(' '))
-        {
-            // An item: `fn name(`, `const NAME:`, `struct Name<`, ...
-            Some(rest) => rest.strip_prefix(name).is_some_and(|after| {
-                after.is_empty() || after.starts_with(['(', '<', ':', ' ', ',', '{', ';'])
-            }),
-            // An enum variant on a line of its own: `Name,`, `Name {`, `Name(`; not a
-            // match arm (`k => ...`) or a binding.
-            None => line.strip_prefix(name).is_some_and(|after| {
-                after == "," || after.starts_with(" {") || after.starts_with('(')
-            }),
-        }
-    })
+    let line = line.trim_start();
+    let line = line
+        .strip_prefix("pub(crate) ")
+        .or_else(|| line.strip_prefix("pub(super) "))
+        .or_else(|| line.strip_prefix("pub "))
+        .unwrap_or(line);
+    let line = line.strip_prefix("async ").unwrap_or(line);
+    match items
+        .iter()
+        .find_map(|item| line.strip_prefix(item)?.strip_prefix(' '))
+    {
+        // An item: `fn name(`, `const NAME:`, `struct Name<`, ...
+        Some(rest) => rest.strip_prefix(name).is_some_and(|after| {
+            after.is_empty() || after.starts_with(['(', '<', ':', ' ', ',', '{', ';'])
+        }),
+        // An enum variant on a line of its own: `Name,`, `Name {`, `Name(`; not a
+        // match arm (`k => ...`) or a binding.
+        None => line
+            .strip_prefix(name)
+            .is_some_and(|after| after == "," || after.starts_with(" {") || after.starts_with('(')),
+    }
 }
 
 #[test]
@@ -595,11 +593,13 @@ fn the_extractors_find_what_they_should() {
     );
     assert!(Cli::try_parse_from(["taks", "train", "--no-such-flag"]).is_err());
     let file = "struct T;\nimpl T {\n    pub(super) async fn update(&mut self)\n}\nenum O {\n    Greedy,\n}";
-    assert!(defines(file, "T::update") && defines(file, "Greedy") && defines(file, "T"));
-    assert!(!defines(file, "updat") && !defines(file, "self") && !defines(file, "O::Naive"));
-    assert!(!defines("        k => Ok(k),", "k") && !defines("    while !done {", "while"));
+    assert_eq!(definition_line(file, "T"), Some(1));
     assert_eq!(definition_line(file, "T::update"), Some(3));
     assert_eq!(definition_line(file, "Greedy"), Some(6));
+    for absent in ["updat", "self", "O::Naive"] {
+        assert_eq!(definition_line(file, absent), None, "{absent}");
+    }
+    assert!(!defines("        k => Ok(k),", "k") && !defines("    while !done {", "while"));
     assert_eq!(
         without_line("core/src/train.rs:302"),
         ("core/src/train.rs", Some(302))
