@@ -430,6 +430,14 @@ fn every_repository_path_the_docs_name_exists() {
     );
 }
 
+/// Whether a code span is a name (`Trainer::run_epoch`, `TAKS`) rather than a quoted
+/// statement.
+fn is_name(span: &str) -> bool {
+    span.chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+        && span.starts_with(|c: char| c.is_ascii_alphabetic())
+}
+
 /// A path as the docs may write it, `core/src/train.rs:302`, split into the path and the
 /// line.
 fn without_line(span: &str) -> (&str, Option<usize>) {
@@ -503,11 +511,23 @@ fn every_name_the_concept_table_gives_is_defined_in_its_file() {
                         .ok()
                         .map(|text| (path, line, text));
                 } else if let Some((path, line, text)) = &mut file
-                    && span
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
-                    && span.starts_with(|c: char| c.is_ascii_alphabetic())
+                    && !is_name(span)
                 {
+                    // A statement quoted after `path:N` (the loop, the sum) is on line N.
+                    if let Some(given) = line.take() {
+                        checked += 1;
+                        let on =
+                            |n: usize| text.lines().nth(n - 1).is_some_and(|l| l.contains(span));
+                        if !on(given) {
+                            failures.push(match (1..=text.lines().count()).find(|&n| on(n)) {
+                                Some(found) => {
+                                    format!("`{span}` is at `{path}:{found}`, not :{given}")
+                                }
+                                None => format!("`{span}` is not in `{path}`"),
+                            });
+                        }
+                    }
+                } else if let Some((path, line, text)) = &mut file {
                     checked += 1;
                     match (definition_line(text, span), line.take()) {
                         (None, _) => failures.push(format!("`{span}` is not defined in `{path}`")),
@@ -609,4 +629,6 @@ fn the_extractors_find_what_they_should() {
         ("core/src/train.rs", None)
     );
     assert_eq!(without_line("a:b"), ("a:b", None));
+    assert!(is_name("Trainer::run_epoch") && is_name("TAKS"));
+    assert!(!is_name("while !trainer.is_done()") && !is_name("*l += t") && !is_name("_x"));
 }
