@@ -2,6 +2,7 @@
 
 use burn::module::Param;
 use burn::nn::Linear;
+use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Distribution, Tensor, TensorData};
 
 use crate::nn::Mlp;
@@ -23,6 +24,55 @@ pub(crate) fn largest(v: &[f32]) -> f32 {
 /// The largest difference between `a` and `b`, element by element.
 pub(crate) fn gap(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs()))
+}
+
+/// burn's convolution of `x` by `weight` (plus `bias`) on flex, burn's CPU backend: the
+/// reference taks's GPU convolutions are held to. Not burn's wgpu kernels: those are
+/// autotuned on every new shape, minutes of compiling on lavapipe for each test
+/// (docs/benchmarks.md, "Build and test"), and the CPU's answer does not depend on the
+/// adapter whose kernels are under test.
+pub(crate) fn flex_conv2d(
+    x: &Tensor<4>,
+    weight: &Tensor<4>,
+    bias: Option<&Tensor<1>>,
+    options: ConvOptions<2>,
+) -> Vec<f32> {
+    let flex = Device::flex();
+    host(burn::tensor::module::conv2d(
+        x.clone().to_device(&flex),
+        weight.clone().to_device(&flex),
+        bias.map(|b| b.clone().to_device(&flex)),
+        options,
+    ))
+}
+
+/// The gradients of [`flex_conv2d`] (without a bias) for the output's gradient `dy`:
+/// burn's `conv2d_x_backward` and `conv2d_weight_backward` on flex, (dx, dw).
+pub(crate) fn flex_conv2d_backward(
+    x: &Tensor<4>,
+    weight: &Tensor<4>,
+    dy: &Tensor<4>,
+    options: ConvOptions<2>,
+) -> (Vec<f32>, Vec<f32>) {
+    use burn::backend::Flex;
+    use burn::backend::ops::ModuleOps;
+    let flex = Device::flex();
+    let prim = |t: &Tensor<4>| {
+        t.clone()
+            .to_device(&flex)
+            .try_into_primitive::<Flex>()
+            .expect("a flex tensor")
+    };
+    let back = |t| host(Tensor::<4>::from_primitive::<Flex>(t));
+    let dx = <Flex as ModuleOps<Flex>>::conv2d_x_backward(
+        prim(x),
+        prim(weight),
+        prim(dy),
+        options.clone(),
+    );
+    let dw =
+        <Flex as ModuleOps<Flex>>::conv2d_weight_backward(prim(x), prim(weight), prim(dy), options);
+    (back(dx), back(dw))
 }
 
 /// The kernels of `kernels` (as `gpu::launches::count_by_kernel` lists them) whose name

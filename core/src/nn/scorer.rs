@@ -82,34 +82,40 @@ mod tests {
     use crate::nn::Architecture;
     use crate::test_support::{host, random};
 
-    /// Folded, and folded with im2col, against the network's own eval-mode forward pass on
-    /// lavapipe, for the CNN, ResNet-18 and ResNet-50 (basic and bottleneck blocks; every
-    /// kind of layer they have at 224x224 runs at 32x32), with batch-norm statistics moved away from their initial 0 and 1 by a few
-    /// training-mode passes (else folding would be an identity).
+    /// Folded, and folded with im2col, on lavapipe against the network's own eval-mode
+    /// forward pass on flex, for the CNN, ResNet-18 and ResNet-50 (basic and bottleneck
+    /// blocks; every kind of layer they have at 224x224 runs at 32x32), with batch-norm
+    /// statistics moved away from their initial 0 and 1 by a few training-mode passes
+    /// (else folding would be an identity). The network is built and those passes run on
+    /// flex, then it moves to wgpu: on lavapipe they would time every way of every
+    /// convolution shape they meet, burn's autotuned kernels among them, minutes of
+    /// compiling for shapes the scorers do not run (docs/benchmarks.md, "Build and test").
     #[test]
     fn scoring_forward_is_the_eval_forward() {
         let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+        let flex = Device::flex();
         for arch in [
             Architecture::Cnn,
             Architecture::ResNet18,
             Architecture::ResNet50,
         ] {
-            let net = Classifier::new(arch, [3, 32, 32], 5, &device.clone().autodiff());
+            let net = Classifier::new(arch, [3, 32, 32], 5, &flex.clone().autodiff());
             for _ in 0..3 {
                 let x = random(
                     [6, 3 * 32 * 32],
                     Distribution::Normal(0.5, 2.0),
                     1,
-                    &device.clone().autodiff(),
+                    &flex.clone().autodiff(),
                 );
                 let _ = net.forward(x);
             }
             let net = net.valid();
             // A chunk that starts inside a larger block, as `score_block` cuts them.
-            let block = random([9, 3 * 32 * 32], Distribution::Normal(0.5, 2.0), 2, &device);
-            let x = block.narrow(0, 3, 5);
-            let expected = host(net.forward(x.clone()));
+            let block = random([9, 3 * 32 * 32], Distribution::Normal(0.5, 2.0), 2, &flex);
+            let expected = host(net.forward(block.clone().narrow(0, 3, 5)));
             let scale = expected.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            let net = net.to_device(&device);
+            let x = block.to_device(&device).narrow(0, 3, 5);
             for how in [GpuConv::Folded, GpuConv::Im2col, GpuConv::Auto] {
                 let scorer = net.scorer_with(how);
                 assert!(

@@ -294,13 +294,11 @@ pub(crate) fn is_channels_last(y: &Tensor<4>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use burn::tensor::activation::relu;
-    use burn::tensor::module::conv2d;
     use burn::tensor::ops::ConvOptions;
     use burn::tensor::{Device, Distribution, Tensor};
 
     use super::*;
-    use crate::test_support::{host, random};
+    use crate::test_support::{flex_conv2d, flex_conv2d_backward, host, random};
 
     /// An input laid out channels last ([N, H, W, C] in memory, seen as [N, C, H, W], as
     /// the previous layer leaves it) and a `kernel` x `kernel` weight, drawn from `seed`
@@ -327,7 +325,8 @@ mod tests {
         (x, w)
     }
 
-    /// im2col and a matmul against burn's own convolution on lavapipe, for the kernel
+    /// im2col and a matmul on lavapipe against burn's own convolution (on flex:
+    /// [`flex_conv2d`]), for the kernel
     /// shapes of the paper's networks (3x3/1, 3x3/2, 1x1/2, ResNet's 7x7/2 stem), on an
     /// input that is a strided view (channels last, as the previous layer leaves it),
     /// whole and in parts of one image.
@@ -339,12 +338,9 @@ mod tests {
             let (n, c, side, o) = (3, 5, 11, 6);
             let (x, w) = operands([n, c, side, o], kernel, 1, &device);
             let b = random([o], Distribution::Normal(0.0, 1.0), 3, &device);
-            let expected = host(relu(conv2d(
-                x.clone(),
-                w.clone(),
-                Some(b.clone()),
-                ConvOptions::new([stride, stride], [pad, pad], [1, 1], 1),
-            )));
+            let options = ConvOptions::new([stride, stride], [pad, pad], [1, 1], 1);
+            let mut expected = flex_conv2d(&x, &w, Some(&b), options);
+            expected.iter_mut().for_each(|v| *v = v.max(0.0));
             let g = Geometry {
                 kernel: [kernel, kernel],
                 stride: [stride, stride],
@@ -366,19 +362,14 @@ mod tests {
         }
     }
 
-    /// The backward pass (two matmuls around im2col and col2im) against burn's own
-    /// `conv2d_x_backward` and `conv2d_weight_backward` on lavapipe, for the paper's kernel
+    /// The backward pass (two matmuls around im2col and col2im) on lavapipe against burn's
+    /// own `conv2d_x_backward` and `conv2d_weight_backward` (on flex), for the paper's kernel
     /// shapes, with the output's gradient channels last (as the batch norm's backward
     /// leaves it) and contiguous, whole and a part per image (col2im writing each image of
     /// one buffer), and each gradient alone.
     #[test]
     fn backward_is_burns_whole_and_in_parts() {
-        use burn::backend::ops::ModuleOps;
-        use burn::backend::{Cube, TensorMetadata};
-
         let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
-        let prim = |t: &Tensor<4>| t.clone().try_into_primitive::<Cube>().unwrap();
-        let back = |t| Tensor::<4>::from_primitive::<Cube>(t);
         for (kernel, stride, pad) in [(3, 1, 1), (3, 2, 1), (1, 2, 0), (7, 2, 3)] {
             let (n, c, side, o) = (3, 5, 11, 6);
             let (x, w) = operands([n, c, side, o], kernel, 4, &device);
@@ -396,19 +387,8 @@ mod tests {
             )
             .permute([0, 3, 1, 2]);
             let options = ConvOptions::new([stride, stride], [pad, pad], [1, 1], 1);
-            let expected_dx = host(back(<Cube as ModuleOps<Cube>>::conv2d_x_backward(
-                prim(&x),
-                prim(&w),
-                prim(&dy_last),
-                options.clone(),
-            )));
-            let expected_dw = host(back(<Cube as ModuleOps<Cube>>::conv2d_weight_backward(
-                prim(&x),
-                prim(&w),
-                prim(&dy_last),
-                options,
-            )));
-            assert_eq!(prim(&dy_last).shape().dims::<4>(), [n, o, out_h, out_w]);
+            let (expected_dx, expected_dw) = flex_conv2d_backward(&x, &w, &dy_last, options);
+            assert_eq!(dy_last.dims(), [n, o, out_h, out_w]);
             let worst = |got: &[f32], expected: &[f32]| {
                 assert_eq!(got.len(), expected.len());
                 got.iter()
