@@ -3,15 +3,30 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 mod npy_file;
 use npy_file::write_npy;
 
 fn taks(args: &[&str]) -> Output {
+    let _turn = gpu_turn(args);
     Command::new(env!("CARGO_BIN_EXE_taks"))
         .args(args)
         .output()
         .expect("the taks binary runs")
+}
+
+/// The GPU's turn, for a run that asks for it (`--device gpu`, `--devices cpu,gpu`): such
+/// runs go one at a time. Two `taks` processes that meet the same new kernel shape at
+/// once each tune it (cubecl keeps the result for the processes after, not for one
+/// running beside): up to a minute and a half of compiling on lavapipe per shape, which
+/// the tests' first run on a fresh machine paid twice over (docs/benchmarks.md, "Build
+/// and test").
+fn gpu_turn(args: &[&str]) -> Option<MutexGuard<'static, ()>> {
+    static GPU: Mutex<()> = Mutex::new(());
+    args.iter()
+        .any(|a| a.split(',').any(|d| d == "gpu"))
+        .then(|| GPU.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
 fn scratch(name: &str) -> PathBuf {
