@@ -326,10 +326,9 @@ mod tests {
     }
 
     /// im2col and a matmul on lavapipe against burn's own convolution (on flex:
-    /// [`flex_conv2d`]), for the kernel
-    /// shapes of the paper's networks (3x3/1, 3x3/2, 1x1/2, ResNet's 7x7/2 stem), on an
-    /// input that is a strided view (channels last, as the previous layer leaves it),
-    /// whole and in parts of one image.
+    /// [`flex_conv2d`]), for the kernel shapes of the paper's networks (3x3/1, 3x3/2,
+    /// 1x1/2, ResNet's 7x7/2 stem), on an input that is a strided view (channels last, as
+    /// the previous layer leaves it), whole and in parts of one image.
     #[test]
     fn im2col_matmul_is_the_convolution() {
         let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
@@ -362,11 +361,11 @@ mod tests {
         }
     }
 
-    /// The backward pass (two matmuls around im2col and col2im) on lavapipe against burn's
-    /// own `conv2d_x_backward` and `conv2d_weight_backward` (on flex), for the paper's kernel
-    /// shapes, with the output's gradient channels last (as the batch norm's backward
-    /// leaves it) and contiguous, whole and a part per image (col2im writing each image of
-    /// one buffer), and each gradient alone.
+    /// The backward pass (two matmuls around im2col and col2im) on lavapipe against
+    /// burn's own `conv2d_x_backward` and `conv2d_weight_backward` (on flex), for the
+    /// paper's kernel shapes, with the output's gradient channels last (as the batch
+    /// norm's backward leaves it) and contiguous, whole and a part per image (col2im
+    /// writing each image of one buffer), and each gradient alone.
     #[test]
     fn backward_is_burns_whole_and_in_parts() {
         let device = crate::gpu::direct::start().expect("a wgpu adapter").0;

@@ -105,9 +105,10 @@ mod tests {
     }
 
     /// On lavapipe: the forward pass (with bias and ReLU, and without) and both gradients
-    /// are burn's (on flex: [`flex_conv2d`]), for the paper's kernel shapes (3x3 stride 1 and 2, the 1x1 shortcut,
-    /// ResNet-18's 7x7 stem), a non-square input, sizes across the matmul's tiles, and
-    /// the input and the output's gradient both channels last and contiguous.
+    /// are burn's (on flex: [`flex_conv2d`]), for the paper's kernel shapes (3x3 stride 1
+    /// and 2, the 1x1 shortcut, ResNet-18's 7x7 stem), a non-square input, sizes across
+    /// the matmul's tiles, and the input and the output's gradient both channels last and
+    /// contiguous.
     #[test]
     fn the_implicit_convolution_and_its_gradients_are_burns() {
         let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
