@@ -1,8 +1,9 @@
 //! The README and `docs/` checked against the code, so that they cannot drift: every
 //! `taks` command they show is parsed by the real command line (a renamed flag or value
 //! fails here), every relative link and heading anchor resolves, every repository path
-//! they name exists, and the README's table of subcommands is each subcommand's own
-//! `--help` summary. A test module only: nothing here is part of the binary.
+//! they name exists, the README's table of subcommands is each subcommand's own
+//! `--help` summary, and the audit page offers every network `--model` takes. A test
+//! module only: nothing here is part of the binary.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -577,6 +578,29 @@ fn the_readme_is_a_front_door() {
             "README's first {FIRST_SCREEN_LINES} lines do not show `{needed}`"
         );
     }
+}
+
+/// The page's network picker is written out by hand in `audit.html` (the wasm package
+/// takes any `--model` name), so a network added to the code could be left off it.
+#[test]
+fn the_audit_page_offers_every_network() {
+    let page = std::fs::read_to_string(root().join("audit.html")).expect("audit.html");
+    let picker = page
+        .split("<select id=\"audit-model\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</select>").next())
+        .expect("audit.html has the #audit-model picker");
+    let offered: Vec<&str> = picker
+        .split("<option value=\"")
+        .skip(1)
+        .filter_map(|option| option.split('"').next())
+        .filter(|value| !value.is_empty())
+        .collect();
+    let networks: Vec<&str> = taks_core::nn::Architecture::ALL
+        .iter()
+        .map(|a| a.name())
+        .collect();
+    assert_eq!(offered, networks, "audit.html's #audit-model options");
 }
 
 #[test]

@@ -14,21 +14,25 @@ use burn::store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
 use burn::tensor::Device;
 use taks_core::audit::input::Input;
 use taks_core::formats::atomic::write_atomically;
+use taks_core::nn::torch_names::renamed_modules;
 use taks_core::nn::{Architecture, Classifier};
 
 pub use taks_core::audit::model_card::{DESCRIPTION, ModelCard, WEIGHTS};
 use taks_core::audit::model_card::{FORMAT, VERSION, VERSION_CENTRE_CROP, pytorch_weights};
 
-/// Name rewrites (regex, replacement) from PyTorch's names back to burn's module paths.
-fn renamings(architecture: Architecture) -> &'static [(&'static str, &'static str)] {
-    match architecture {
-        Architecture::Mlp => &[(r"^0\.", "hidden."), (r"^2\.", "output.")],
-        Architecture::Cnn => &[],
-        Architecture::ResNet18 | Architecture::ResNet34 | Architecture::ResNet50 => &[
-            (r"\.downsample\.0\.", ".downsample.conv."),
-            (r"\.downsample\.1\.", ".downsample.bn."),
-        ],
-    }
+/// Name rewrites (regex, replacement) from PyTorch's names back to burn's module paths:
+/// `pytorch_name`'s renamings (`taks_core::nn::torch_names`) undone.
+fn renamings(architecture: Architecture) -> Vec<(String, String)> {
+    renamed_modules(architecture)
+        .iter()
+        .map(|r| match r.parent {
+            None => (format!(r"^{}\.", r.torch), format!("{}.", r.burn)),
+            Some(parent) => (
+                format!(r"\.{parent}\.{}\.", r.torch),
+                format!(".{parent}.{}.", r.burn),
+            ),
+        })
+        .collect()
 }
 
 /// Write `network` and its card into `dir` (each file atomically).
@@ -96,7 +100,7 @@ pub fn load(dir: &Path, device: &Device) -> Result<Loaded> {
         .skip_enum_variants(true)
         .with_from_adapter(PyTorchToBurnAdapter);
     for (from, to) in renamings(card.architecture) {
-        store = store.with_key_remapping(*from, *to);
+        store = store.with_key_remapping(from, to);
     }
     let fitted = match network.load_from(&mut store) {
         Ok(result) if result.is_success() && result.unused.is_empty() => Ok(()),

@@ -33,7 +33,8 @@ use web_time::Instant;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AuditOptions {
-    /// "mlp", "cnn" or "resnet18"; default: chosen by `budget` on this device.
+    /// A network's `--model` name ("mlp", "cnn", "resnet18", ...); default: chosen by
+    /// `budget` on this device.
     model: Option<String>,
     /// Seconds the audit may take, for choosing the network (as `--budget`).
     #[serde(default = "default_budget")]
@@ -190,7 +191,9 @@ impl AuditJob {
                         .into_iter()
                         .find(|a| a.name() == name)
                         .ok_or_else(|| {
-                            js_error(format!("no network named '{name}' (mlp, cnn, resnet18)"))
+                            let names: Vec<&str> =
+                                Architecture::ALL.iter().map(|a| a.name()).collect();
+                            js_error(format!("no network named '{name}' ({})", names.join(", ")))
                         })?,
                 ),
             };

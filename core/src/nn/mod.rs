@@ -24,7 +24,7 @@ mod mlp;
 pub mod pretrained;
 pub mod resnet;
 mod scorer;
-pub(crate) mod torch_names;
+pub mod torch_names;
 
 pub use cnn::{Cnn, ConvBlock};
 pub use mlp::Mlp;

@@ -16,6 +16,45 @@ pub(crate) fn transposed(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     out
 }
 
+/// A module that PyTorch names differently from burn: within a network, the module
+/// `burn` directly inside `parent` (`None`: at the top) is PyTorch's `torch`.
+#[derive(Clone, Copy, Debug)]
+pub struct Renamed {
+    pub parent: Option<&'static str>,
+    pub burn: &'static str,
+    pub torch: &'static str,
+}
+
+const fn top(burn: &'static str, torch: &'static str) -> Renamed {
+    Renamed {
+        parent: None,
+        burn,
+        torch,
+    }
+}
+
+const fn shortcut(burn: &'static str, torch: &'static str) -> Renamed {
+    Renamed {
+        parent: Some("downsample"),
+        burn,
+        torch,
+    }
+}
+
+/// Every module of `architecture` whose name PyTorch spells otherwise: torch's
+/// `nn.Sequential` numbers what taks names (the MLP's layers, a ResNet's shortcut).
+/// `pytorch_name` reads it one way, `taks predict`'s loader the other
+/// (`native/src/model_file.rs`).
+pub fn renamed_modules(architecture: Architecture) -> &'static [Renamed] {
+    const MLP: &[Renamed] = &[top("hidden", "0"), top("output", "2")];
+    const RESNET: &[Renamed] = &[shortcut("conv", "0"), shortcut("bn", "1")];
+    match architecture {
+        Architecture::Mlp => MLP,
+        Architecture::Cnn => &[],
+        Architecture::ResNet18 | Architecture::ResNet34 | Architecture::ResNet50 => RESNET,
+    }
+}
+
 /// The name PyTorch gives the tensor burn keeps under `path` (`Mlp.hidden.weight` ->
 /// `0.weight`).
 pub(crate) fn pytorch_name(path: &str, architecture: Architecture) -> String {
@@ -27,24 +66,14 @@ pub(crate) fn pytorch_name(path: &str, architecture: Architecture) -> String {
         "beta" => "bias",
         other => other,
     };
-    match architecture {
-        Architecture::Mlp => match parts[0] {
-            "hidden" => parts[0] = "0",
-            "output" => parts[0] = "2",
-            _ => {}
-        },
-        Architecture::ResNet18 | Architecture::ResNet34 | Architecture::ResNet50 => {
-            for i in 1..parts.len() {
-                if parts[i - 1] == "downsample" {
-                    parts[i] = match parts[i] {
-                        "conv" => "0",
-                        "bn" => "1",
-                        other => other,
-                    };
-                }
-            }
+    for i in 0..last {
+        let parent = i.checked_sub(1).map(|p| parts[p]);
+        if let Some(rename) = renamed_modules(architecture)
+            .iter()
+            .find(|r| r.parent == parent && r.burn == parts[i])
+        {
+            parts[i] = rename.torch;
         }
-        Architecture::Cnn => {}
     }
     parts.join(".")
 }
