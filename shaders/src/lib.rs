@@ -683,7 +683,7 @@ mod tests {
                     .arg(&path)
                     .output()
                     .unwrap_or_else(|e| {
-                        panic!("cannot run `{spirv_val}` ({e}): scripts/test.sh installs it")
+                        panic!("cannot run `{spirv_val}` ({e}): scripts/test.sh fetches it")
                     });
                 assert!(
                     out.status.success(),
