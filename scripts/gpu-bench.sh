@@ -27,6 +27,11 @@
 #      f16 forward and backward passes, f32 weights, a loss scale; the MLP's step
 #      without a graph in f16) beside PyTorch's autocast to f16 with its gradient scaler
 #      (F16=only runs these three alone: a second call on a 15-minute lease);
+#   7b. when COOP=1, the CNN and ResNet-18 in mixed precision again with their products
+#      on cooperative matrices (TAKS_GPU_COOP=1, core/src/ops/matmul/coop.rs; the
+#      convolutions forced to im2col, whose products those are) beside PyTorch's
+#      autocast: the device line says whether their self-check passed, and if it did
+#      not, the steps are burn's f16 matmuls again (COOP=only runs these two alone);
 #   8. when EMBED=1, `taks embed` of 2,000 224x224 PNGs with a ResNet-18 on the GPU
 #      against PyTorch's eval loop on CUDA, after checking its features against
 #      torchvision's (scripts/torchvision-parity.py --device gpu).
@@ -40,7 +45,7 @@
 # Usage: scripts/gpu-bench.sh [OUT]      (writes OUT/*.md, default gpu-bench/)
 # Environment: TAKS (default target/release/taks: the default build, burn's WGSL
 # compiler), TAKS_SPIRV and TAKS_FUSION (optional), PYTHON (python3 with torch and numpy; torchvision,
-# safetensors and PIL for EMBED), TILED, F16, EMBED, SMOKE (below). Each step has its own time limit (below, from an
+# safetensors and PIL for EMBED), TILED, F16, COOP, EMBED, SMOKE (below). Each step has its own time limit (below, from an
 # H100 run of 2026-11-28: the CNN's first process, with its convolution timings, autotune
 # and both PyTorch loops, ran past 170 s; ResNet-18's took 130 s, the MLP's 36 s). A step
 # that fails or runs out of time is reported and the next one still runs; the exit code
@@ -103,7 +108,7 @@ RESNET=(--dataset cifar10 --generated "$RESNET_SET" --model resnet18 --eval-batc
     --methods taks --warmup 1 --epochs 1)
 MLP=(--dataset fashion-mnist --generated "$MLP_SET" --model mlp --methods taks
     --warmup 1 --epochs 2)
-if [ "${F16:-}" != only ]; then
+if [ "${F16:-}" != only ] && [ "${COOP:-}" != only ]; then
     step cnn-32x32 230 "$TAKS" "${CNN[@]}" "${TORCH[@]}"
     # ResNet-18's limit: 130 s measured, and 20 s for the forward rates' six passes of
     # 2,000 images (not measured).
@@ -147,6 +152,13 @@ if [ -n "${F16:-}" ]; then
     step cnn-32x32-f16 200 "$TAKS" "${CNN[@]}" --precision f16 "${TORCH[@]}"
     step resnet18-224x224-f16 150 "$TAKS" "${RESNET[@]}" --precision f16 "${TORCH[@]}"
     step mlp-28x28-f16 45 "$TAKS" "${MLP[@]}" --precision f16 "${TORCH[@]}"
+fi
+if [ -n "${COOP:-}" ]; then
+    # Limits not measured on a GPU: as the f16 steps', less burn's tuning of its matmuls.
+    STEP_ENV="TAKS_GPU_COOP=1 TAKS_GPU_CONV=im2col" step cnn-32x32-f16-coop 200 "$TAKS" \
+        "${CNN[@]}" --precision f16 "${TORCH[@]}"
+    STEP_ENV="TAKS_GPU_COOP=1 TAKS_GPU_CONV=im2col" step resnet18-224x224-f16-coop 150 "$TAKS" \
+        "${RESNET[@]}" --precision f16 "${TORCH[@]}"
 fi
 
 if [ -n "${EMBED:-}" ]; then

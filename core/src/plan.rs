@@ -8,10 +8,10 @@
 //! to restate them (for instance "the tiled matmul is f32 only" in five places). Two rows
 //! are not asked: Adam's host pass (`ops::adam::cpu`) takes every f32 flex tensor it is
 //! handed, which its downcast checks anyway, and the implicit convolution is one of the
-//! ways the convolution's choice measures ([`Switches::conv_ways`]). The
-//! switches of the environment (`TAKS_GPU_CONV`, `TAKS_GPU_MATMUL`, `TAKS_GPU_DIRECT`) are
-//! read here, once per process ([`Switches::current`]); `taks` checks them before anything
-//! runs ([`Switches::from_env`]). The one choice that is measured rather than tabled is a
+//! ways the convolution's choice measures ([`Switches::conv_ways`]). The switches of the
+//! environment (`TAKS_GPU_CONV`, `TAKS_GPU_MATMUL`, `TAKS_GPU_DIRECT`, `TAKS_GPU_COOP`)
+//! are read here, once per process ([`Switches::current`]); `taks` checks them before
+//! anything runs ([`Switches::from_env`]). The one choice that is measured rather than tabled is a
 //! convolution's way: [`crate::ops::conv::choice`] times the ways [`Switches::conv_ways`]
 //! leaves and keeps the fastest, and the plan's rules say where no timing is needed
 //! ([`Switches::forced_way`], [`Switches::backward_way`]).
@@ -110,6 +110,14 @@ impl Way {
     }
 }
 
+/// Each switch on its own, in the order conv, matmul, direct, coop ([`Switches::each`]).
+type Each = (
+    Result<GpuConv, String>,
+    Result<GpuMatmul, String>,
+    Result<bool, String>,
+    Result<bool, String>,
+);
+
 /// The environment's switches, as one value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Switches {
@@ -121,6 +129,11 @@ pub struct Switches {
     /// WGSL (so that the route they take on burn's SPIR-V and MSL compilers is tested on a
     /// driver that cannot run burn's SPIR-V: docs/gpu.md).
     pub direct: bool,
+    /// `TAKS_GPU_COOP=1`: a mixed-precision step's matrix products on cooperative
+    /// matrices ([`Kernel::CoopMatmul`]) where the adapter has them and their self-check
+    /// passed. Off by default until a GPU run has measured the kernel: no adapter the
+    /// tests run on has cooperative matrices.
+    pub coop: bool,
 }
 
 impl Switches {
@@ -129,6 +142,7 @@ impl Switches {
         conv: GpuConv::Auto,
         matmul: GpuMatmul::Auto,
         direct: false,
+        coop: false,
     };
 
     /// From the environment; the first unknown value is a one-line error the caller
@@ -138,34 +152,30 @@ impl Switches {
     }
 
     /// From `get(name)`, the value of each switch (`None` when unset); the first unknown
-    /// value, in the order `TAKS_GPU_CONV`, `TAKS_GPU_MATMUL`, `TAKS_GPU_DIRECT`, is the
-    /// error.
+    /// value, in the order `TAKS_GPU_CONV`, `TAKS_GPU_MATMUL`, `TAKS_GPU_DIRECT`,
+    /// `TAKS_GPU_COOP`, is the error.
     fn parse(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let (conv, matmul, direct) = Self::each(get);
+        let (conv, matmul, direct, coop) = Self::each(get);
         Ok(Switches {
             conv: conv?,
             matmul: matmul?,
             direct: direct?,
+            coop: coop?,
         })
     }
 
     /// Each switch on its own, so that an unknown value of one leaves the others as set.
-    fn each(
-        get: impl Fn(&str) -> Option<String>,
-    ) -> (
-        Result<GpuConv, String>,
-        Result<GpuMatmul, String>,
-        Result<bool, String>,
-    ) {
-        let direct = match get("TAKS_GPU_DIRECT").as_deref() {
+    fn each(get: impl Fn(&str) -> Option<String>) -> Each {
+        let flag = |name: &str| match get(name).as_deref() {
             None | Some("0") => Ok(false),
             Some("1") => Ok(true),
-            Some(other) => Err(format!("TAKS_GPU_DIRECT={other:?}: expected 0 or 1")),
+            Some(other) => Err(format!("{name}={other:?}: expected 0 or 1")),
         };
         (
             GpuConv::parse(get("TAKS_GPU_CONV").as_deref()),
             GpuMatmul::parse(get("TAKS_GPU_MATMUL").as_deref()),
-            direct,
+            flag("TAKS_GPU_DIRECT"),
+            flag("TAKS_GPU_COOP"),
         )
     }
 
@@ -174,11 +184,12 @@ impl Switches {
     pub fn current() -> Switches {
         static CURRENT: OnceLock<Switches> = OnceLock::new();
         *CURRENT.get_or_init(|| {
-            let (conv, matmul, direct) = Self::each(|name| std::env::var(name).ok());
+            let (conv, matmul, direct, coop) = Self::each(|name| std::env::var(name).ok());
             Switches {
                 conv: conv.unwrap_or(Self::DEFAULT.conv),
                 matmul: matmul.unwrap_or(Self::DEFAULT.matmul),
                 direct: direct.unwrap_or(Self::DEFAULT.direct),
+                coop: coop.unwrap_or(Self::DEFAULT.coop),
             }
         })
     }
@@ -231,12 +242,17 @@ impl Switches {
     }
 
     /// What a convolution's timings are kept under, for the adapter `adapter`: the
-    /// candidates differ with `TAKS_GPU_MATMUL`, so do the timings.
+    /// candidates differ with `TAKS_GPU_MATMUL` and `TAKS_GPU_COOP`, so do the timings.
     pub fn timings_key(self, adapter: String) -> String {
-        match self.matmul {
+        let key = match self.matmul {
             GpuMatmul::Auto => adapter,
             GpuMatmul::Burn => format!("{adapter}, TAKS_GPU_MATMUL=burn"),
             GpuMatmul::Tiled => format!("{adapter}, TAKS_GPU_MATMUL=tiled, implicit patches"),
+        };
+        // im2col's f16 products may be on cooperative matrices: timed apart.
+        match self.coop {
+            true => format!("{key}, TAKS_GPU_COOP=1"),
+            false => key,
         }
     }
 }
@@ -281,6 +297,8 @@ pub enum Kernel {
     BatchNorm,
     /// taks's tiled matrix product with bias and ReLU.
     TiledMatmul,
+    /// The f16 matrix product on cooperative matrices (tensor cores).
+    CoopMatmul,
     /// `relu(h + shortcut)`, forward and backward.
     Residual,
     /// The MLP's training step written out on the host.
@@ -314,6 +332,7 @@ pub struct Row {
 }
 
 const F32: &[DType] = &[DType::F32];
+const F16: &[DType] = &[DType::F16];
 const F32_F16: &[DType] = &[DType::F32, DType::F16];
 const ANY: &[DType] = &[DType::F32, DType::F16, DType::BF16];
 
@@ -358,6 +377,14 @@ pub const KERNELS: &[Row] = &[
         place: Place::Wgpu,
         dtypes: F32,
         chosen: "the implicit convolution; im2col under `TAKS_GPU_MATMUL=tiled`",
+    },
+    Row {
+        kernel: Kernel::CoopMatmul,
+        op: "matmul",
+        variant: "f16 on cooperative matrices (tensor cores), f32 sums",
+        place: Place::Wgpu,
+        dtypes: F16,
+        chosen: "under `TAKS_GPU_COOP=1`, a mixed-precision step's im2col products, where the adapter has cooperative matrices and their self-check at start-up passed",
     },
     Row {
         kernel: Kernel::Residual,
@@ -497,13 +524,15 @@ mod tests {
             ("TAKS_GPU_CONV", "folded"),
             ("TAKS_GPU_MATMUL", "tiled"),
             ("TAKS_GPU_DIRECT", "1"),
+            ("TAKS_GPU_COOP", "1"),
         ]);
         assert_eq!(
             set,
             Ok(Switches {
                 conv: GpuConv::Folded,
                 matmul: GpuMatmul::Tiled,
-                direct: true
+                direct: true,
+                coop: true,
             })
         );
         for conv in ["auto", "im2col", "folded", "plain"] {
@@ -518,6 +547,7 @@ mod tests {
             ("TAKS_GPU_MATMUL", "Tiled"),
             ("TAKS_GPU_MATMUL", ""),
             ("TAKS_GPU_DIRECT", "yes"),
+            ("TAKS_GPU_COOP", "on"),
         ] {
             let refused = switches(&[(name, silly)]).unwrap_err();
             assert!(
@@ -533,13 +563,15 @@ mod tests {
     /// conv, matmul, direct is the one reported.
     #[test]
     fn one_unknown_switch_leaves_the_others() {
-        let (conv, matmul, direct) = Switches::each(lookup(&[
+        let (conv, matmul, direct, coop) = Switches::each(lookup(&[
             ("TAKS_GPU_CONV", "plain"),
             ("TAKS_GPU_MATMUL", "tiled"),
             ("TAKS_GPU_DIRECT", "yes"),
+            ("TAKS_GPU_COOP", "1"),
         ]));
         assert_eq!((conv, matmul), (Ok(GpuConv::Plain), Ok(GpuMatmul::Tiled)));
         assert!(direct.is_err());
+        assert_eq!(coop, Ok(true));
         let refused = switches(&[("TAKS_GPU_DIRECT", "yes"), ("TAKS_GPU_MATMUL", "x")]);
         assert!(refused.unwrap_err().starts_with("TAKS_GPU_MATMUL="));
     }
@@ -573,6 +605,33 @@ mod tests {
         }
         assert!(with(GpuMatmul::Tiled).tiled_patches(DType::F32));
         assert!(!with(GpuMatmul::Auto).tiled_patches(DType::F32));
+    }
+
+    /// A convolution's timings are kept apart for every set of candidates, the
+    /// default's under the adapter's name alone (what earlier runs kept).
+    #[test]
+    fn timings_are_kept_apart_by_the_switches() {
+        let auto = Switches::DEFAULT;
+        let switches = [
+            auto,
+            Switches {
+                matmul: GpuMatmul::Burn,
+                ..auto
+            },
+            Switches {
+                matmul: GpuMatmul::Tiled,
+                ..auto
+            },
+            Switches { coop: true, ..auto },
+        ];
+        let mut keys: Vec<String> = switches
+            .iter()
+            .map(|s| s.timings_key("lavapipe".into()))
+            .collect();
+        assert_eq!(keys[0], "lavapipe");
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), switches.len());
     }
 
     /// Where no timing is needed, and what the backward pass follows.
@@ -616,6 +675,7 @@ mod tests {
             ConvFolded,
             BatchNorm,
             TiledMatmul,
+            CoopMatmul,
             Residual,
             MlpStepHost,
             MlpStepGpu,
@@ -631,13 +691,14 @@ mod tests {
             ConvFolded => 2,
             BatchNorm => 3,
             TiledMatmul => 4,
-            Residual => 5,
-            MlpStepHost => 6,
-            MlpStepGpu => 7,
-            CrossEntropy => 8,
-            AdamHost => 9,
-            AdamGpu => 10,
-            Selection => 11,
+            CoopMatmul => 5,
+            Residual => 6,
+            MlpStepHost => 7,
+            MlpStepGpu => 8,
+            CrossEntropy => 9,
+            AdamHost => 10,
+            AdamGpu => 11,
+            Selection => 12,
         };
         for (i, &kernel) in all.iter().enumerate() {
             assert_eq!(place(kernel), i, "{kernel:?}");

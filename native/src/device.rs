@@ -172,10 +172,17 @@ fn init_wgpu() -> Result<Chosen> {
         .map_err(|e| anyhow::anyhow!("{e}"))
         .context("starting the wgpu device")?;
     let compiler = taks_core::gpu::compiler(&device).unwrap_or("wgpu");
+    // Under TAKS_GPU_COOP=1 on a device with cooperative matrices: their self-check, run
+    // here, before anything trusts them.
+    let coop = match taks_core::ops::matmul::coop::verdict(&device) {
+        None => String::new(),
+        Some(Ok(())) => ", f16 products on cooperative matrices".into(),
+        Some(Err(why)) => format!("; {why}, so f16 products take burn's matmul"),
+    };
     Ok(Chosen {
         device,
         description: format!(
-            "GPU '{}' ({:?}, {:?}) through {compiler}",
+            "GPU '{}' ({:?}, {:?}) through {compiler}{coop}",
             info.name, info.device_type, info.backend
         ),
     })

@@ -39,6 +39,9 @@ struct Registered {
     queue: wgpu::Queue,
     /// One compiled pipeline per shader, by name.
     pipelines: Mutex<HashMap<&'static str, wgpu::ComputePipeline>>,
+    /// Whether the adapter multiplies 16 x 16 x 16 cooperative matrices of f16 into f32,
+    /// the one shape `shaders/matmul_coop_f16.wgsl` uses.
+    cooperative_f16: bool,
 }
 
 static REGISTERED: OnceLock<Registered> = OnceLock::new();
@@ -57,14 +60,36 @@ pub fn start() -> Result<(Device, wgpu::AdapterInfo), String> {
         .init_with_setup()
         .map_err(|e| format!("{e:?}"))?;
     let info = setup.adapter.get_info();
+    let cooperative_f16 = setup
+        .adapter
+        .cooperative_matrix_properties()
+        .iter()
+        .any(|p| {
+            use wgpu::CooperativeScalarType::{F16, F32};
+            [p.m_size, p.n_size, p.k_size] == [16; 3] && p.ab_type == F16 && p.cr_type == F32
+        });
     // Set once: `STARTED` makes the device only once per process.
     let _ = REGISTERED.set(Registered {
         device: setup.device,
         queue: setup.queue,
         pipelines: Mutex::new(HashMap::new()),
+        cooperative_f16,
     });
     *started = Some((device.clone(), info.clone()));
     Ok((device, info))
+}
+
+/// Whether the wgpu device [`start`] made runs `shaders/matmul_coop_f16.wgsl`: it has
+/// cooperative matrices, subgroups and f16 (burn's device requests every feature its
+/// adapter has, the experimental ones among them), and its adapter lists the kernel's
+/// shape, 16 x 16 x 16 f16 into f32. `false` before the device is made.
+pub(crate) fn has_cooperative_f16() -> bool {
+    let needs = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
+        | wgpu::Features::SHADER_F16
+        | wgpu::Features::SUBGROUP;
+    REGISTERED
+        .get()
+        .is_some_and(|r| r.cooperative_f16 && r.device.features().contains(needs))
 }
 
 /// Whether `client`'s launches go through [`launch`]: where burn does not compile WGSL

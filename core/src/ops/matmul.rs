@@ -13,6 +13,8 @@
 //! GPU run can time both; the tests compare it with burn's matmul and convolutions on
 //! lavapipe.
 
+pub mod coop;
+
 use burn::tensor::{DType, Tensor};
 
 use super::conv::geometry::Geometry;

@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | [`conv`] | 2-D convolution | burn's, im2col + matmul, implicit GEMM, batch norm folded in (eval); the fastest measured per shape |
 //! | [`batch_norm`] | batch norm (+ ReLU) of a training step | four kernels, or burn's |
-//! | [`matmul`] | tiled matrix product with bias and ReLU | taks's f32 kernel, or burn's |
+//! | [`matmul`] | matrix product (with bias and ReLU) | taks's tiled f32 kernel, f16 on cooperative matrices ([`matmul::coop`], under `TAKS_GPU_COOP=1`), or burn's |
 //! | [`residual`] | `relu(h + shortcut)` forward and backward | one kernel each way, or burn's |
 //! | [`layer_kernels`] | bias + ReLU, softmax cross-entropy gradient, ReLU gradient | f32 and f16 kernels |
 //! | [`mlp_step`] | the MLP's training step without a graph | host loops (flex), matmuls + three kernels (wgpu) |
