@@ -209,12 +209,12 @@ pub(crate) fn from_rows(rows: Tensor<2>, [n, h, w, c]: [usize; 4]) -> Tensor<4> 
 }
 
 /// `a` times `b`, plus `bias` (one per column) where there is one, then ReLU when `relu`,
-/// through the matmul `TAKS_GPU_MATMUL` chose ([`Switches::tiled_patches`]): ours with the bias and
-/// ReLU in the same pass, or burn's with one fused bias and ReLU after it. In f16, the
-/// product on cooperative matrices where the plan chooses it ([`matmul::coop`]), else
-/// burn's matmul (ours and the fused bias and ReLU are f32 kernels), and where a mixed-precision
-/// step asks for them (it does not: its biases go to the batch norms), the bias and ReLU
-/// as tensor operations.
+/// through the matmul `TAKS_GPU_MATMUL` chose ([`Switches::tiled_patches`]): ours with the
+/// bias and ReLU in the same pass, or burn's with one fused bias and ReLU after it. In
+/// f16, the product on cooperative matrices where the plan chooses it ([`matmul::coop`]),
+/// else burn's matmul (ours and the fused bias and ReLU are f32 kernels), and where a
+/// mixed-precision step asks for them (it does not: its biases go to the batch norms),
+/// the bias and ReLU as tensor operations.
 fn product(
     a: &Tensor<2>,
     b: &Tensor<2>,
