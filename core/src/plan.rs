@@ -11,10 +11,10 @@
 //! ways the convolution's choice measures ([`Switches::conv_ways`]). The switches of the
 //! environment (`TAKS_GPU_CONV`, `TAKS_GPU_MATMUL`, `TAKS_GPU_DIRECT`, `TAKS_GPU_COOP`)
 //! are read here, once per process ([`Switches::current`]); `taks` checks them before
-//! anything runs ([`Switches::from_env`]). The one choice that is measured rather than tabled is a
-//! convolution's way: [`crate::ops::conv::choice`] times the ways [`Switches::conv_ways`]
-//! leaves and keeps the fastest, and the plan's rules say where no timing is needed
-//! ([`Switches::forced_way`], [`Switches::backward_way`]).
+//! anything runs ([`Switches::from_env`]). The one choice that is measured rather than
+//! tabled is a convolution's way: [`crate::ops::conv::choice`] times the ways
+//! [`Switches::conv_ways`] leaves and keeps the fastest, and the plan's rules say where no
+//! timing is needed ([`Switches::forced_way`], [`Switches::backward_way`]).
 //!
 //! docs/architecture.md shows [`KERNELS`] as [`markdown`] writes it; a test keeps the two
 //! equal. This module depends on burn (and burn-dispatch's device enum) alone, so every
