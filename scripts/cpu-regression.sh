@@ -7,10 +7,10 @@
 #   bench: `taks bench --methods taks,standard --epochs 3`, TAkS's and Standard's mean;
 # and beside each, the fastest epoch of all runs: on a shared machine a busy neighbour
 # only ever adds time, so the fastest epoch moves least from run to run and tells a few
-# percent where the medians cannot. It prints one table and says SLOWER for a median more
-# than 10% above the baseline's, exiting 1 if any is. A benchmark to run by hand before a release or after a change to
-# the data path or the training loop, on a quiet machine; never a test (CI machines
-# differ and are shared).
+# percent where the medians cannot. It prints both tables and says SLOWER for a median
+# more than 10% above the baseline's, exiting 1 if any is. A benchmark to run by hand
+# before a release or after a change to the data path or the training loop, on a quiet
+# machine; never a test (CI machines differ and are shared).
 #
 # Usage: scripts/cpu-regression.sh BASE [NEW]
 #   BASE  the baseline: a taks binary, or a git revision (a tag, a commit), which is built
@@ -70,15 +70,17 @@ train=(train --dataset fashion-mnist --data-dir "$FASHION_DIR" --noise symmetric
     --method taks --k-ratio 0.35 --epochs 6 --seed 1 --device cpu --quiet)
 bench=(bench --dataset fashion-mnist --data-dir "$FASHION_DIR" --devices cpu --methods taks,standard --epochs 3)
 
-# The median of epoch_seconds over epochs 2.. of a metrics.csv.
-epoch_median() {
+# The epoch_seconds of epochs 2.. of a metrics.csv, fastest first.
+epoch_seconds() {
     awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "epoch_seconds") c = i; next }
-        $1 >= 2 { print $c }' "$1" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+        $1 >= 2 { print $c }' "$1" | sort -g
 }
-# The fastest epoch_seconds over epochs 2.. of a metrics.csv.
+# Their median, and the fastest.
+epoch_median() {
+    epoch_seconds "$1" | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
 epoch_min() {
-    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "epoch_seconds") c = i; next }
-        $1 >= 2 { print $c }' "$1" | sort -g | head -1
+    epoch_seconds "$1" | head -1
 }
 # Column $3 ("mean" or "min") of method $2's row in a bench table $1, found by the
 # column's name (binaries of different versions print different columns), in that table

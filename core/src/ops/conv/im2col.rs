@@ -225,10 +225,8 @@ fn product(
     if Switches::current().tiled_patches(a.dtype()) {
         return matmul::matmul(a, b, bias, relu);
     }
-    let y = match f32s {
-        true => a.clone().matmul(b.clone()),
-        false => matmul::coop::product(a, b).unwrap_or_else(|| a.clone().matmul(b.clone())),
-    };
+    // The plan's f16 products on cooperative matrices (`None` in every other case).
+    let y = matmul::coop::product(a, b).unwrap_or_else(|| a.clone().matmul(b.clone()));
     if !f32s {
         let y = match bias {
             Some(b) => y.clone() + b.clone().cast(y.dtype()).unsqueeze::<2>(),

@@ -87,7 +87,7 @@ fn launch(a: &Tensor<2>, b: &Tensor<2>) -> Option<Tensor<2>> {
 fn known(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
     let mut draws = crate::rng::SplitMix64::new(seed);
     (0..rows * cols)
-        .map(|_| (draws.next_u64() % 33) as f32 / 8.0 - 2.0)
+        .map(|_| draws.below(33) as f32 / 8.0 - 2.0)
         .collect()
 }
 
