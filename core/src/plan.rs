@@ -131,8 +131,8 @@ pub struct Switches {
     pub direct: bool,
     /// `TAKS_GPU_COOP=1`: a mixed-precision step's matrix products on cooperative
     /// matrices ([`Kernel::CoopMatmul`]) where the adapter has them and their self-check
-    /// passed. Off by default until a GPU run has measured the kernel: no adapter the
-    /// tests run on has cooperative matrices.
+    /// passed. Off by default: on an H200 the f16 epochs were slower with it than with
+    /// burn's f16 matmul (docs/benchmarks.md).
     pub coop: bool,
 }
 

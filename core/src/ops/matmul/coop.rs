@@ -6,8 +6,10 @@
 //! card's plain arithmetic, and no WGSL kernel of burn's uses them (docs/gpu.md). Why
 //! behind a switch and a self-check: no adapter the tests run on has cooperative
 //! matrices (lavapipe lists no `VK_KHR_cooperative_matrix`, and WebGPU has none), so the
-//! kernel is checked offline only (naga and `spirv-val`, in `taks-shaders`' tests) until
-//! a GPU run has measured it. So it runs only under `TAKS_GPU_COOP=1`
+//! tests check the kernel offline only (naga and `spirv-val`, in `taks-shaders`' tests),
+//! and on an H200, where the check passed, the f16 epochs were slower with it than with
+//! burn's f16 matmul, each product's padding copies and cast adding launches
+//! (docs/benchmarks.md, "Mixed precision and cooperative matrices on an H200"). So it runs only under `TAKS_GPU_COOP=1`
 //! ([`crate::plan::Switches::coop`]), on a device that has the feature, and once its
 //! [`self_check`] passed: a product of known values against the exact one, the verdict
 //! kept for the process (which has one wgpu device: [`crate::gpu::direct::start`]). A
