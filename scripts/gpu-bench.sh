@@ -130,7 +130,7 @@ if [ "${F16:-}" != only ] && [ "${COOP:-}" != only ]; then
         echo "== spirv-probe: $TAKS_SPIRV probe-spirv" | tee "$OUT/spirv-probe.md"
         probe=$(timeout $((30 * LIMIT_SCALE)) "$TAKS_SPIRV" probe-spirv 2>&1)
         echo "$probe (exit $?)" | tee -a "$OUT/spirv-probe.md"
-        if grep -q '^spirv-probe-passed$' <<<"$probe"; then
+        if grep -q '^taks-probe-passed$' <<<"$probe"; then
             step mlp-28x28-spirv 30 "$TAKS_SPIRV" "${MLP[@]}"
             step cnn-32x32-spirv 40 "$TAKS_SPIRV" "${CNN[@]}"
         else

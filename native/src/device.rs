@@ -172,11 +172,19 @@ fn init_wgpu() -> Result<Chosen> {
         .map_err(|e| anyhow::anyhow!("{e}"))
         .context("starting the wgpu device")?;
     let compiler = taks_core::gpu::compiler(&device).unwrap_or("wgpu");
-    // Under TAKS_GPU_COOP=1 on a device with cooperative matrices: their self-check, run
-    // here, before anything trusts them.
-    let coop = match taks_core::ops::matmul::coop::verdict(&device) {
+    // Under TAKS_GPU_COOP=1 on a device with cooperative matrices: the kernel's check by
+    // a child process (a driver that crashes on it takes only the child down), then its
+    // self-check here, before anything trusts it.
+    let coop =
+        taks_core::ops::matmul::coop::offered().map(|kernel| {
+            match crate::coop_probe::check(&kernel) {
+                Ok(()) => taks_core::ops::matmul::coop::verdict(&device),
+                Err(why) => Some(taks_core::ops::matmul::coop::refuse(why)),
+            }
+        });
+    let coop = match coop.flatten() {
         None => String::new(),
-        Some(Ok(())) => ", f16 products on cooperative matrices".into(),
+        Some(Ok(kernel)) => format!(", f16 products on cooperative matrices ({})", kernel.name),
         Some(Err(why)) => format!("; {why}, so f16 products take burn's matmul"),
     };
     Ok(Chosen {

@@ -7,6 +7,7 @@ mod bench_data;
 mod bench_select;
 mod bench_torch;
 mod cli;
+mod coop_probe;
 mod device;
 #[cfg(test)]
 mod docs_check;
@@ -18,6 +19,7 @@ mod out_dir;
 mod picks;
 mod plot;
 mod predict;
+mod probe;
 mod run_args;
 mod spirv_probe;
 mod table;
@@ -59,7 +61,7 @@ fn main() -> ExitCode {
     // Before any device exists: a second run reuses the first one's GPU autotuning and
     // convolution timings.
     let cache = taks_core::gpu::tuning_cache::keep_in_user_cache();
-    spirv_probe::keep_in(cache.clone());
+    probe::keep_in(cache.clone());
     taks_core::ops::conv::timings::keep_in(cache);
     if let Err(message) = taks_core::plan::Switches::from_env() {
         eprintln!("error: {message}");
@@ -80,6 +82,7 @@ fn main() -> ExitCode {
         cli::Command::Embed(args) => embed::run(args),
         cli::Command::ListAdapters => device::list_adapters(),
         cli::Command::ProbeSpirv => spirv_probe::probe(),
+        cli::Command::ProbeCoop => coop_probe::probe(),
         cli::Command::Table { runs } => table::run(&runs),
     });
     match result {

@@ -103,11 +103,31 @@ pub const ELEM_F32: &str = elem_f32!();
 /// [`BIAS_RELU_F16`], [`MLP_SOFTMAX_GRAD_F16`], [`MLP_RELU_GRAD_F16`]).
 pub const ELEM_F16: &str = elem_f16!();
 
-/// The directives of a shader on cooperative matrices of f16 values ([`MATMUL_COOP_F16`]):
-/// WGSL's f16 and wgpu's experimental `wgpu_cooperative_matrix` (`coop_mat16x16`,
-/// `coopLoadT`, `coopMultiplyAdd`, `coopStoreT`), which naga turns into the Vulkan
-/// extension `VK_KHR_cooperative_matrix`'s SPIR-V and into Metal's simdgroup matrices.
-pub const COOPERATIVE_MATRIX_F16: &str = "enable f16;\nenable wgpu_cooperative_matrix;";
+/// The directives of a shader on cooperative matrices of f16 values: WGSL's f16 and
+/// wgpu's experimental `wgpu_cooperative_matrix` (`coop_mat16x16`, `coopLoadT`,
+/// `coopMultiplyAdd`, `coopStoreT`), which naga turns into the Vulkan extension
+/// `VK_KHR_cooperative_matrix`'s SPIR-V and into Metal's simdgroup matrices.
+macro_rules! cooperative_f16 {
+    () => {
+        "enable f16;\nenable wgpu_cooperative_matrix;\n"
+    };
+}
+/// The prelude of [`MATMUL_COOP_16`]: 16 x 16 cooperative matrices, 32-wide subgroups
+/// (NVIDIA's).
+pub const COOPERATIVE_16: &str = concat!(
+    cooperative_f16!(),
+    "const T: u32 = 16u;\nconst SUBGROUP: u32 = 32u;\n",
+    "alias tile_a = coop_mat16x16<f16, A>;\nalias tile_b = coop_mat16x16<f16, B>;\n",
+    "alias tile_c = coop_mat16x16<f32, C>;"
+);
+/// The prelude of [`MATMUL_COOP_8`]: 8 x 8 cooperative matrices, 8-wide subgroups
+/// (lavapipe's on a CPU with AVX2, since Mesa 26).
+pub const COOPERATIVE_8: &str = concat!(
+    cooperative_f16!(),
+    "const T: u32 = 8u;\nconst SUBGROUP: u32 = 8u;\n",
+    "alias tile_a = coop_mat8x8<f16, A>;\nalias tile_b = coop_mat8x8<f16, B>;\n",
+    "alias tile_c = coop_mat8x8<f32, C>;"
+);
 
 macro_rules! shader {
     ($(#[$doc:meta])* $konst:ident, $name:literal, $prelude:expr, $file:literal) => {
@@ -208,10 +228,15 @@ shader!(
 );
 shader!(
     /// The matrix product of a mixed-precision step on cooperative matrices (tensor
-    /// cores): f16 operands padded to whole tiles, the f32 sums. Only for a device with
-    /// the extension of [`COOPERATIVE_MATRIX_F16`], which no browser and no software
-    /// adapter here has.
-    MATMUL_COOP_F16, "taks_matmul_coop_f16", COOPERATIVE_MATRIX_F16, "matmul_coop_f16.wgsl"
+    /// cores): f16 operands of any strides, f32 sums, f16 out, on 16 x 16 tiles and
+    /// 32-wide subgroups. Only for a device with the extension of [`COOPERATIVE_16`],
+    /// which no browser has.
+    MATMUL_COOP_16, "taks_matmul_coop_16", COOPERATIVE_16, "matmul_coop_f16.wgsl"
+);
+shader!(
+    /// The same on 8 x 8 tiles and 8-wide subgroups ([`COOPERATIVE_8`]): what lavapipe
+    /// runs, so that the tests run the kernel.
+    MATMUL_COOP_8, "taks_matmul_coop_8", COOPERATIVE_8, "matmul_coop_f16.wgsl"
 );
 
 shader!(
@@ -288,7 +313,8 @@ pub const ALL: &[Shader] = &[
     COL2IM,
     COL2IM_F16,
     MATMUL,
-    MATMUL_COOP_F16,
+    MATMUL_COOP_16,
+    MATMUL_COOP_8,
     RESIDUAL_RELU,
     RESIDUAL_RELU_GRAD,
     RESIDUAL_RELU_F16,

@@ -39,9 +39,13 @@ struct Registered {
     queue: wgpu::Queue,
     /// One compiled pipeline per shader, by name.
     pipelines: Mutex<HashMap<&'static str, wgpu::ComputePipeline>>,
-    /// Whether the adapter multiplies 16 x 16 x 16 cooperative matrices of f16 into f32,
-    /// the one shape `shaders/matmul_coop_f16.wgsl` uses.
-    cooperative_f16: bool,
+    /// The sides of the square cooperative matrices of f16 into f32 the adapter
+    /// multiplies (16 on NVIDIA's cards, 8 on lavapipe), the shapes
+    /// `shaders/matmul_coop_f16.wgsl`'s variants use.
+    cooperative_f16: Vec<u32>,
+    /// The adapter's subgroup size where it has only one, which those variants are
+    /// written for.
+    subgroup: Option<u32>,
 }
 
 static REGISTERED: OnceLock<Registered> = OnceLock::new();
@@ -64,32 +68,40 @@ pub fn start() -> Result<(Device, wgpu::AdapterInfo), String> {
         .adapter
         .cooperative_matrix_properties()
         .iter()
-        .any(|p| {
+        .filter(|p| {
             use wgpu::CooperativeScalarType::{F16, F32};
-            [p.m_size, p.n_size, p.k_size] == [16; 3] && p.ab_type == F16 && p.cr_type == F32
-        });
+            p.m_size == p.k_size && p.n_size == p.k_size && p.ab_type == F16 && p.cr_type == F32
+        })
+        .map(|p| p.k_size)
+        .collect();
+    let subgroup =
+        (info.subgroup_min_size == info.subgroup_max_size).then_some(info.subgroup_min_size);
     // Set once: `STARTED` makes the device only once per process.
     let _ = REGISTERED.set(Registered {
         device: setup.device,
         queue: setup.queue,
         pipelines: Mutex::new(HashMap::new()),
         cooperative_f16,
+        subgroup,
     });
     *started = Some((device.clone(), info.clone()));
     Ok((device, info))
 }
 
-/// Whether the wgpu device [`start`] made runs `shaders/matmul_coop_f16.wgsl`: it has
+/// Whether the wgpu device [`start`] made runs a variant of `shaders/matmul_coop_f16.wgsl`
+/// on `side` x `side` x `side` cooperative matrices and `subgroup`-wide subgroups: it has
 /// cooperative matrices, subgroups and f16 (burn's device requests every feature its
-/// adapter has, the experimental ones among them), and its adapter lists the kernel's
-/// shape, 16 x 16 x 16 f16 into f32. `false` before the device is made.
-pub(crate) fn has_cooperative_f16() -> bool {
+/// adapter has, the experimental ones among them), its adapter lists that shape of f16
+/// into f32, and its subgroups are all that wide. `false` before the device is made.
+pub(crate) fn has_cooperative_f16(side: u32, subgroup: u32) -> bool {
     let needs = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
         | wgpu::Features::SHADER_F16
         | wgpu::Features::SUBGROUP;
-    REGISTERED
-        .get()
-        .is_some_and(|r| r.cooperative_f16 && r.device.features().contains(needs))
+    REGISTERED.get().is_some_and(|r| {
+        r.cooperative_f16.contains(&side)
+            && r.subgroup == Some(subgroup)
+            && r.device.features().contains(needs)
+    })
 }
 
 /// Whether `client`'s launches go through [`launch`]: where burn does not compile WGSL

@@ -25,6 +25,9 @@ pub mod launches;
 pub mod tuning_cache;
 
 use burn::tensor::Tensor;
+/// One of taks's WGSL shaders (its name and text), as the ops that choose among
+/// variants say which one they run.
+pub use taks_shaders::Shader;
 
 /// Whether taks's kernels run where `tensor` lives (a wgpu device, with or without
 /// autodiff). When this is true, their launchers return `Some` for tensors on the same

@@ -441,4 +441,41 @@ mod tests {
             );
         }
     }
+
+    /// On an adapter with cooperative matrices, under `TAKS_GPU_COOP=1` (scripts/test.sh
+    /// runs this through scripts/lavapipe-coop.sh): an f16 convolution's three products,
+    /// the output and both gradients, each take the kernel once, and burn's matmul,
+    /// padding and casts none of them; [`an_f16_convolution_runs_im2col_in_f16`] holds
+    /// their values to the f32 convolution's in the same run.
+    #[test]
+    #[ignore = "needs cooperative matrices and TAKS_GPU_COOP=1: scripts/lavapipe-coop.sh"]
+    fn an_f16_convolutions_products_take_cooperative_matrices() {
+        use burn::tensor::FloatDType;
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+        let kernel = match crate::ops::matmul::coop::verdict(&device) {
+            Some(Ok(kernel)) => kernel.name,
+            other => panic!("cooperative matrices not offered or failed: {other:?}"),
+        };
+        let device = device.autodiff();
+        let config =
+            Conv2dConfig::new([4, 6], [3, 3]).with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1));
+        let conv = drawn_from_seed(&device, 5, || config.init(&device));
+        let x = random([3, 4, 12, 12], Distribution::Normal(0.0, 1.0), 3, &device)
+            .cast(FloatDType::F16)
+            .require_grad();
+        let w = random([3, 6, 12, 12], Distribution::Normal(0.0, 1.0), 4, &device);
+        let (grads, kernels) = crate::gpu::launches::count_by_kernel(&device, || {
+            let (y, _) = unbiased(&conv, x.clone(), GpuConv::Im2col);
+            (y.cast(FloatDType::F32) * w.clone()).sum().backward()
+        });
+        assert!(x.grad(&grads).is_some());
+        let launched = |name: &str| kernels.iter().find(|(k, _)| k == name).map_or(0, |k| k.1);
+        assert_eq!(launched(kernel), 3, "{kernels:?}");
+        for (name, _) in &kernels {
+            let burns = ["Matmul", "Pad", "SliceAssign"]
+                .iter()
+                .any(|k| name.contains(k));
+            assert!(!burns, "{name} launched: {kernels:?}");
+        }
+    }
 }
