@@ -7,7 +7,8 @@
 //! `gpu` module), they are one place to read, they package as files, and this crate's
 //! tests parse and validate every one with naga (wgpu's own WGSL front end) and hand the
 //! SPIR-V naga writes from it (what wgpu gives a Vulkan driver) to Khronos's `spirv-val`,
-//! without a GPU: the only check a kernel for hardware no adapter here has can get.
+//! without a GPU: the only check a kernel for hardware no adapter here has (the 16 x 16
+//! variant of the product on cooperative matrices, NVIDIA's) can get.
 //! Each file's header says what it computes, its bindings and its launch shape.
 //!
 //! Every shader's entry point is `main` with `@workgroup_size(256)` ([`WORKGROUP`]); the
