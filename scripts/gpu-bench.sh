@@ -27,11 +27,12 @@
 #      f16 forward and backward passes, f32 weights, a loss scale; the MLP's step
 #      without a graph in f16) beside PyTorch's autocast to f16 with its gradient scaler
 #      (F16=only runs these three alone: a second call on a 15-minute lease);
-#   7b. when COOP=1, the CNN and ResNet-18 in mixed precision again with their products
-#      on cooperative matrices (TAKS_GPU_COOP=1, core/src/ops/matmul/coop.rs; the
-#      convolutions forced to im2col, whose products those are) beside PyTorch's
-#      autocast: the device line says whether their self-check passed, and if it did
-#      not, the steps are burn's f16 matmuls again (COOP=only runs these two alone);
+#   7b. when COOP=1, the driver check of the kernel on cooperative matrices alone
+#      (`taks probe-coop`, at most 30 s), then, if it passed, the CNN and ResNet-18 in
+#      mixed precision again with their products on cooperative matrices
+#      (TAKS_GPU_COOP=1, core/src/ops/matmul/coop.rs; the convolutions forced to
+#      im2col, whose products those are) beside PyTorch's autocast (COOP=only runs
+#      these alone: 380 s of limits);
 #   8. when EMBED=1, `taks embed` of 2,000 224x224 PNGs with a ResNet-18 on the GPU
 #      against PyTorch's eval loop on CUDA, after checking its features against
 #      torchvision's (scripts/torchvision-parity.py --device gpu).
@@ -154,11 +155,24 @@ if [ -n "${F16:-}" ]; then
     step mlp-28x28-f16 45 "$TAKS" "${MLP[@]}" --precision f16 "${TORCH[@]}"
 fi
 if [ -n "${COOP:-}" ]; then
-    # Limits not measured on a GPU: as the f16 steps', less burn's tuning of its matmuls.
-    STEP_ENV="TAKS_GPU_COOP=1 TAKS_GPU_CONV=im2col" step cnn-32x32-f16-coop 200 "$TAKS" \
-        "${CNN[@]}" --precision f16 "${TORCH[@]}"
-    STEP_ENV="TAKS_GPU_COOP=1 TAKS_GPU_CONV=im2col" step resnet18-224x224-f16-coop 150 "$TAKS" \
-        "${RESNET[@]}" --precision f16 "${TORCH[@]}"
+    # The check `taks` makes before it trusts the driver with the kernel
+    # (native/src/coop_probe.rs: its self-check in a child process), run apart with a
+    # limit of its own first, so that a driver that crashes or hangs on it costs at most
+    # 30 s and a line; then the two steps. Limits not measured on a GPU: as the f16
+    # steps', less burn's tuning of its matmuls.
+    echo "== coop-probe: TAKS_GPU_COOP=1 $TAKS probe-coop" | tee "$OUT/coop-probe.md"
+    probe=$(TAKS_GPU_COOP=1 timeout $((30 * LIMIT_SCALE)) "$TAKS" probe-coop 2>&1)
+    echo "$probe (exit $?)" | tee -a "$OUT/coop-probe.md"
+    if grep -q '^taks-probe-passed$' <<<"$probe"; then
+        STEP_ENV="TAKS_GPU_COOP=1 TAKS_GPU_CONV=im2col" step cnn-32x32-f16-coop 200 "$TAKS" \
+            "${CNN[@]}" --precision f16 "${TORCH[@]}"
+        STEP_ENV="TAKS_GPU_COOP=1 TAKS_GPU_CONV=im2col" step resnet18-224x224-f16-coop 150 \
+            "$TAKS" "${RESNET[@]}" --precision f16 "${TORCH[@]}"
+    else
+        echo "(coop-probe: no cooperative matrices here, or their self-check failed; the steps are skipped)" |
+            tee -a "$OUT/coop-probe.md"
+        failed=1
+    fi
 fi
 
 if [ -n "${EMBED:-}" ]; then
