@@ -2,7 +2,8 @@
 # The GPU figures of docs/benchmarks.md: on a machine with a GPU (wgpu through Vulkan, Metal or DX12)
 # and PyTorch with CUDA, time TAkS epochs of each network on the GPU, each beside the
 # same epoch as a tight PyTorch loop on the same GPU in the same run (`taks bench
-# --torch`: PyTorch in full FP32 and with its TF32 default), after one warm-up epoch.
+# --torch`: PyTorch like for like, in full FP32 or under autocast, and with its TF32
+# defaults), after one warm-up epoch.
 # The steps run in the order of what a short device lease must not lose:
 #   1. the paper's CNN on 50,000 32x32 colour images (CIFAR's shape);
 #   2. ResNet-18 on 2,000 224x224 colour images (Clothing1M's network and size);
@@ -26,13 +27,14 @@
 #   7. when F16=1, the CNN, ResNet-18 and the MLP in mixed precision (`--precision f16`:
 #      f16 forward and backward passes, f32 weights, a loss scale; the MLP's step
 #      without a graph in f16) beside PyTorch's autocast to f16 with its gradient scaler
-#      (F16=only runs these three alone: a second call on a 15-minute lease);
+#      and its TF32 defaults (F16=only runs these three alone: a second call on a
+#      15-minute lease);
 #   7b. when COOP=1, the driver check of the kernel on cooperative matrices alone
 #      (`taks probe-coop`, at most 30 s), then, if it passed, the CNN and ResNet-18 in
 #      mixed precision again with their products on cooperative matrices
 #      (TAKS_GPU_COOP=1, core/src/ops/matmul/coop.rs; the convolutions forced to
-#      im2col, whose products those are) beside PyTorch's autocast (COOP=only runs
-#      these alone: 380 s of limits);
+#      im2col, whose products those are) beside PyTorch's autocast and its TF32
+#      defaults (COOP=only runs these alone: 380 s of limits);
 #   8. when EMBED=1, `taks embed` of 2,000 224x224 PNGs with a ResNet-18 on the GPU
 #      against PyTorch's eval loop on CUDA, after checking its features against
 #      torchvision's (scripts/torchvision-parity.py --device gpu).

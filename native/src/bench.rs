@@ -182,21 +182,19 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 rates,
             });
         }
-        // On CUDA: full FP32 first (like for like), then PyTorch's defaults (TF32); in
-        // mixed precision, autocast to the same type (TF32 off).
+        // On CUDA: like for like first (full FP32, or autocast to the run's type), then
+        // PyTorch's defaults (TF32).
         let mut torch = Vec::new();
         if let (Some(python), Some(config)) = (&args.torch, &torch_config) {
             let trainer = Trainer::new(config.clone(), split.clone(), &chosen.device)?;
             let (shape, cuda) = (split.train.shape, choice == DeviceChoice::Gpu);
-            let both = cuda && config.precision.is_f32();
-            let modes: &[bool] = if both { &[false, true] } else { &[false] };
-            for &tf32 in modes {
+            for arithmetic in bench_torch::arithmetics(config.precision, cuda) {
                 torch.push(bench_torch::run(
                     python,
                     &trainer,
                     shape,
                     cuda,
-                    tf32,
+                    arithmetic,
                     args.warmup,
                     timed,
                 )?);

@@ -7,15 +7,17 @@
 //! loops train the same network (the MLP, the CNN or ResNet-18, built the same way) on
 //! the same data with the same batch size, learning rate, scoring chunk and eta. On the
 //! CPU PyTorch gets as many threads as taks's thread pool ([`taks_core::cpu_threads`]);
-//! on a GPU it runs on CUDA twice: in full FP32 (TF32 off), the like-for-like comparison
-//! with taks's f32, and with PyTorch's defaults (TF32 convolutions on tensor cores), what
-//! its users get. The script times training and scoring separately, and both are shown.
+//! on a GPU it runs on CUDA twice ([`arithmetics`]): like for like (full FP32, TF32 off,
+//! beside taks's f32; autocast to f16 or bf16 beside a mixed-precision run), and with
+//! PyTorch's defaults (f32 weights, TF32 convolutions on tensor cores), what its users
+//! get. The script times training and scoring separately, and both are shown.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
+use taks_core::precision::Precision;
 use taks_core::train::Trainer;
 
 const SCRIPT: &str = include_str!("torch_epoch.py");
@@ -46,6 +48,32 @@ impl TorchEpochs {
             (_, true) => "TF32 convolutions",
             _ => "FP32",
         }
+    }
+}
+
+/// What one PyTorch loop computes in: its training step's precision (autocast for f16
+/// or bf16) and, on CUDA, whether its convolutions keep PyTorch's TF32 default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arithmetic {
+    pub precision: Precision,
+    pub tf32: bool,
+}
+
+/// The loops beside a taks run in `precision`: on CUDA the like-for-like one first (full
+/// FP32 beside f32, autocast beside mixed precision), then PyTorch's defaults (f32, TF32
+/// convolutions); on the CPU, where TF32 does not exist, the like-for-like one alone.
+pub fn arithmetics(precision: Precision, cuda: bool) -> Vec<Arithmetic> {
+    let alike = Arithmetic {
+        precision,
+        tf32: false,
+    };
+    let defaults = Arithmetic {
+        precision: Precision::F32,
+        tf32: true,
+    };
+    match cuda {
+        true => vec![alike, defaults],
+        false => vec![alike],
     }
 }
 
@@ -89,15 +117,15 @@ pub fn check(python: &Path, cuda: bool) -> Result<()> {
 /// Time `warmup + timed` epochs of the PyTorch loop with `python` on the data, labels,
 /// first k-set, network and settings of `trainer` (a TAkS trainer that has not stepped
 /// yet) whose samples are `shape` = [C, H, W], on CUDA when `cuda`, else on the CPU with
-/// taks's thread count; with `tf32`, PyTorch's CUDA defaults (TF32 convolutions), else
-/// full FP32; the training step in the trainer's precision (autocast for f16 or bf16).
+/// taks's thread count; in `arithmetic` (with `tf32`, PyTorch's CUDA defaults, TF32
+/// convolutions, else full FP32; the training step autocast for f16 or bf16).
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     python: &Path,
     trainer: &Trainer,
     shape: [usize; 3],
     cuda: bool,
-    tf32: bool,
+    arithmetic: Arithmetic,
     warmup: usize,
     timed: usize,
 ) -> Result<TorchEpochs> {
@@ -146,8 +174,8 @@ pub fn run(
         .args(["--warmup", &warmup.to_string()])
         .args(["--threads", &threads.to_string()])
         .args(["--seed", &config.seed.to_string()])
-        .args(["--tf32", if tf32 { "default" } else { "off" }])
-        .args(["--precision", config.precision.name()])
+        .args(["--tf32", if arithmetic.tf32 { "default" } else { "off" }])
+        .args(["--precision", arithmetic.precision.name()])
         .output()
         .with_context(|| format!("running {}", python.display()))?;
     if !output.status.success() {
@@ -162,4 +190,27 @@ pub fn run(
         .unwrap_or("");
     serde_json::from_str(line)
         .with_context(|| format!("reading the PyTorch loop's result from {stdout:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On CUDA a run meets PyTorch like for like first, then PyTorch's defaults (f32 with
+    /// TF32 convolutions), whatever its own precision; on the CPU only like for like.
+    #[test]
+    fn each_run_meets_pytorch_alike_and_as_it_defaults() {
+        let alike = |precision| Arithmetic {
+            precision,
+            tf32: false,
+        };
+        let defaults = Arithmetic {
+            precision: Precision::F32,
+            tf32: true,
+        };
+        for precision in Precision::ALL {
+            assert_eq!(arithmetics(precision, true), [alike(precision), defaults]);
+            assert_eq!(arithmetics(precision, false), [alike(precision)]);
+        }
+    }
 }
