@@ -47,7 +47,8 @@ if [ ! -e "$root/lvp.json" ]; then
 fi
 [ "${1:-}" = --fetch ] && exit 0
 
-program=$1
+# The program as a path (a name is looked up on PATH, as the shell would).
+program=$(command -v "$1") || { echo "lavapipe-coop.sh: no program $1" >&2; exit 127; }
 shift
 copy=$(mktemp -d)
 trap 'rm -rf "$copy"' EXIT
