@@ -15,8 +15,10 @@
 //! runs only under `TAKS_GPU_COOP=1` ([`crate::plan::Switches::coop`]), on a device that
 //! has a variant's shape and subgroup size, and once its [`self_check`] passed: products
 //! of known values against the exact ones, the verdict kept for the process (which has
-//! one wgpu device: [`crate::gpu::direct::start`]). A failed check is one line in the
-//! device's description (`taks`) and every product goes to burn's matmul.
+//! one wgpu device: [`crate::gpu::direct::start`]). `taks` first has a child process
+//! run the same check, so that a driver that crashes on the kernel takes only the child
+//! down, and [`refuse`]s the kernel where the child failed. A failed check is one line
+//! in the device's description and every product goes to burn's matmul.
 
 use std::sync::OnceLock;
 
