@@ -1,4 +1,5 @@
-"""Print the archive paths of Debian packages and of everything they depend on.
+"""Print the archive paths of Debian packages and of everything they depend on, each
+after its SHA-256 as the index gives it (`sha256sum -c`'s format).
 
     python3 scripts/debian-closure.py PACKAGES.xz [PACKAGES.xz ...] -- NAME [NAME ...]
 
@@ -55,7 +56,7 @@ def main(argv):
                 sys.exit(f"debian-closure: no package {name} in the indexes")
             wanted.append(providers[name])
             continue
-        paths.append(fields["Filename"])
+        paths.append(f'{fields["SHA256"]}  {fields["Filename"]}')
         depends = fields.get("Pre-Depends", "") + "," + fields.get("Depends", "")
         for dependency in depends.split(","):
             first = dependency.split("|")[0].strip()

@@ -22,9 +22,17 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 root="$CARGO_TARGET_DIR/tools/mesa-26"
 lib="$root/usr/lib/x86_64-linux-gnu"
 
+if [ $# -eq 0 ]; then
+    echo "usage: scripts/lavapipe-coop.sh --fetch | PROGRAM [ARGUMENTS...]" >&2
+    exit 2
+fi
+# What this script made in /tmp, removed when it leaves.
+temporary=()
+trap 'rm -rf "${temporary[@]}"' EXIT
+
 if [ ! -e "$root/lvp.json" ]; then
     work=$(mktemp -d)
-    trap 'rm -rf "$work"' EXIT
+    temporary+=("$work")
     for suite in trixie trixie-backports; do
         curl -fsS --retry 3 -o "$work/$suite.xz" \
             "http://deb.debian.org/debian/dists/$suite/main/binary-amd64/Packages.xz"
@@ -33,9 +41,12 @@ if [ ! -e "$root/lvp.json" ]; then
     # program never loads (the packaging tools, the shell, perl, debconf).
     python3 "$here/scripts/debian-closure.py" "$work/trixie-backports.xz" "$work/trixie.xz" -- \
         mesa-vulkan-drivers libvulkan1 >"$work/files"
+    rm -rf "$root.part"
     mkdir -p "$work/debs" "$root.part"
-    while read -r file; do
+    # Each package checked against the index's SHA-256 before it is unpacked.
+    while read -r sum file; do
         curl -fsS --retry 3 -o "$work/debs/${file##*/}" "http://deb.debian.org/debian/$file"
+        echo "$sum  $work/debs/${file##*/}" | sha256sum -c --quiet
         dpkg-deb -x "$work/debs/${file##*/}" "$root.part"
     done <"$work/files"
     # The driver's manifest, pointing at the driver where it was unpacked.
@@ -45,13 +56,13 @@ if [ ! -e "$root/lvp.json" ]; then
     rm -rf "$root"
     mv "$root.part" "$root"
 fi
-[ "${1:-}" = --fetch ] && exit 0
+[ "$1" = --fetch ] && exit 0
 
 # The program as a path (a name is looked up on PATH, as the shell would).
-program=$(command -v "$1") || { echo "lavapipe-coop.sh: no program $1" >&2; exit 127; }
+program=$(type -P "$1") || { echo "lavapipe-coop.sh: no program $1" >&2; exit 127; }
 shift
 copy=$(mktemp -d)
-trap 'rm -rf "$copy"' EXIT
+temporary+=("$copy")
 cp "$program" "$copy/"
 patchelf --set-interpreter "$lib/ld-linux-x86-64.so.2" "$copy/${program##*/}"
 rc=0

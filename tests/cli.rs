@@ -1699,28 +1699,35 @@ fn cifar100_trains_on_its_fine_labels() {
 
 /// `taks train --precision f16` on the GPU: the run is mixed precision throughout
 /// (config.json), and learns as an f32 one does. Where the adapter has no shader-f16
-/// the refusal is one line naming it.
+/// the refusal is one line naming it. Under `TAKS_GPU_COOP=1` the device line says
+/// what became of the products on cooperative matrices, on an adapter without them
+/// (Debian 12's lavapipe) as on one with them.
 #[test]
 fn train_runs_in_mixed_precision_on_the_gpu() {
     let dir = scratch("train-f16");
     let run = |precision: &str| {
         let out = dir.join(precision);
-        let result = taks(&[
-            "train",
-            "--device",
-            "gpu",
-            "--precision",
-            precision,
-            "--epochs",
-            "2",
-            "--train-limit",
-            "1000",
-            "--test-limit",
-            "300",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let _turn = gpu_turn(&["gpu"]);
+        let result = Command::new(env!("CARGO_BIN_EXE_taks"))
+            .env("TAKS_GPU_COOP", "1")
+            .args([
+                "train",
+                "--device",
+                "gpu",
+                "--precision",
+                precision,
+                "--epochs",
+                "2",
+                "--train-limit",
+                "1000",
+                "--test-limit",
+                "300",
+                "--quiet",
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .output()
+            .expect("the taks binary runs");
         (out, result)
     };
     let (f16, result) = run("f16");
@@ -1731,6 +1738,8 @@ fn train_runs_in_mixed_precision_on_the_gpu() {
     assert_succeeded(&result);
     let config = read_json(&f16.join("config.json"));
     assert_eq!(config["config"]["precision"], "f16", "{config}");
+    let device = config["device"].as_str().unwrap_or_default();
+    assert!(device.contains("cooperative matrices"), "{config}");
     let (f32_run, result) = run("f32");
     assert_succeeded(&result);
     let (a, b) = (

@@ -131,8 +131,9 @@ pub struct Switches {
     pub direct: bool,
     /// `TAKS_GPU_COOP=1`: a mixed-precision step's matrix products on cooperative
     /// matrices ([`Kernel::CoopMatmul`]) where the adapter has them and their self-check
-    /// passed. Off by default: on an H200 the f16 epochs were slower with it than with
-    /// burn's f16 matmul (docs/benchmarks.md).
+    /// passed. Off by default: on an H200 the kernel's first version made the f16 epochs
+    /// slower than burn's f16 matmul, and the present one has not met a GPU
+    /// (docs/benchmarks.md).
     pub coop: bool,
 }
 
@@ -560,7 +561,7 @@ mod tests {
 
     /// An unknown value of one switch leaves the others as set (what
     /// [`Switches::current`] reads), and of two unknown values the first in the order
-    /// conv, matmul, direct is the one reported.
+    /// conv, matmul, direct, coop is the one reported.
     #[test]
     fn one_unknown_switch_leaves_the_others() {
         let (conv, matmul, direct, coop) = Switches::each(lookup(&[

@@ -12,7 +12,6 @@
 //! machine, driver and kernel. The parent then runs the self-check itself too, before its
 //! own first product: cheap, and what it trusts.
 
-use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -38,13 +37,10 @@ const PROBE: Probe = Probe {
 /// `Err` is one line saying what the driver did.
 pub fn check(kernel: &Shader) -> std::result::Result<(), String> {
     let drivers = crate::probe::drivers().unwrap_or_else(|| "no Vulkan adapter".into());
-    let mut text = std::hash::DefaultHasher::new();
-    kernel.text().hash(&mut text);
-    PROBE.check(&format!(
-        "{drivers} | {} {:016x}",
-        kernel.name,
-        text.finish()
-    ))
+    // FNV-1a of the text (`for_stream`'s salt, with seed 0): a hash that is the same in
+    // every build, where std's `DefaultHasher` may change between Rust releases.
+    let text = taks_core::rng::SplitMix64::for_stream(0, &kernel.text()).state();
+    PROBE.check(&format!("{drivers} | {} {text:016x}", kernel.name))
 }
 
 /// `taks probe-coop`: start the GPU and run the self-check (the environment's

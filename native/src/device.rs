@@ -183,6 +183,11 @@ fn init_wgpu() -> Result<Chosen> {
             }
         });
     let coop = match coop.flatten() {
+        None if taks_core::plan::Switches::current().coop => {
+            "; TAKS_GPU_COOP=1, but this adapter has no cooperative matrices the kernel can use, \
+             so f16 products take burn's matmul"
+                .to_string()
+        }
         None => String::new(),
         Some(Ok(kernel)) => format!(", f16 products on cooperative matrices ({})", kernel.name),
         Some(Err(why)) => format!("; {why}, so f16 products take burn's matmul"),

@@ -78,11 +78,15 @@ pub fn refuse(why: String) -> &'static Result<Shader, String> {
 }
 
 /// The product of `a` and `b` (on wgpu, cast to f16 if they are not) on `kernel`, read
-/// through their strides, as a contiguous f16 tensor; `None` off wgpu or where an
+/// through their strides, as a contiguous f16 tensor; `None` off wgpu, for an empty
+/// product (no block to launch: burn's matmul returns the empty tensor), or where an
 /// address passes 32 bits.
 fn launch(kernel: Shader, a: &Tensor<2>, b: &Tensor<2>) -> Option<Tensor<2>> {
     let ([m, k], [depth, n]) = (a.dims(), b.dims());
     assert_eq!(k, depth, "a's columns are b's rows");
+    if m == 0 || n == 0 {
+        return None;
+    }
     let (a, b) = (
         bridge::float_strided_as(a, DType::F16)?,
         bridge::float_strided_as(b, DType::F16)?,
@@ -137,8 +141,9 @@ fn strides(t: &burn::backend::wgpu::CubeTensor) -> Option<[usize; 2]> {
 }
 
 /// The operands of the self-check: `[rows, cols]` values that are multiples of 1/8 in
-/// [-2, 2], exact in f16, with every product and every sum of up to 64 of them exact in
-/// f32, so that the right answer is known to the bit.
+/// [-2, 2], exact in f16: every product is a multiple of 1/64 of at most 4, so every sum
+/// of up to 65,536 of them is exact in f32, the kernel's sums, and the right answer is
+/// known to the bit before its one rounding to f16.
 fn known(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
     let mut draws = crate::rng::SplitMix64::new(seed);
     (0..rows * cols)
