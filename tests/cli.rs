@@ -9,8 +9,14 @@ mod npy_file;
 use npy_file::write_npy;
 
 fn taks(args: &[&str]) -> Output {
+    taks_with(&[], args)
+}
+
+/// [`taks`] with these variables set in its environment.
+fn taks_with(vars: &[(&str, &str)], args: &[&str]) -> Output {
     let _turn = gpu_turn(args);
     Command::new(env!("CARGO_BIN_EXE_taks"))
+        .envs(vars.iter().copied())
         .args(args)
         .output()
         .expect("the taks binary runs")
@@ -1707,10 +1713,9 @@ fn train_runs_in_mixed_precision_on_the_gpu() {
     let dir = scratch("train-f16");
     let run = |precision: &str| {
         let out = dir.join(precision);
-        let _turn = gpu_turn(&["gpu"]);
-        let result = Command::new(env!("CARGO_BIN_EXE_taks"))
-            .env("TAKS_GPU_COOP", "1")
-            .args([
+        let result = taks_with(
+            &[("TAKS_GPU_COOP", "1")],
+            &[
                 "train",
                 "--device",
                 "gpu",
@@ -1725,9 +1730,8 @@ fn train_runs_in_mixed_precision_on_the_gpu() {
                 "--quiet",
                 "--out",
                 out.to_str().unwrap(),
-            ])
-            .output()
-            .expect("the taks binary runs");
+            ],
+        );
         (out, result)
     };
     let (f16, result) = run("f16");
