@@ -35,6 +35,13 @@
 #      (TAKS_GPU_COOP=1, core/src/ops/matmul/coop.rs; the convolutions forced to
 #      im2col, whose products those are) beside PyTorch's autocast and its TF32
 #      defaults (COOP=only runs these alone: 380 s of limits);
+#   7c. when CLOCK=1, the per-op GPU clock (`taks bench --clock`, core/src/gpu/clock.rs):
+#      every kernel of a warm CNN training step and scoring chunk, in f32 and in f16, and
+#      of ResNet-18's in f16, and with the f16 products on cooperative matrices
+#      (TAKS_GPU_COOP=1, skipped where `taks probe-coop` fails), timed by device
+#      timestamps, by op and layer shape with each op's TFLOP/s and GB/s; on small sets
+#      (the clock times one step, not an epoch) and without PyTorch (CLOCK=only runs these
+#      alone: 390 s of limits);
 #   8. when EMBED=1, `taks embed` of 2,000 224x224 PNGs with a ResNet-18 on the GPU
 #      against PyTorch's eval loop on CUDA, after checking its features against
 #      torchvision's (scripts/torchvision-parity.py --device gpu).
@@ -48,7 +55,7 @@
 # Usage: scripts/gpu-bench.sh [OUT]      (writes OUT/*.md, default gpu-bench/)
 # Environment: TAKS (default target/release/taks: the default build, burn's WGSL
 # compiler), TAKS_SPIRV and TAKS_FUSION (optional), PYTHON (python3 with torch and numpy; torchvision,
-# safetensors and PIL for EMBED), TILED, F16, COOP, EMBED, SMOKE (below). Each step has its own time limit (below, from an
+# safetensors and PIL for EMBED), TILED, F16, COOP, CLOCK, EMBED, SMOKE (below). Each step has its own time limit (below, from an
 # H100 run of 2026-11-28: the CNN's first process, with its convolution timings, autotune
 # and both PyTorch loops, ran past 170 s; ResNet-18's took 130 s, the MLP's 36 s). A step
 # that fails or runs out of time is reported and the next one still runs; the exit code
@@ -99,10 +106,12 @@ step() {
 # compares with torchvision, so it still needs PyTorch.)
 if [ -n "${SMOKE:-}" ]; then
     CNN_SET=64x3x32x32 RESNET_SET=16x3x64x64 MLP_SET=2000x1x28x28
+    CLOCK_CNN_SET=64x3x32x32 CLOCK_RESNET_SET=16x3x64x64
     TORCH=()
     LIMIT_SCALE=4
 else
     CNN_SET=50000x3x32x32 RESNET_SET=2000x3x224x224 MLP_SET=60000x1x28x28
+    CLOCK_CNN_SET=4096x3x32x32 CLOCK_RESNET_SET=500x3x224x224
     TORCH=(--torch "$PYTHON")
     LIMIT_SCALE=1
 fi
@@ -111,7 +120,7 @@ RESNET=(--dataset cifar10 --generated "$RESNET_SET" --model resnet18 --eval-batc
     --methods taks --warmup 1 --epochs 1)
 MLP=(--dataset fashion-mnist --generated "$MLP_SET" --model mlp --methods taks
     --warmup 1 --epochs 2)
-if [ "${F16:-}" != only ] && [ "${COOP:-}" != only ]; then
+if [ "${F16:-}" != only ] && [ "${COOP:-}" != only ] && [ "${CLOCK:-}" != only ]; then
     step cnn-32x32 230 "$TAKS" "${CNN[@]}" "${TORCH[@]}"
     # ResNet-18's limit: 130 s measured, and 20 s for the forward rates' six passes of
     # 2,000 images (not measured).
@@ -174,6 +183,24 @@ if [ -n "${COOP:-}" ]; then
         echo "(coop-probe: no cooperative matrices here, or their self-check failed; the steps are skipped)" |
             tee -a "$OUT/coop-probe.md"
         failed=1
+    fi
+fi
+if [ -n "${CLOCK:-}" ]; then
+    # Limits not measured on a GPU: a first process (convolution timings, autotune) on a
+    # tenth of the CNN's set, then the two clocked runs of a step and a chunk.
+    CLOCKED=(--methods taks --warmup 1 --epochs 1 --clock)
+    CLOCK_CNN=(--dataset cifar10 --generated "$CLOCK_CNN_SET" "${CLOCKED[@]}")
+    CLOCK_RESNET=(--dataset cifar10 --generated "$CLOCK_RESNET_SET" --model resnet18
+        --eval-batch 250 "${CLOCKED[@]}")
+    step cnn-32x32-clock 90 "$TAKS" "${CLOCK_CNN[@]}"
+    step cnn-32x32-f16-clock 90 "$TAKS" "${CLOCK_CNN[@]}" --precision f16
+    step resnet18-224x224-f16-clock 120 "$TAKS" "${CLOCK_RESNET[@]}" --precision f16
+    if TAKS_GPU_COOP=1 timeout $((30 * LIMIT_SCALE)) "$TAKS" probe-coop 2>/dev/null |
+        grep -q '^taks-probe-passed$'; then
+        STEP_ENV="TAKS_GPU_COOP=1 TAKS_GPU_CONV=im2col" step cnn-32x32-f16-coop-clock 90 \
+            "$TAKS" "${CLOCK_CNN[@]}" --precision f16
+    else
+        echo "(clock: no cooperative matrices here, or their self-check failed; the clock on them is skipped)"
     fi
 fi
 

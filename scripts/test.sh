@@ -139,10 +139,12 @@ at_least 14 env TAKS_GPU_MATMUL=tiled cargo test --release --workspace --lib -- 
 # 12's lavapipe lacks, run on Mesa 26's (scripts/lavapipe-coop.sh: fetched once, about
 # 60 MB, into the target directory; each test binary runs through it as cargo's runner)
 # under `TAKS_GPU_COOP=1`: the kernel's own tests, which the runs above leave out
-# (`#[ignore]`), the f16 convolutions' tests, and the f16 step's test with its
-# convolutions by im2col, so that its products take the kernel; and first the child
-# process `taks` asks before it trusts a driver with the kernel (`taks probe-coop`),
-# which must pass there. Same build, about a minute. The driver fetched is Debian's
+# (`#[ignore]`), the f16 convolutions' tests, every convolution shape of the CNN and
+# ResNet-18 as an implicit GEMM on the kernel (forward pass and both gradients), and the
+# f16 step's test with its convolutions by im2col, so that its products take the kernel,
+# then as implicit GEMMs; and first the child process `taks` asks before it trusts a
+# driver with the kernel (`taks probe-coop`), which must pass there. Same build, a few
+# minutes. The driver fetched is Debian's
 # amd64 one, whose 8-wide subgroups (the kernel's 8 x 8 variant) need AVX2: elsewhere
 # the step is skipped, and says so.
 if [ "$(uname -m)" = x86_64 ] && grep -qw avx2 /proc/cpuinfo; then
@@ -153,9 +155,14 @@ if [ "$(uname -m)" = x86_64 ] && grep -qw avx2 /proc/cpuinfo; then
         exit 1
     fi
     on_mesa_26=(env TAKS_GPU_COOP=1 CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$PWD/scripts/lavapipe-coop.sh")
-    at_least 6 "${on_mesa_26[@]}" cargo test --release --workspace --lib -- --include-ignored \
-        ops::matmul::coop ops::conv::train --skip an_adapter_without_cooperative_matrices
+    at_least 8 "${on_mesa_26[@]}" cargo test --release --workspace --lib -- --include-ignored \
+        ops::matmul::coop ops::conv::train ops::conv::implicit::tests::f16 \
+        --skip an_adapter_without_cooperative_matrices
     at_least 1 "${on_mesa_26[@]}" TAKS_GPU_CONV=im2col \
+        cargo test --release --workspace --lib -- ops::mixed_precision
+    # The f16 step again with every convolution an implicit GEMM on cooperative matrices
+    # (forward pass and both gradients: `ops::conv::implicit`).
+    at_least 1 "${on_mesa_26[@]}" TAKS_GPU_CONV=im2col TAKS_GPU_MATMUL=tiled \
         cargo test --release --workspace --lib -- ops::mixed_precision
 else
     echo "skipped: the tests on cooperative matrices (Mesa 26's lavapipe for x86_64 with AVX2)"

@@ -1,84 +1,191 @@
 // matmul_coop_f16.wgsl — C [M, N] = A [M, K] x B [K, N], A, B and C f16, the sums f32, on
 // cooperative matrices (T x T x T products, which GPUs run on tensor cores): the f16
-// matrix products of a mixed-precision step where the adapter offers
-// `wgpu_cooperative_matrix` (native Vulkan and Metal; no browser has it).
+// matrix products of a mixed-precision step, and its convolutions as implicit GEMMs, where
+// the adapter offers `wgpu_cooperative_matrix` (native Vulkan and Metal; no browser has
+// it).
 //
 // The prelude (shaders/src/lib.rs) sets the variant: T, the side of one cooperative
 // matrix (16 on NVIDIA's cards, 8 on lavapipe, the sizes those adapters list for f16
 // into f32), the aliases of its three types, and SUBGROUP, the adapter's one subgroup
 // size. The launcher picks the variant an adapter lists (core/src/ops/matmul/coop.rs).
 //
-// Any sizes and strides: A and B are read through their strides (a transposed view costs
-// no copy), and positions past an edge read as zeros and write nothing, so the operands
-// need no padded copies and the result no cast.
+// Each operand is one of the kinds of matmul.wgsl, the f32 tiled kernel (params 10 for A,
+// 11 for B; the same words, so that one launcher serves both):
+//   0 a matrix read through its strides, so a transposed view costs no copy;
+//   1 the im2col patches of a convolution's input x [N, C, H, W] (any strides): as A the
+//     forward pass's left-hand side [N Ho Wo, C kh kw], as B (K = N Ho Wo) the weight
+//     gradient's right-hand side;
+//   2 as A, the patches of the transposed convolution that takes an output's gradient
+//     dy [N, O, Ho, Wo] back to the input [N H W, O kh kw]; as B, the weights
+//     [O, C, kh, kw] as [O kh kw, C]: their product is the input's gradient.
+// Kinds 1 and 2 compute each element's address as the tile loads it (an implicit GEMM):
+// no patches matrix, no im2col or col2im launch. Positions past an edge, and the
+// convolution's padding, read as zeros; positions past an edge of C write nothing.
 //
-// Tiling: a workgroup of 256 invocations computes a 64 x 64 block of C, (64 / T)^2
-// cooperative tiles, two per subgroup: subgroup s of S = 256 / SUBGROUP takes tiles s and
-// s + S (both variants have 2 S tiles; a const assertion holds it). Through K, TK = 2 T at
-// a time, the workgroup copies the 64 x TK block of A and the TK x 64 block of B into
-// workgroup memory (zeros past the edges), then each subgroup multiplies its two tiles'
-// rows and columns out of it. At the end each subgroup's two sums go out one after the
-// other through a scratch tile of its own in workgroup memory, where its invocations
-// read them back, round them to f16 and write those inside C. Blocks are numbered along
-// N first, on a grid folded into two dimensions; the grid's last row may run past the
-// last block, whose workgroups then compute the last block again.
+// Tiling: a workgroup of 256 invocations computes a BLOCK_M x BLOCK_N (128 x 64) block of
+// C. Its subgroups form an SG_M x SG_N grid, and each holds a 2 x 2 square of cooperative
+// accumulators (four T x T tiles: two tiles of A and two of B loaded for four products).
+// Through K, TK = 2 T at a time, the workgroup stages the BLOCK_M x TK block of A and the
+// TK x BLOCK_N block of B in workgroup memory; each invocation loads its share of the next
+// step's blocks into registers while the subgroups multiply the present ones (register
+// double buffering: the global loads are in flight during the products), then stores them
+// after the barrier. At the end each subgroup's four sums go out one after the other
+// through a scratch tile of its own in workgroup memory, where its invocations read them
+// back, round them to f16 and write those inside C. Blocks are numbered along N first,
+// on a grid folded into two dimensions; the grid's last row may run past the last block,
+// whose workgroups then compute the last block again.
 //
 // Every operation on cooperative matrices, and every barrier, is in control flow uniform
-// across the workgroup: which tiles a subgroup takes is data (its index), never a branch.
+// across the workgroup: which tiles a subgroup takes is data (its index), never a branch,
+// and K is read through workgroupUniformLoad.
 //
 // Bindings (group 0, all storage read_write):
 //   0 a f16    1 b f16    2 c out [M, N] f16, row-major
-//   3 params u32 [10]: 0 M, 1 N, 2 K, 3 A's row stride, 4 A's column stride, 5 B's row
-//     stride, 6 B's column stride, 7 blocks along N, 8 A's loads along k (1) or m (0),
-//     9 B's loads along k (1) or n (0): consecutive invocations read consecutive addresses
-//     when the flag names the operand's contiguous direction
+//   3 params u32 [29]: 0 M, 1 N, 2 K, 3 A's row stride, 4 A's column stride, 5 B's row
+//     stride, 6 B's column stride, 7-8 unused (matmul.wgsl's bias and ReLU), 9 blocks
+//     along N, 10 A's kind, 11 B's kind, 12 A's loads along k (1) or m (0), 13 B's
+//     along k (1) or n (0) (consecutive invocations read consecutive addresses when the
+//     flag names the operand's contiguous direction); the convolution (kinds 1 and 2):
+//     14 C, 15 H, 16 W, 17-20 the strides of x or dy, 21 kh, 22 kw, 23 sh, 24 sw, 25 ph,
+//     26 pw, 27 Ho, 28 Wo
 
 @group(0) @binding(0) var<storage, read_write> a: array<f16>;
 @group(0) @binding(1) var<storage, read_write> b: array<f16>;
 @group(0) @binding(2) var<storage, read_write> c: array<f16>;
 @group(0) @binding(3) var<storage, read_write> params: array<u32>;
 
-// The block of C a workgroup computes, and the depth of one copy into workgroup memory.
-const BLOCK: u32 = 64u;
+// The block of C a workgroup computes, and the depth of one staging step.
+const BLOCK_M: u32 = 128u;
+const BLOCK_N: u32 = 64u;
 const TK: u32 = 2u * T;
-// Tiles per side of a block; subgroups per workgroup, each taking two tiles.
-const SIDE: u32 = BLOCK / T;
+// The subgroups' grid over the block, each taking 2 x 2 tiles.
 const SUBGROUPS: u32 = 256u / SUBGROUP;
-const_assert SIDE * SIDE == 2u * SUBGROUPS;
+const SG_M: u32 = BLOCK_M / (2u * T);
+const SG_N: u32 = BLOCK_N / (2u * T);
+const_assert SG_M * SG_N == SUBGROUPS;
+// Values of A's and B's blocks each invocation loads per step.
+const A_LOADS: u32 = BLOCK_M * TK / 256u;
+const B_LOADS: u32 = TK * BLOCK_N / 256u;
 
-// A's block [BLOCK][TK] and B's block [TK][BLOCK], row-major; one T x T f32 scratch tile
-// per subgroup.
-var<workgroup> a_block: array<f16, BLOCK * TK>;
-var<workgroup> b_block: array<f16, TK * BLOCK>;
+// A's block [BLOCK_M][TK] and B's block [TK][BLOCK_N], row-major; one T x T f32 scratch
+// tile per subgroup.
+var<workgroup> a_block: array<f16, BLOCK_M * TK>;
+var<workgroup> b_block: array<f16, TK * BLOCK_N>;
 var<workgroup> scratch: array<f32, SUBGROUPS * T * T>;
+var<workgroup> depth: u32;
 
-// A's element (m, k), 0 past an edge.
-fn a_at(m: u32, k: u32) -> f16 {
-    if (m < params[0] && k < params[2]) {
-        return a[m * params[3] + k * params[4]];
+// Outside the tensor: a padding position, which reads as 0.
+const NONE: u32 = 0xffffffffu;
+
+// The loads of kinds 1 and 2 split an element's address into a part of its row of A (its
+// column of B, for B's kind 1), worked out once before the loop over K, and a part of k.
+// Unsigned arithmetic throughout: a position left of or above the image wraps to a huge
+// value and fails the bounds test like one past the edge (sums wrap back exactly).
+
+// A's row m, kind 1: m = (n, oh, ow) gives (n's offset in x, oh sh - ph, ow sw - pw);
+// kind 2: m = (n, h, w) gives (n's offset in dy, h + ph, w + pw).
+fn a_row(m: u32) -> vec3<u32> {
+    if (params[10] == 1u) {
+        let out_w = params[28];
+        let plane = params[27] * out_w;
+        let r = m % plane;
+        return vec3<u32>(
+            (m / plane) * params[17],
+            (r / out_w) * params[23] - params[25],
+            (r % out_w) * params[24] - params[26],
+        );
     }
-    return f16(0.0);
+    let width = params[16];
+    let plane = params[15] * width;
+    let r = m % plane;
+    return vec3<u32>((m / plane) * params[17], r / width + params[25], r % width + params[26]);
 }
 
-// B's element (k, n), 0 past an edge.
-fn b_at(k: u32, n: u32) -> f16 {
-    if (k < params[2] && n < params[1]) {
-        return b[k * params[5] + n * params[6]];
-    }
-    return f16(0.0);
+// B's column q = (c, i, j) of the patches, kind 1: (c's offset in x, i, j).
+fn b_column(q: u32) -> vec3<u32> {
+    let kw = params[22];
+    let taps = params[21] * kw;
+    let t = q % taps;
+    return vec3<u32>((q / taps) * params[18], t / kw, t % kw);
 }
 
-// Write the sum `tile` of the block's tile `t` inside C, through subgroup `sg`'s scratch
-// tile: stored by the subgroup, read back by its invocations (`lane` of SUBGROUP), each
-// T x T / SUBGROUP of its values.
-fn write_tile(tile: tile_c, t: u32, sg: u32, lane: u32, row0: u32, col0: u32) {
+// x's element at input row `ih`, column `iw` of an image and channel at `base`; NONE in
+// the padding.
+fn x_at(base: u32, ih: u32, iw: u32) -> u32 {
+    if (ih < params[15] && iw < params[16]) {
+        return base + ih * params[19] + iw * params[20];
+    }
+    return NONE;
+}
+
+// A's element (m, k) (its row's part `row` from a_row for kinds 1 and 2), 0 past an edge.
+fn a_at(row: vec3<u32>, m: u32, k: u32) -> f16 {
+    if (m >= params[0] || k >= params[2]) {
+        return f16(0.0);
+    }
+    var at = m * params[3] + k * params[4];
+    if (params[10] != 0u) {
+        // k = (c, i, j) for kind 1, (o, i, j) for kind 2.
+        let kw = params[22];
+        let taps = params[21] * kw;
+        let t = k % taps;
+        let channel = (k / taps) * params[18];
+        if (params[10] == 1u) {
+            at = x_at(row.x + channel, row.y + t / kw, row.z + t % kw);
+        } else {
+            // The output position (oh, ow) whose tap (i, j) read input (h, w), if any.
+            let th = row.y - t / kw;
+            let tw = row.z - t % kw;
+            let oh = th / params[23];
+            let ow = tw / params[24];
+            at = NONE;
+            if (th % params[23] == 0u && tw % params[24] == 0u && oh < params[27] && ow < params[28]) {
+                at = row.x + channel + oh * params[19] + ow * params[20];
+            }
+        }
+    }
+    if (at == NONE) {
+        return f16(0.0);
+    }
+    return a[at];
+}
+
+// B's element (k, n) (its column's part `column` from b_column for kind 1), 0 past an edge.
+fn b_at(column: vec3<u32>, k: u32, n: u32) -> f16 {
+    if (k >= params[2] || n >= params[1]) {
+        return f16(0.0);
+    }
+    var at = k * params[5] + n * params[6];
+    if (params[11] == 1u) {
+        // k = (n, oh, ow), an output position.
+        let out_w = params[28];
+        let plane = params[27] * out_w;
+        let r = k % plane;
+        at = x_at(
+            (k / plane) * params[17] + column.x,
+            (r / out_w) * params[23] - params[25] + column.y,
+            (r % out_w) * params[24] - params[26] + column.z,
+        );
+    } else if (params[11] == 2u) {
+        // w [O, C, kh, kw] as [O kh kw, C]: k = (o, t), column c.
+        let taps = params[21] * params[22];
+        at = (k / taps) * params[14] * taps + n * taps + k % taps;
+    }
+    if (at == NONE) {
+        return f16(0.0);
+    }
+    return b[at];
+}
+
+// Write the sum `tile` of the block's tile at (row, col) inside C, through subgroup `sg`'s
+// scratch tile: stored by the subgroup, read back by its invocations (`lane` of
+// SUBGROUP), each T x T / SUBGROUP of its values.
+fn write_tile(tile: tile_c, sg: u32, lane: u32, row: u32, col: u32) {
     let base = sg * T * T;
     // naga 30 emits a cooperative store's arguments only when each is a `let`.
     let sum = tile;
     coopStoreT(sum, &scratch[base], T);
     workgroupBarrier();
-    let row = row0 + (t / SIDE) * T;
-    let col = col0 + (t % SIDE) * T;
     for (var e = lane; e < T * T; e += SUBGROUP) {
         let m = row + e / T;
         let n = col + e % T;
@@ -97,52 +204,101 @@ fn main(
     @builtin(subgroup_id) sg: u32,
     @builtin(subgroup_invocation_id) lane: u32,
 ) {
-    let k_size = params[2];
-    let along_n = params[7];
-    let blocks = ((params[0] + BLOCK - 1u) / BLOCK) * along_n;
+    if (lid == 0u) {
+        depth = params[2];
+    }
+    // K through workgroup memory: uniform for the loop around the barriers.
+    let k_size = workgroupUniformLoad(&depth);
+    let along_n = params[9];
+    let blocks = ((params[0] + BLOCK_M - 1u) / BLOCK_M) * along_n;
     let block = min(wid.y * groups.x + wid.x, blocks - 1u);
-    let row0 = (block / along_n) * BLOCK;
-    let col0 = (block % along_n) * BLOCK;
-    // This subgroup's two tiles, as (row, column) offsets in the block.
-    let t0 = sg;
-    let t1 = sg + SUBGROUPS;
-    let a0 = (t0 / SIDE) * T * TK;
-    let a1 = (t1 / SIDE) * T * TK;
-    let b0 = (t0 % SIDE) * T;
-    let b1 = (t1 % SIDE) * T;
+    let row0 = (block / along_n) * BLOCK_M;
+    let col0 = (block % along_n) * BLOCK_N;
+    // This subgroup's 2 x 2 tiles: their first row in A's block, first column in B's.
+    let tile_row = (sg / SG_N) * 2u * T;
+    let tile_col = (sg % SG_N) * 2u * T;
+    // The places of A's and B's blocks this invocation loads at every step (its rows of
+    // A and columns of B stay, k moves on), consecutive invocations along whichever
+    // direction is contiguous in memory.
+    var am: array<u32, A_LOADS>;
+    var ak: array<u32, A_LOADS>;
+    var rows_of_a: array<vec3<u32>, A_LOADS>;
+    for (var i = 0u; i < A_LOADS; i += 1u) {
+        let e = lid + i * 256u;
+        am[i] = e / TK;
+        ak[i] = e % TK;
+        if (params[12] == 0u) {
+            am[i] = e % BLOCK_M;
+            ak[i] = e / BLOCK_M;
+        }
+        if (params[10] != 0u) {
+            rows_of_a[i] = a_row(row0 + am[i]);
+        }
+    }
+    var bk: array<u32, B_LOADS>;
+    var bn: array<u32, B_LOADS>;
+    var columns_of_b: array<vec3<u32>, B_LOADS>;
+    for (var i = 0u; i < B_LOADS; i += 1u) {
+        let e = lid + i * 256u;
+        bk[i] = e / BLOCK_N;
+        bn[i] = e % BLOCK_N;
+        if (params[13] == 1u) {
+            bk[i] = e % TK;
+            bn[i] = e / TK;
+        }
+        if (params[11] == 1u) {
+            columns_of_b[i] = b_column(col0 + bn[i]);
+        }
+    }
+    // The first step's values.
+    var a_next: array<f16, A_LOADS>;
+    var b_next: array<f16, B_LOADS>;
+    for (var i = 0u; i < A_LOADS; i += 1u) {
+        a_next[i] = a_at(rows_of_a[i], row0 + am[i], ak[i]);
+    }
+    for (var i = 0u; i < B_LOADS; i += 1u) {
+        b_next[i] = b_at(columns_of_b[i], bk[i], col0 + bn[i]);
+    }
     // `var`s (not `let`s) of a cooperative type: naga 30 declares SPIR-V's
     // cooperative-matrix extension only for a module that has one.
-    var sum0: tile_c;
-    var sum1: tile_c;
+    var sum00: tile_c;
+    var sum01: tile_c;
+    var sum10: tile_c;
+    var sum11: tile_c;
     for (var k0 = 0u; k0 < k_size; k0 += TK) {
-        // The blocks of A and B, each BLOCK x TK values over 256 invocations.
-        for (var e = lid; e < BLOCK * TK; e += 256u) {
-            var m = e / TK;
-            var k = e % TK;
-            if (params[8] == 0u) {
-                m = e % BLOCK;
-                k = e / BLOCK;
-            }
-            a_block[m * TK + k] = a_at(row0 + m, k0 + k);
-            var kb = e / BLOCK;
-            var n = e % BLOCK;
-            if (params[9] == 1u) {
-                kb = e % TK;
-                n = e / TK;
-            }
-            b_block[kb * BLOCK + n] = b_at(k0 + kb, col0 + n);
+        for (var i = 0u; i < A_LOADS; i += 1u) {
+            a_block[am[i] * TK + ak[i]] = a_next[i];
+        }
+        for (var i = 0u; i < B_LOADS; i += 1u) {
+            b_block[bk[i] * BLOCK_N + bn[i]] = b_next[i];
         }
         workgroupBarrier();
+        // The next step's values, loading while the products below run.
+        let k1 = k0 + TK;
+        if (k1 < k_size) {
+            for (var i = 0u; i < A_LOADS; i += 1u) {
+                a_next[i] = a_at(rows_of_a[i], row0 + am[i], k1 + ak[i]);
+            }
+            for (var i = 0u; i < B_LOADS; i += 1u) {
+                b_next[i] = b_at(columns_of_b[i], k1 + bk[i], col0 + bn[i]);
+            }
+        }
         for (var kk = 0u; kk < TK; kk += T) {
-            let y0 = coopLoadT<tile_b>(&b_block[kk * BLOCK + b0], BLOCK);
-            let y1 = coopLoadT<tile_b>(&b_block[kk * BLOCK + b1], BLOCK);
-            let x0 = coopLoadT<tile_a>(&a_block[a0 + kk], TK);
-            sum0 = coopMultiplyAdd(x0, y0, sum0);
-            let x1 = coopLoadT<tile_a>(&a_block[a1 + kk], TK);
-            sum1 = coopMultiplyAdd(x1, y1, sum1);
+            let x0 = coopLoadT<tile_a>(&a_block[tile_row * TK + kk], TK);
+            let x1 = coopLoadT<tile_a>(&a_block[(tile_row + T) * TK + kk], TK);
+            let y0 = coopLoadT<tile_b>(&b_block[kk * BLOCK_N + tile_col], BLOCK_N);
+            let y1 = coopLoadT<tile_b>(&b_block[kk * BLOCK_N + tile_col + T], BLOCK_N);
+            sum00 = coopMultiplyAdd(x0, y0, sum00);
+            sum01 = coopMultiplyAdd(x0, y1, sum01);
+            sum10 = coopMultiplyAdd(x1, y0, sum10);
+            sum11 = coopMultiplyAdd(x1, y1, sum11);
         }
         workgroupBarrier();
     }
-    write_tile(sum0, t0, sg, lane, row0, col0);
-    write_tile(sum1, t1, sg, lane, row0, col0);
+    let row = row0 + tile_row;
+    let col = col0 + tile_col;
+    write_tile(sum00, sg, lane, row, col);
+    write_tile(sum01, sg, lane, row, col + T);
+    write_tile(sum10, sg, lane, row + T, col);
+    write_tile(sum11, sg, lane, row + T, col + T);
 }

@@ -1838,3 +1838,111 @@ fn bench_times_generated_images_on_the_network_named() {
         .collect();
     assert_eq!((row[3], row[4]), ("200", "100"), "{stdout}");
 }
+
+/// `taks bench --clock` on lavapipe: the per-op GPU clock of the CNN's training step and
+/// scoring chunk, by device timestamps, a row per op and layer shape whose GFLOP is that
+/// layer's product (written out here: 2 x batch x out channels x output pixels x in
+/// channels x taps), with the first layer's input gradient absent (nothing asks for it)
+/// and as many launches as the launch count of the same step. Without a GPU among the
+/// devices the flag is refused.
+#[test]
+fn bench_clocks_every_op_of_a_gpu_step() {
+    let refused = taks(&["bench", "--devices", "cpu", "--clock"]);
+    assert_user_error(&refused, "--clock times GPU kernels");
+    let out = taks(&[
+        "bench",
+        "--dataset",
+        "cifar10",
+        "--generated",
+        "32x3x32x32",
+        "--devices",
+        "gpu",
+        "--methods",
+        "taks",
+        "--warmup",
+        "0",
+        "--epochs",
+        "1",
+        "--k-ratio",
+        "0.5",
+        "--batch-size",
+        "16",
+        "--eval-batch",
+        "32",
+        "--test-limit",
+        "32",
+        "--clock",
+    ]);
+    assert_succeeded(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let section = |what: &str| -> Vec<Vec<String>> {
+        let head = format!("per-op GPU clock of a taks {what} on gpu: ");
+        let start = stdout
+            .find(&head)
+            .unwrap_or_else(|| panic!("no clock of the {what} in {stdout}"));
+        stdout[start..]
+            .lines()
+            .skip(3)
+            .take_while(|l| l.starts_with("| "))
+            .map(|l| l.split('|').map(|c| c.trim().to_string()).collect())
+            .collect()
+    };
+    let header = |what: &str| -> String {
+        let head = format!("per-op GPU clock of a taks {what} on gpu: ");
+        let line = stdout.lines().find(|l| l.starts_with(&head)).unwrap();
+        line.to_string()
+    };
+    let gflop = |batch: usize, c: usize, o: usize, side: usize| {
+        format!("{:.3}", (2 * batch * o * side * side * c * 9) as f64 / 1e9)
+    };
+    let step = section("training step");
+    let row = |rows: &[Vec<String>], op: &str, layer: &str| -> Option<Vec<String>> {
+        rows.iter().find(|r| r[1] == op && r[2] == layer).cloned()
+    };
+    for op in [
+        "conv forward",
+        "conv input gradient",
+        "conv weight gradient",
+    ] {
+        let r = row(&step, op, "16x64x32x32 -> 64, 3x3/1")
+            .unwrap_or_else(|| panic!("no {op} row of the second layer in {stdout}"));
+        assert_eq!(r[7], gflop(16, 64, 64, 32), "{op}: {stdout}");
+        let ms: f64 = r[5].parse().unwrap();
+        assert!(ms > 0.0, "{op}: {stdout}");
+        let r = row(&step, op, "16x128x16x16 -> 128, 3x3/1")
+            .unwrap_or_else(|| panic!("no {op} row of the fourth layer in {stdout}"));
+        assert_eq!(r[7], gflop(16, 128, 128, 16), "{op}: {stdout}");
+    }
+    let first = "16x3x32x32 -> 64, 3x3/1";
+    assert!(
+        row(&step, "conv weight gradient", first).is_some(),
+        "{stdout}"
+    );
+    assert!(
+        row(&step, "conv input gradient", first).is_none(),
+        "{stdout}"
+    );
+    assert!(step.iter().any(|r| r[1] == "adam"), "{stdout}");
+    let training = header("training step");
+    assert!(training.contains("device timestamps"), "{training}");
+    // As many launches as the launch count of the same step.
+    let counted = stdout
+        .lines()
+        .find(|l| l.starts_with("| gpu | taks | ") && l.split('|').count() == 6)
+        .unwrap_or_else(|| panic!("no launch count in {stdout}"));
+    let launches = counted.split('|').map(str::trim).nth(3).unwrap();
+    assert!(
+        training.contains(&format!(": {launches} launches,")),
+        "{training} / {counted}"
+    );
+    let scoring = section("scoring chunk");
+    assert!(
+        row(
+            &scoring,
+            "conv scoring (batch norm folded)",
+            "32x64x32x32 -> 64, 3x3/1"
+        )
+        .is_some_and(|r| r[7] == gflop(32, 64, 64, 32)),
+        "{stdout}"
+    );
+}

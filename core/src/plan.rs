@@ -197,11 +197,17 @@ impl Switches {
 
     /// The ways `auto` chooses a convolution's among, as `TAKS_GPU_MATMUL` leaves them:
     /// all three by default, im2col on burn's matmul only under `burn`, the implicit one
-    /// only under `tiled`; in 16 bits (`low`) never the implicit one, whose tiled matmul
-    /// runs f32 only ([`Kernel::TiledMatmul`]).
+    /// only under `tiled`. In f32 the implicit way is the tiled matmul's
+    /// ([`Kernel::ConvImplicit`]); in 16 bits (`low`) it is the product on cooperative
+    /// matrices ([`Kernel::ConvImplicitCoop`]), offered only under `TAKS_GPU_COOP=1` (on a
+    /// device without them, or whose self-check failed, the product declines at launch
+    /// and the convolution falls back: the implicit way is never timed there).
     pub fn conv_ways(self, low: bool) -> &'static [Way] {
-        let tiled = Kernel::TiledMatmul.runs_in(if low { DType::F16 } else { DType::F32 });
-        match (self.matmul, tiled) {
+        let implicit = match low {
+            false => Kernel::ConvImplicit.runs_in(DType::F32),
+            true => self.coop && Kernel::ConvImplicitCoop.runs_in(DType::F16),
+        };
+        match (self.matmul, implicit) {
             (GpuMatmul::Burn, _) | (_, false) => &[Way::Burn, Way::Im2col],
             (GpuMatmul::Auto, true) => &[Way::Burn, Way::Im2col, Way::Implicit],
             (GpuMatmul::Tiled, true) => &[Way::Burn, Way::Implicit],
@@ -210,8 +216,8 @@ impl Switches {
 
     /// The way a convolution's forward pass takes under `how` without timing anything:
     /// burn's where `how` offers no other, the implicit one under `im2col` with
-    /// `TAKS_GPU_MATMUL=tiled` (in f32), im2col under `im2col`; `None` under `auto`, where
-    /// the fastest measured runs.
+    /// `TAKS_GPU_MATMUL=tiled` (in f32, and in 16 bits under `TAKS_GPU_COOP=1`), im2col
+    /// under `im2col`; `None` under `auto`, where the fastest measured runs.
     pub fn forced_way(self, how: GpuConv, low: bool) -> Option<Way> {
         match how {
             _ if !how.offers_im2col() => Some(Way::Burn),
@@ -292,6 +298,9 @@ pub enum Kernel {
     ConvIm2col,
     /// A convolution as taks's tiled matmul, the patches computed as it loads them.
     ConvImplicit,
+    /// A 16-bit convolution as the product on cooperative matrices, the patches computed
+    /// as it loads them.
+    ConvImplicitCoop,
     /// An eval-mode convolution with the batch norm after it folded in.
     ConvFolded,
     /// A training step's batch norm (and ReLU): statistics, normalisation, backward.
@@ -356,6 +365,14 @@ pub const KERNELS: &[Row] = &[
         chosen: "`TAKS_GPU_CONV=im2col` with `TAKS_GPU_MATMUL=tiled`; under `auto`, where it measured fastest",
     },
     Row {
+        kernel: Kernel::ConvImplicitCoop,
+        op: "conv",
+        variant: "implicit GEMM on cooperative matrices (tensor cores), f32 sums",
+        place: Place::Wgpu,
+        dtypes: F16,
+        chosen: "under `TAKS_GPU_COOP=1`, where the adapter has cooperative matrices and their self-check passed: `TAKS_GPU_CONV=im2col` with `TAKS_GPU_MATMUL=tiled`; under `auto`, where it measured fastest",
+    },
+    Row {
         kernel: Kernel::ConvFolded,
         op: "conv",
         variant: "batch norm folded in (scoring)",
@@ -385,7 +402,7 @@ pub const KERNELS: &[Row] = &[
         variant: "f16 on cooperative matrices (tensor cores), f32 sums",
         place: Place::Wgpu,
         dtypes: F16,
-        chosen: "under `TAKS_GPU_COOP=1`, a mixed-precision step's im2col products, where the adapter has cooperative matrices and their self-check at start-up passed",
+        chosen: "under `TAKS_GPU_COOP=1`, a mixed-precision step's im2col products and implicit convolutions, where the adapter has cooperative matrices and their self-check at start-up passed",
     },
     Row {
         kernel: Kernel::Residual,
@@ -604,6 +621,43 @@ mod tests {
             );
             assert!(!with(matmul).tiled_patches(DType::F16));
         }
+        // Under TAKS_GPU_COOP=1 a 16-bit convolution's implicit way is the product on
+        // cooperative matrices: a candidate as the f32 one is, forced under `tiled`.
+        let coop = |matmul| Switches {
+            matmul,
+            coop: true,
+            ..Switches::DEFAULT
+        };
+        assert_eq!(
+            coop(GpuMatmul::Auto).conv_ways(true),
+            [Way::Burn, Way::Im2col, Way::Implicit]
+        );
+        assert_eq!(
+            coop(GpuMatmul::Burn).conv_ways(true),
+            [Way::Burn, Way::Im2col]
+        );
+        assert_eq!(
+            coop(GpuMatmul::Tiled).conv_ways(true),
+            [Way::Burn, Way::Implicit]
+        );
+        assert_eq!(
+            coop(GpuMatmul::Tiled).forced_way(GpuConv::Im2col, true),
+            Some(Way::Implicit)
+        );
+        assert_eq!(
+            coop(GpuMatmul::Auto).backward_way(true, Some(Way::Implicit)),
+            Way::Implicit
+        );
+        assert_eq!(
+            coop(GpuMatmul::Auto).backward_way(true, Some(Way::Im2col)),
+            Way::Im2col
+        );
+        // Its f32 ways are the default's, and its im2col products are not tiled.
+        assert_eq!(
+            coop(GpuMatmul::Auto).conv_ways(false),
+            with(GpuMatmul::Auto).conv_ways(false)
+        );
+        assert!(!coop(GpuMatmul::Tiled).tiled_patches(DType::F16));
         assert!(with(GpuMatmul::Tiled).tiled_patches(DType::F32));
         assert!(!with(GpuMatmul::Auto).tiled_patches(DType::F32));
     }
@@ -673,6 +727,7 @@ mod tests {
         let all = [
             ConvIm2col,
             ConvImplicit,
+            ConvImplicitCoop,
             ConvFolded,
             BatchNorm,
             TiledMatmul,
@@ -689,17 +744,18 @@ mod tests {
         let place = |kernel: Kernel| match kernel {
             ConvIm2col => 0,
             ConvImplicit => 1,
-            ConvFolded => 2,
-            BatchNorm => 3,
-            TiledMatmul => 4,
-            CoopMatmul => 5,
-            Residual => 6,
-            MlpStepHost => 7,
-            MlpStepGpu => 8,
-            CrossEntropy => 9,
-            AdamHost => 10,
-            AdamGpu => 11,
-            Selection => 12,
+            ConvImplicitCoop => 2,
+            ConvFolded => 3,
+            BatchNorm => 4,
+            TiledMatmul => 5,
+            CoopMatmul => 6,
+            Residual => 7,
+            MlpStepHost => 8,
+            MlpStepGpu => 9,
+            CrossEntropy => 10,
+            AdamHost => 11,
+            AdamGpu => 12,
+            Selection => 13,
         };
         for (i, &kernel) in all.iter().enumerate() {
             assert_eq!(place(kernel), i, "{kernel:?}");

@@ -48,7 +48,7 @@ pub(crate) mod loss_scale;
 pub use first_stage::Preparation;
 pub use forward_rates::ForwardRates;
 use label_counts::label_precision_recall;
-pub use launches::LaunchCounts;
+pub use launches::{LaunchCounts, OpClocks};
 pub use loss_scale::LossScale;
 
 use evaluate::score;

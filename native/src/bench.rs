@@ -3,7 +3,8 @@
 //! step and per scoring chunk; with `--forward-rates`, the samples per second of a
 //! training step's forward pass and of the scoring pass ([`ForwardRates`]); with
 //! `--torch`, the same TAkS epoch as a tight PyTorch loop ([`crate::bench_torch`]) and
-//! taks's time over it. `--generated` and `--model` time any network at any image size
+//! taks's time over it; with `--clock`, every op's GPU time in a step and a scoring chunk
+//! ([`crate::bench_clock`]). `--generated` and `--model` time any network at any image size
 //! ([`crate::bench_data`]).
 //!
 //! An epoch is timed as the training loop reports it: exactly the work the method
@@ -22,7 +23,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use taks_core::methods::Method;
-use taks_core::train::{ForwardRates, LaunchCounts, Trainer};
+use taks_core::train::{ForwardRates, LaunchCounts, OpClocks, Trainer};
 
 use crate::device::{self, DeviceChoice};
 use crate::picks::MethodPick;
@@ -43,6 +44,7 @@ struct Timed {
     accuracy: f64,
     launches: Option<LaunchCounts>,
     rates: Option<ForwardRates>,
+    clocks: Option<OpClocks>,
 }
 
 #[derive(Args, Debug)]
@@ -84,12 +86,20 @@ pub struct BenchArgs {
     /// in samples per second (on up to 8,192 training samples, three times each).
     #[arg(long)]
     pub forward_rates: bool,
+    /// Also time, after the epochs, every kernel of a training step and of a scoring
+    /// chunk on the GPU, by op and layer shape, with the TFLOP/s and GB/s each op's floor
+    /// gives (device timestamps where the adapter has them). Needs gpu among --devices.
+    #[arg(long)]
+    pub clock: bool,
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let timed = args.run.epochs.unwrap_or(3);
     if timed == 0 {
         bail!("--epochs must be at least 1 (the timed epochs)");
+    }
+    if args.clock && !args.devices.contains(&DeviceChoice::Gpu) {
+        bail!("--clock times GPU kernels: add gpu to --devices");
     }
     let methods = picks::methods(&args.methods);
     // Every method's settings, validated before anything is loaded or timed.
@@ -170,6 +180,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 true => Some(pollster::block_on(trainer.forward_rates())?),
                 false => None,
             };
+            // Twice, the second kept: the first meets kernels not compiled or tuned yet.
+            let clocks = match (args.clock, choice) {
+                (true, DeviceChoice::Gpu) => {
+                    pollster::block_on(trainer.clock_ops())?;
+                    Some(pollster::block_on(trainer.clock_ops())?)
+                }
+                _ => None,
+            };
             results.push(Timed {
                 method: config.method,
                 n: trainer.train_len(),
@@ -180,6 +198,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 accuracy,
                 launches,
                 rates,
+                clocks,
             });
         }
         // On CUDA: like for like first (full FP32, or autocast to the run's type), then
@@ -338,6 +357,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
                     rates.scoring,
                     rates.scoring / rates.training
                 );
+            }
+        }
+    }
+    for (device_name, results, _) in &tables {
+        for r in results {
+            if let Some(clocks) = &r.clocks {
+                crate::bench_clock::print(device_name, r.method.name(), clocks);
             }
         }
     }

@@ -455,6 +455,39 @@ mod tests {
         }
     }
 
+    /// Every shader's workgroup memory fits the devices it runs on: WebGPU's guaranteed
+    /// 16 KiB for the shaders the page may run, 32 KiB (lavapipe's limit; NVIDIA's cards
+    /// have 48 KiB) for the matrix products, which run natively only (the one on
+    /// cooperative matrices needs native Vulkan or Metal; the tiled f32 one, at 16 KiB
+    /// and 4 bytes, is taken where a convolution's ways are timed, which the page cannot
+    /// do, or under `TAKS_GPU_MATMUL`, which it does not read). A larger tile that passed
+    /// naga would fail only when its pipeline is made, on the device.
+    #[test]
+    fn workgroup_memory_fits_the_limits() {
+        for shader in ALL.iter() {
+            let text = shader.text();
+            let module = naga::front::wgsl::parse_str(&text).expect("parses (tested above)");
+            let mut layouter = naga::proc::Layouter::default();
+            layouter.update(module.to_ctx()).expect("laid out");
+            let bytes: u32 = module
+                .global_variables
+                .iter()
+                .filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup)
+                .map(|(_, v)| layouter[v.ty].size)
+                .sum();
+            let limit = match shader.name.starts_with("taks_matmul") {
+                true => 32 * 1024,
+                false => 16 * 1024,
+            };
+            assert!(
+                bytes <= limit,
+                "{}: {bytes} bytes of workgroup memory",
+                shader.name
+            );
+            assert!(bytes > 0 || !shader.is_cooperative(), "{}", shader.name);
+        }
+    }
+
     /// The packed Adam expanded for several gradients validates, binds each gradient once
     /// and reads each in its own case; for one f32 gradient it is the file itself, less
     /// its block markers and its commented f16 block.

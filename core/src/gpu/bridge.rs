@@ -125,7 +125,9 @@ pub(crate) fn empty_1d(like: &CubeTensor, len: usize, dtype: DType) -> CubeTenso
     )
 }
 
-/// A small u32 buffer (kernel parameters / state) uploaded to `like`'s device.
+/// A small u32 buffer uploaded to `client`'s device, a new one each call: for buffers a
+/// kernel writes (the selection's state) or words that change every call; a kernel's
+/// read-only parameters go through [`super::params`], which keeps them.
 pub(crate) fn upload_u32(client: &Client, words: &[u32]) -> Handle {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     client.create_from_slice(&bytes)
@@ -171,16 +173,6 @@ pub(crate) fn alignment_1d<const D: usize>(t: &Tensor<D>) -> Option<usize> {
     })
 }
 
-/// Sizes and indices as a kernel's u32 parameter buffer on `client`'s device; `None` when
-/// one passes 32 bits (the caller then declines, and burn's own operation runs).
-pub(crate) fn upload_sizes(client: &Client, sizes: &[usize]) -> Option<Handle> {
-    let words: Vec<u32> = sizes
-        .iter()
-        .map(|&v| u32::try_from(v).ok())
-        .collect::<Option<_>>()?;
-    Some(upload_u32(client, &words))
-}
-
 /// Back to an ordinary float tensor.
 pub(crate) fn to_float(t: CubeTensor) -> Tensor<1> {
     Tensor::<1>::from_primitive::<Cube>(fusion::register(t))
@@ -212,8 +204,10 @@ pub(crate) fn grid(groups: u32) -> CubeCount {
 pub(crate) fn launch(client: &Client, kernel: Shader, count: CubeCount, buffers: &[&Handle]) {
     super::launches::count_ours(kernel.name);
     if super::direct::goes_direct(client) {
+        super::clock::untimed_launch();
         return super::direct::launch(client, kernel, count, buffers);
     }
+    super::clock::name_next(kernel.name);
     let mut args = KernelArguments::new();
     for h in buffers {
         args = args.with_buffer((*h).clone().binding());

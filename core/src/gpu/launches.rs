@@ -68,18 +68,31 @@ struct PerThread;
 
 impl LaunchObserver for PerThread {
     fn launched(&self, kernel: &'static str) {
-        let counted = TALLY.with(|t| match t.borrow_mut().as_mut() {
-            Some(tally) => {
-                *tally.kernels.entry(kernel).or_default() += 1;
-                true
-            }
-            None => false,
-        });
-        let fused = cfg!(feature = "fusion");
-        if fused && !counted && COUNTING.load(Ordering::Relaxed) > 0 && on_device_thread() {
-            let mut runners = RUNNERS.lock().unwrap_or_else(|e| e.into_inner());
-            *runners.entry(kernel).or_default() += 1;
+        observe(kernel);
+    }
+}
+
+/// Install the counter's observer for good, once per process (see [`PerThread`]).
+pub(crate) fn install() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| std::mem::forget(LaunchObservation::new(Arc::new(PerThread))));
+}
+
+/// `kernel` was launched by this thread: counted where this thread counts. The counter's
+/// observer calls it, and so does the per-op clock's ([`super::clock`]) while it
+/// replaces the counter's.
+pub(crate) fn observe(kernel: &'static str) {
+    let counted = TALLY.with(|t| match t.borrow_mut().as_mut() {
+        Some(tally) => {
+            *tally.kernels.entry(kernel).or_default() += 1;
+            true
         }
+        None => false,
+    });
+    let fused = cfg!(feature = "fusion");
+    if fused && !counted && COUNTING.load(Ordering::Relaxed) > 0 && on_device_thread() {
+        let mut runners = RUNNERS.lock().unwrap_or_else(|e| e.into_inner());
+        *runners.entry(kernel).or_default() += 1;
     }
 }
 
@@ -127,8 +140,7 @@ fn with_tally(f: impl FnOnce(&mut Tally)) {
 
 /// `work`'s launches on this thread (and, under fusion, on `device`'s threads).
 fn tally<T>(device: &Device, work: impl FnOnce() -> T) -> (T, Tally) {
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| std::mem::forget(LaunchObservation::new(Arc::new(PerThread))));
+    install();
     let fused = cfg!(feature = "fusion");
     COUNTING.fetch_add(1, Ordering::Relaxed);
     if fused {

@@ -1,8 +1,9 @@
 //! taks's own GPU kernels on burn's wgpu device: the bridge from a type-erased `Tensor`
 //! to its buffer and back (`bridge`), the shaders of the `taks-shaders` crate as burn
 //! kernels (`kernels`) or, where burn compiles to SPIR-V or MSL, dispatched through wgpu
-//! itself ([`direct`], which also starts the device), counting launches ([`launches`])
-//! and where autotune results are kept ([`tuning_cache`]).
+//! itself ([`direct`], which also starts the device), counting launches ([`launches`]),
+//! timing them by op ([`clock`]), kernel parameters uploaded once ([`params`]) and where
+//! autotune results are kept ([`tuning_cache`]).
 //!
 //! Each kernel's launcher lives beside its CPU twin: the paper's noise risk and k-set in
 //! `selection/` (`selection/gpu_noise_risk.rs`, `selection/gpu_select.rs`, twins of
@@ -18,10 +19,12 @@
 //! caller's first read.
 
 pub(crate) mod bridge;
+pub mod clock;
 pub mod direct;
 pub(crate) mod fusion;
 pub(crate) mod kernels;
 pub mod launches;
+pub(crate) mod params;
 pub mod tuning_cache;
 
 use burn::tensor::Tensor;

@@ -33,6 +33,7 @@ use crate::plan::Kernel;
 
 use crate::gpu::bridge;
 use crate::gpu::kernels::{CROSS_ENTROPY, CROSS_ENTROPY_GRAD, WORKGROUP};
+use crate::gpu::params;
 
 #[backend_extension(Autodiff, Cube)]
 pub trait FusedCrossEntropy: Backend {
@@ -51,6 +52,7 @@ pub(crate) fn on_gpu(logits: &Tensor<2>, labels: &Tensor<1, Int>) -> Option<Tens
     if !Kernel::CrossEntropy.runs_for(logits) {
         return None;
     }
+    let _clocked = crate::gpu::clock::elementwise("cross-entropy", logits, 1);
     let loss = Dispatch::fused_cross_entropy(
         logits.clone().into_dispatch(),
         labels.clone().into_dispatch(),
@@ -89,7 +91,7 @@ impl Rows {
         let labels = bridge::int_32(labels)?;
         // The kernels index the logits with 32 bits.
         u32::try_from(rows * classes).ok()?;
-        let params = bridge::upload_sizes(&logits.client, &[rows, classes])?;
+        let params = params::sizes(&logits, &[rows, classes])?;
         Some(Self {
             rows,
             logits,
@@ -143,6 +145,7 @@ fn gradient(
     let logits = Tensor::<2>::from_primitive::<Cube>(logits);
     let labels = Tensor::<1, Int>::from_primitive::<Cube>(labels);
     let grad = Tensor::<1>::from_primitive::<Cube>(grad);
+    let _clocked = crate::gpu::clock::elementwise("cross-entropy gradient", &logits, 2);
     let [rows, classes] = logits.dims();
     let launched = Rows::of(&logits, &labels).and_then(|at| {
         let g = bridge::float_f32(&grad)?;

@@ -18,6 +18,7 @@ use crate::gpu::kernels::{
     BIAS_RELU, BIAS_RELU_F16, Elem, MLP_RELU_GRAD, MLP_RELU_GRAD_F16, MLP_SOFTMAX_GRAD,
     MLP_SOFTMAX_GRAD_F16, WORKGROUP,
 };
+use crate::gpu::params;
 
 /// `relu(a + b)` for `a` `[rows, cols]` and `b` `[cols]`, NaN kept, in `a`'s type.
 pub(crate) fn bias_relu(a: &Tensor<2>, b: &Tensor<1>) -> Option<Tensor<2>> {
@@ -27,7 +28,7 @@ pub(crate) fn bias_relu(a: &Tensor<2>, b: &Tensor<1>) -> Option<Tensor<2>> {
     let a = bridge::float_as(a, elem.dtype())?;
     let b = bridge::float_f32(b)?;
     let h = bridge::empty_1d(&a, rows * cols, elem.dtype());
-    let p = bridge::upload_u32(&a.client, &[rows as u32, cols as u32]);
+    let p = params::words(&a, &[rows as u32, cols as u32]);
     bridge::launch(
         &a.client,
         elem.pick(BIAS_RELU, BIAS_RELU_F16),
@@ -64,12 +65,12 @@ pub(crate) fn softmax_cross_entropy_grad(
     // An f32 step's scale is one, from a word of its own (an upload, not a launch).
     let (scaler, at) = match scale {
         Some(ScaleAt { words, at }) => (bridge::float_f32(words)?.handle, at as u32),
-        None => (bridge::upload_u32(&s.client, &[1f32.to_bits()]), 0),
+        None => (params::words(&s, &[1f32.to_bits()]), 0),
     };
     let dz = bridge::empty_1d(&s, rows * classes, elem.dtype());
     let db = bridge::empty_1d(&s, classes, DType::F32);
     let loss = bridge::empty_1d(&s, 1, DType::F32);
-    let p = bridge::upload_u32(&s.client, &[rows as u32, classes as u32, at]);
+    let p = params::words(&s, &[rows as u32, classes as u32, at]);
     bridge::launch(
         &s.client,
         elem.pick(MLP_SOFTMAX_GRAD, MLP_SOFTMAX_GRAD_F16),
@@ -106,7 +107,7 @@ pub(crate) fn relu_grad(g: &Tensor<2>, h: &Tensor<2>) -> Option<(Tensor<2>, Tens
     let h = bridge::float_as(h, elem.dtype())?;
     let dh = bridge::empty_1d(&g, rows * cols, elem.dtype());
     let db = bridge::empty_1d(&g, cols, DType::F32);
-    let p = bridge::upload_u32(&g.client, &[rows as u32, cols as u32]);
+    let p = params::words(&g, &[rows as u32, cols as u32]);
     bridge::launch(
         &g.client,
         elem.pick(MLP_RELU_GRAD, MLP_RELU_GRAD_F16),

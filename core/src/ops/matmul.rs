@@ -18,8 +18,9 @@ pub mod coop;
 use burn::tensor::{DType, Tensor};
 
 use super::conv::geometry::Geometry;
-use crate::gpu::bridge;
 use crate::gpu::kernels::MATMUL;
+use crate::gpu::params;
+use crate::gpu::{Shader, bridge};
 use crate::plan::Kernel;
 
 /// The output's rows and columns one workgroup computes (`shaders/matmul.wgsl`).
@@ -76,18 +77,22 @@ impl Operand<'_> {
         }
     }
 
-    /// What the kernel is told about this operand as `side` (0 for A, 1 for B); `None`
-    /// off wgpu, for a tensor that is not f32 (the kernel is f32 only, and a cast would
-    /// hand a 16-bit step an f32 result), where an address passes 32 bits, or for a kind
-    /// that side cannot be.
-    fn load(&self, side: usize) -> Option<Loaded> {
-        let tensor_dtype = match *self {
+    /// The type of the tensor it is made from.
+    fn dtype(&self) -> DType {
+        match *self {
             Operand::Matrix(m) => m.dtype(),
             Operand::Patches(x, _) => x.dtype(),
             Operand::OutputTaps(dy, _, _) => dy.dtype(),
             Operand::WeightTaps(weight) => weight.dtype(),
-        };
-        if !Kernel::TiledMatmul.runs_in(tensor_dtype) {
+        }
+    }
+
+    /// What the kernel is told about this operand as `side` (0 for A, 1 for B), read in
+    /// `dtype` (the kernel's: a tensor of another type is declined, not cast, so that a
+    /// 16-bit step never gets an f32 result); `None` off wgpu, where an address passes 32
+    /// bits, or for a kind that side cannot be.
+    fn load(&self, side: usize, dtype: DType) -> Option<Loaded> {
+        if self.dtype() != dtype {
             return None;
         }
         let under_32 = |v: usize| (v < u32::MAX as usize).then_some(v);
@@ -102,7 +107,7 @@ impl Operand<'_> {
         };
         let loaded = match (*self, side) {
             (Operand::Matrix(m), _) => {
-                let prim = bridge::float_f32_strided(m)?;
+                let prim = bridge::float_strided_as(m, dtype)?;
                 let s = prim.meta.strides();
                 reach(&m.dims(), s)?;
                 let strides = [s[0], s[1]];
@@ -117,7 +122,7 @@ impl Operand<'_> {
                 }
             }
             (Operand::Patches(x, g), _) => {
-                let prim = bridge::float_f32_strided(x)?;
+                let prim = bridge::float_strided_as(x, dtype)?;
                 let s = prim.meta.strides().to_vec();
                 reach(&x.dims(), &s)?;
                 let [_, c, h, w] = x.dims();
@@ -132,7 +137,7 @@ impl Operand<'_> {
                 }
             }
             (Operand::OutputTaps(dy, g, [h, w]), 0) => {
-                let prim = bridge::float_f32_strided(dy)?;
+                let prim = bridge::float_strided_as(dy, dtype)?;
                 let s = prim.meta.strides().to_vec();
                 reach(&dy.dims(), &s)?;
                 let [_, o, oh, ow] = dy.dims();
@@ -151,7 +156,7 @@ impl Operand<'_> {
                 }
             }
             (Operand::WeightTaps(weight), 1) => {
-                let prim = bridge::float_f32(weight)?;
+                let prim = bridge::float_as(weight, dtype)?;
                 under_32(weight.dims().iter().product())?;
                 let [_, c, kh, kw] = weight.dims();
                 Loaded {
@@ -180,11 +185,43 @@ pub(crate) fn matmul(
     product(Operand::Matrix(a), Operand::Matrix(b), bias, relu)
 }
 
-/// [`matmul`] of any two operands: a row-major `[M, N]`. Where both are convolution
-/// operands they share one set of convolution words, so they must be the two sides of
-/// one convolution's input gradient ([`Operand::OutputTaps`] times
+/// [`matmul`] of any two operands: a row-major `[M, N]` of their type. Where both are
+/// convolution operands they share one set of convolution words, so they must be the two
+/// sides of one convolution's input gradient ([`Operand::OutputTaps`] times
 /// [`Operand::WeightTaps`], whose words complete each other).
+///
+/// In f32 on the tiled kernel (`shaders/matmul.wgsl`); in f16 on cooperative matrices
+/// (`shaders/matmul_coop_f16.wgsl`), where the plan offers them ([`coop::usable`]) and
+/// without a bias or ReLU (which that kernel does not add); `None` otherwise.
 pub(crate) fn product(
+    a: Operand,
+    b: Operand,
+    bias: Option<&Tensor<1>>,
+    relu: bool,
+) -> Option<Tensor<2>> {
+    match a.dtype() {
+        DType::F32 if Kernel::TiledMatmul.runs_in(DType::F32) => {
+            launch(MATMUL, [TILE, TILE], a, b, bias, relu)
+        }
+        DType::F16 if bias.is_none() && !relu => {
+            let device = match a {
+                Operand::Matrix(m) => m.device(),
+                Operand::Patches(x, _) => x.device(),
+                Operand::OutputTaps(dy, _, _) => dy.device(),
+                Operand::WeightTaps(w) => w.device(),
+            };
+            let kernel = coop::usable(&device)?;
+            launch(kernel, coop::BLOCK, a, b, None, false)
+        }
+        _ => None,
+    }
+}
+
+/// [`product`] on `kernel`, whose workgroups compute `block` (rows, columns) of the
+/// output each, in the operands' type (`a`'s; `b` of another is declined).
+pub(super) fn launch(
+    kernel: Shader,
+    block: [usize; 2],
     a: Operand,
     b: Operand,
     bias: Option<&Tensor<1>>,
@@ -193,7 +230,12 @@ pub(crate) fn product(
     let [rows, depth] = a.dims();
     let [depth_b, cols] = b.dims();
     assert_eq!(depth, depth_b, "the inner sizes agree");
-    let (a, b) = (a.load(0)?, b.load(1)?);
+    let dtype = a.dtype();
+    let (a, b) = (a.load(0, dtype)?, b.load(1, dtype)?);
+    // An empty product launches nothing (burn's matmul returns the empty tensor).
+    if rows == 0 || cols == 0 {
+        return None;
+    }
     if rows.checked_mul(cols)? >= u32::MAX as usize {
         return None;
     }
@@ -217,8 +259,8 @@ pub(crate) fn product(
         }
         None => None,
     };
-    let tiles_n = cols.div_ceil(TILE);
-    let tiles = rows.div_ceil(TILE) * tiles_n;
+    let tiles_n = cols.div_ceil(block[1]);
+    let tiles = rows.div_ceil(block[0]) * tiles_n;
     let mut words = vec![
         rows,
         cols,
@@ -236,21 +278,26 @@ pub(crate) fn product(
         b.along_k as usize,
     ];
     words.extend(conv);
-    let params = bridge::upload_sizes(&a.prim.client, &words)?;
-    let c = bridge::empty_1d(&a.prim, rows * cols, DType::F32);
+    let params = params::sizes(&a.prim, &words)?;
+    let c = bridge::empty_1d(&a.prim, rows * cols, dtype);
     // Without a bias the kernel reads none: any buffer holds its place.
     let bias_handle = bias.as_ref().map_or(&a.prim.handle, |v| &v.handle);
+    // The kernel on cooperative matrices binds no bias.
+    let mut buffers = vec![
+        &a.prim.handle,
+        &b.prim.handle,
+        bias_handle,
+        &c.handle,
+        &params,
+    ];
+    if kernel.is_cooperative() {
+        buffers.remove(2);
+    }
     bridge::launch(
         &a.prim.client,
-        MATMUL,
+        kernel,
         bridge::grid(u32::try_from(tiles).ok()?),
-        &[
-            &a.prim.handle,
-            &b.prim.handle,
-            bias_handle,
-            &c.handle,
-            &params,
-        ],
+        &buffers,
     );
     Some(bridge::to_matrix(c, rows, cols))
 }

@@ -30,6 +30,7 @@ use crate::gpu::kernels::{
     Elem, RESIDUAL_RELU, RESIDUAL_RELU_F16, RESIDUAL_RELU_GRAD, RESIDUAL_RELU_GRAD_F16, Shader,
     WORKGROUP,
 };
+use crate::gpu::params;
 use crate::plan::Kernel;
 
 #[backend_extension(Autodiff, Cube)]
@@ -48,6 +49,8 @@ pub(crate) fn relu_of_sum(h: Tensor<4>, shortcut: Tensor<4>) -> Tensor<4> {
     let ours = h.dtype() == shortcut.dtype()
         && Kernel::Residual.runs_for(&h)
         && Kernel::Residual.runs_for(&shortcut);
+    // Two read, one written.
+    let _clocked = crate::gpu::clock::elementwise("residual add, relu", &h, 3);
     if !ours || h.dims() != shortcut.dims() {
         return relu(h + shortcut);
     }
@@ -76,7 +79,7 @@ fn launch([kernel, kernel_f16]: [Shader; 2], a: &Tensor<4>, b: &Tensor<4>) -> Op
     sizes.extend_from_slice(&sa[..4]);
     sizes.extend_from_slice(&sb[..4]);
     sizes.push(last as usize);
-    let params = bridge::upload_sizes(&a.client, &sizes)?;
+    let params = params::sizes(&a, &sizes)?;
     let out = bridge::empty_1d(&a, total, elem.dtype());
     bridge::launch(
         &a.client,
@@ -103,6 +106,7 @@ impl ResidualRelu for Cube {
 fn gradient(y: FloatTensor<Cube>, dy: FloatTensor<Cube>) -> FloatTensor<Cube> {
     let y = Tensor::<4>::from_primitive::<Cube>(y);
     let dy = Tensor::<4>::from_primitive::<Cube>(dy);
+    let _clocked = crate::gpu::clock::elementwise("residual add, relu gradient", &dy, 3);
     launch([RESIDUAL_RELU_GRAD, RESIDUAL_RELU_GRAD_F16], &y, &dy)
         .unwrap_or_else(|| composed_backward(y, dy))
         .try_into_primitive::<Cube>()

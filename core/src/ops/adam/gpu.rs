@@ -16,6 +16,7 @@ use burn::tensor::{DType, Tensor};
 
 use super::Scalars;
 use crate::gpu::bridge;
+use crate::gpu::clock::Cost;
 use crate::gpu::kernels::{ADAM, Elem, WORKGROUP, adam_packed};
 
 /// A parameter's moments, or zeros like `x` before its first step (`0 * beta + y` is
@@ -232,6 +233,12 @@ pub fn update_packed(
     previous: Option<&Packed>,
     scaling: Option<Scaling>,
 ) -> Option<Packed> {
+    // Weights, gradients and both moments read, weights and moments written: seven f32s
+    // a parameter.
+    let _clocked = crate::gpu::clock::op("adam", || {
+        let numel: usize = parts.iter().map(|p| p.x.dims()[0]).sum();
+        (format!("{numel} parameters"), Cost::moving(numel, 4, 7))
+    });
     let first = bridge::float_f32(&parts.first()?.x)?;
     let Scalars {
         beta_1,

@@ -21,6 +21,7 @@ use crate::gpu::kernels::{
     BN_APPLY, BN_APPLY_F16, BN_GRAD_REDUCE, BN_GRAD_REDUCE_F16, BN_GRAD_X, BN_GRAD_X_F16,
     BN_MOMENTS, BN_MOMENTS_F16, Elem, Shader, WORKGROUP,
 };
+use crate::gpu::params;
 use crate::ops::channels_last::{from_flat, lies_channels_last};
 
 /// The settings every pass reads (`shaders/bn_common.wgsl`'s `params`).
@@ -91,7 +92,7 @@ pub(crate) fn moments(
     let strides = x.meta.strides();
     let mut words = words(dims, strides, strides, settings)?;
     words.push(shift.is_some() as u32);
-    let p = bridge::upload_u32(&x.client, &words);
+    let p = params::words(&x, &words);
     let stats = bridge::empty_1d(&x, 2 * channels, DType::F32);
     let mean_out = bridge::empty_1d(&x, channels, DType::F32);
     let var_out = bridge::empty_1d(&x, channels, DType::F32);
@@ -136,7 +137,7 @@ pub(crate) fn apply(
     let stats = bridge::float_f32(stats)?;
     let strides = x.meta.strides();
     let last = lies_channels_last(dims, strides);
-    let p = bridge::upload_u32(&x.client, &words(dims, strides, strides, settings)?);
+    let p = params::words(&x, &words(dims, strides, strides, settings)?);
     let y = bridge::empty_1d(&x, total, elem.dtype());
     bridge::launch(
         &x.client,
@@ -223,7 +224,7 @@ fn backward_pass(
     let beta = bridge::float_f32(beta)?;
     let per_channel = bridge::float_f32(per_channel)?;
     let words = words(dims, x.meta.strides(), dy.meta.strides(), settings)?;
-    let p = bridge::upload_u32(&x.client, &words);
+    let p = params::words(&x, &words);
     let out = bridge::empty_1d(&x, len, out_dtype);
     bridge::launch(
         &x.client,

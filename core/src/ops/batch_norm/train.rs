@@ -137,6 +137,9 @@ impl<C: CheckpointStrategy> FusedBatchNorm for Autodiff<Cube, C> {
             ) {
                 let [node_x, node_gamma, node_beta] = ops.parents;
                 let dy = grads.consume::<Cube>(&ops.node);
+                // x and dy read, dx written, once each at least.
+                let shape = Tensor::<4>::from_primitive::<Cube>(dy.clone());
+                let _clocked = crate::gpu::clock::elementwise("batch norm backward", &shape, 3);
                 let (x, gamma, beta, stats, epsilon, relu) = ops.state;
                 let x = checkpointer.retrieve_node_output::<FloatTensor<Cube>>(x);
                 let gamma = checkpointer.retrieve_node_output::<FloatTensor<Cube>>(gamma);
@@ -230,6 +233,8 @@ pub(crate) fn forward_shifted(
     shift: Option<Tensor<1>>,
     then_relu: bool,
 ) -> Tensor<4> {
+    // Read once and written once at least (statistics taken as the data passes).
+    let _clocked = crate::gpu::clock::elementwise("batch norm forward", &x, 2);
     let plain = |x: Tensor<4>| {
         let layer = |x: Tensor<4>| {
             let x = match &shift {

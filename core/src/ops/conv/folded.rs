@@ -93,6 +93,7 @@ impl FoldedConv {
             epilogue: if with_relu { "bias, relu" } else { "bias" },
             low: false,
         };
+        let _clocked = shape.clocked("conv scoring (batch norm folded)");
         forward_fastest(self.how, shape, &x.device(), |way| match way {
             Way::Burn => Some(direct()),
             Way::Im2col => im2col::conv2d(&x, &self.columns, Some(&self.bias), g, with_relu),

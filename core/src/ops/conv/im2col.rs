@@ -28,6 +28,7 @@ use burn::tensor::{DType, Tensor};
 use super::geometry::Geometry;
 use crate::gpu::bridge;
 use crate::gpu::kernels::{COL2IM, COL2IM_F16, Elem, IM2COL, IM2COL_F16, WORKGROUP};
+use crate::gpu::params;
 use crate::ops::layer_kernels::bias_relu;
 use crate::ops::matmul;
 use crate::plan::Switches;
@@ -56,7 +57,7 @@ pub(crate) fn im2col(x: &Tensor<4>, g: Geometry) -> Option<Tensor<2>> {
     let total = rows.checked_mul(cols).filter(|&t| t < u32::MAX as usize)?;
     let mut sizes = vec![n];
     sizes.extend(g.words([c, h, w], s));
-    let p = bridge::upload_sizes(&prim.client, &sizes)?;
+    let p = params::sizes(&prim, &sizes)?;
     let out = bridge::empty_1d(&prim, total, elem.dtype());
     bridge::launch(
         &prim.client,
@@ -276,7 +277,7 @@ fn col2im(
         out_w,
         start,
     ];
-    let p = bridge::upload_sizes(&dcols.client, &sizes)?;
+    let p = params::sizes(&dcols, &sizes)?;
     bridge::launch(
         &dcols.client,
         elem.pick(COL2IM, COL2IM_F16),

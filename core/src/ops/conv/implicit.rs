@@ -2,6 +2,10 @@
 //! written out (an implicit GEMM): the forward pass with its bias and ReLU, the weight's
 //! gradient and the input's gradient (`shaders/matmul.wgsl`'s convolution operands,
 //! [`Operand`]). What [`super::im2col`]'s convolutions run when `TAKS_GPU_MATMUL=tiled`.
+//! In f16 the same products run on cooperative matrices (`shaders/matmul_coop_f16.wgsl`,
+//! tensor cores, f32 sums) where the plan offers them (`TAKS_GPU_COOP=1`, an adapter that
+//! has them, a passed self-check: [`crate::ops::matmul::coop::usable`]), without a bias
+//! or ReLU (a training step's convolutions leave theirs to the batch norm).
 //!
 //! Why: im2col writes a patches matrix `C kh kw` times the input's size and reads it back,
 //! col2im reads the patches' gradient, and where the patches pass the device's largest
@@ -12,8 +16,9 @@
 //! GPU hides behind the loads themselves; on lavapipe, a CPU, it does not.
 //!
 //! The results are burn's convolution and its two gradients (the tests compare them on
-//! lavapipe). `None` off wgpu, for a 16-bit input (the tiled matmul is f32 only), or
-//! where an address passes 32 bits (the caller then goes through im2col).
+//! lavapipe, the f16 ones on Mesa 26's, which has cooperative matrices). `None` off wgpu,
+//! for a 16-bit input where cooperative matrices are not offered (or with a bias or ReLU),
+//! or where an address passes 32 bits (the caller then goes through im2col).
 
 use burn::tensor::Tensor;
 
@@ -89,7 +94,7 @@ pub(crate) fn conv2d_backward(
 #[cfg(test)]
 mod tests {
     use burn::tensor::ops::ConvOptions;
-    use burn::tensor::{Device, Distribution};
+    use burn::tensor::{DType, Device, Distribution};
 
     use super::*;
     use crate::test_support::{flex_conv2d, flex_conv2d_backward, gap, host, random};
@@ -176,6 +181,111 @@ mod tests {
                 let (dx, dw) = conv2d_backward(&x, &weight, &dy, g, true, false).unwrap();
                 assert!(dx.is_some() && dw.is_none());
             }
+        }
+    }
+
+    /// On an adapter with cooperative matrices, under `TAKS_GPU_COOP=1` (scripts/test.sh
+    /// runs this on Mesa 26's lavapipe): every convolution shape of the CNN on 32x32
+    /// images and of ResNet-18 on 224x224 ones, in f16, its forward pass and both
+    /// gradients each one launch of the kernel on cooperative matrices (no im2col, no
+    /// col2im, no burn matmul), against flex's f32 convolution of the same f16 values to
+    /// f16's rounding: each element within 2^-10 of its value, plus a ten-thousandth of
+    /// the largest (the f32 sums' order differs). A wrong tap, a dropped tile or a
+    /// stride read wrong is off by whole values.
+    #[test]
+    #[ignore = "needs cooperative matrices and TAKS_GPU_COOP=1: scripts/lavapipe-coop.sh"]
+    fn f16_convolutions_on_cooperative_matrices_are_burns() {
+        use burn::tensor::FloatDType;
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+        let kernel = match crate::ops::matmul::coop::verdict(&device) {
+            Some(Ok(kernel)) => kernel.name,
+            other => panic!("cooperative matrices not offered or failed: {other:?}"),
+        };
+        // (kernel, stride, pad, in channels, out channels, side): the CNN's six layers,
+        // then ResNet-18's stem, 3x3 layers and 1x1 shortcuts.
+        let cases = [
+            (3, 1, 1, 3, 64, 32),
+            (3, 1, 1, 64, 64, 32),
+            (3, 1, 1, 64, 128, 16),
+            (3, 1, 1, 128, 128, 16),
+            (3, 1, 1, 128, 196, 8),
+            (3, 1, 1, 196, 16, 8),
+            (7, 2, 3, 3, 64, 224),
+            (3, 1, 1, 64, 64, 56),
+            (3, 2, 1, 64, 128, 56),
+            (1, 2, 0, 64, 128, 56),
+            (3, 1, 1, 128, 128, 28),
+            (3, 2, 1, 128, 256, 28),
+            (1, 2, 0, 128, 256, 28),
+            (3, 1, 1, 256, 256, 14),
+            (3, 2, 1, 256, 512, 14),
+            (1, 2, 0, 256, 512, 14),
+            (3, 1, 1, 512, 512, 7),
+        ];
+        let within = |ours: &[f32], want: &[f32], what: &str| {
+            assert_eq!(ours.len(), want.len(), "{what}");
+            let floor = 1e-4 * crate::test_support::largest(want);
+            for (i, (&x, &w)) in ours.iter().zip(want).enumerate() {
+                let off = (x - w).abs();
+                assert!(
+                    off <= w.abs() / 1024.0 + floor,
+                    "{what}: element {i} is {x}, burn's {w}"
+                );
+            }
+        };
+        for (k, stride, pad, c, o, side) in cases {
+            let n = 2;
+            let g = Geometry {
+                kernel: [k, k],
+                stride: [stride, stride],
+                padding: [pad, pad],
+            };
+            let [out_h, out_w] = g.output(side, side);
+            let options = ConvOptions::new([stride, stride], [pad, pad], [1, 1], 1);
+            let half = |t: Tensor<4>| t.cast(FloatDType::F16);
+            let x = half(laid_out([n, c, side, side], true, 5, &device));
+            let weight = half(random(
+                [o, c, k, k],
+                Distribution::Normal(0.0, 0.2),
+                3,
+                &device,
+            ));
+            let dy = half(laid_out([n, o, out_h, out_w], true, 6, &device));
+            let f32s = |t: &Tensor<4>| t.clone().cast(FloatDType::F32);
+            let columns = crate::ops::conv::im2col::columns(weight.clone());
+            let case = format!("{k}x{k}/{stride} pad {pad}, {c} -> {o} on {side}x{side}");
+            let ((y, (dx, dw)), kernels) = crate::gpu::launches::count_by_kernel(&device, || {
+                let y = conv2d(&x, &columns, None, g, false).expect("taken");
+                (
+                    y,
+                    conv2d_backward(&x, &weight, &dy, g, true, true).expect("taken"),
+                )
+            });
+            let (dx, dw) = (dx.unwrap(), dw.unwrap());
+            assert_eq!(
+                kernels.iter().find(|(name, _)| name == kernel).map(|k| k.1),
+                Some(3),
+                "{case}: {kernels:?}"
+            );
+            for (name, _) in &kernels {
+                let others = ["im2col", "col2im", "Matmul"]
+                    .iter()
+                    .any(|k| name.contains(k));
+                assert!(!others, "{case}: {name} launched: {kernels:?}");
+            }
+            assert_eq!(
+                (y.dtype(), dx.dtype(), dw.dtype()),
+                (DType::F16, DType::F16, DType::F16)
+            );
+            let (x32, w32, dy32) = (f32s(&x), f32s(&weight), f32s(&dy));
+            within(
+                &host(y),
+                &flex_conv2d(&x32, &w32, None, options.clone()),
+                &format!("{case}: y"),
+            );
+            let (want_dx, want_dw) = flex_conv2d_backward(&x32, &w32, &dy32, options);
+            within(&host(dx), &want_dx, &format!("{case}: dx"));
+            within(&host(dw), &want_dw, &format!("{case}: dw"));
         }
     }
 

@@ -3,9 +3,10 @@
 //! ([`implicit`]), each with its backward pass; eval mode's batch norm folded into it
 //! ([`folded`]); which of them runs for a shape, measured once per process and kept
 //! between processes ([`choice`], [`timings`]); and the autodiff operation a training
-//! step records ([`train`]). [`geometry`] is where a kernel's taps fall, shared by all.
+//! step records ([`train`]). What each pass should cost, for the per-op clock, is [`cost`]. [`geometry`] is where a kernel's taps fall, shared by all.
 
 pub mod choice;
+mod cost;
 pub(crate) mod folded;
 pub(crate) mod geometry;
 pub(crate) mod im2col;

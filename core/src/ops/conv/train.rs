@@ -18,7 +18,9 @@
 //! A mixed-precision step's convolutions take the same operation in f16, on weights cast
 //! to f16 (their gradients go back to the f32 weights through the cast): im2col, col2im
 //! and burn's matmul all come in f16, so the arithmetic is an f16 matrix product, what a
-//! GPU's matrix units take. The implicit convolution is f32 only and is not offered there.
+//! GPU's matrix units take. The implicit convolution is offered there only on cooperative
+//! matrices (`TAKS_GPU_COOP=1`, [`crate::plan::Kernel::ConvImplicitCoop`]): the three
+//! products as implicit GEMMs on tensor cores, no patches written out.
 //!
 //! Only on a wgpu device and only as `TAKS_GPU_CONV` says (`auto`, the default, or
 //! `im2col`); elsewhere a layer runs burn's own convolution, so CPU results keep their
@@ -97,6 +99,7 @@ impl Im2colConv for Cube {
             epilogue: "",
             low: x.dtype() != DType::F32,
         };
+        let _clocked = shape.clocked("conv forward");
         let y = forward_fastest(how, shape, &x.device(), |way| match way {
             Way::Burn => Some(conv2d(x.clone(), weight.clone(), None, options.clone())),
             Way::Im2col => im2col::conv2d(&x, &columns, None, geometry, false),
@@ -117,6 +120,18 @@ fn gradient(
     options: ConvOptions<2>,
     of: Of,
 ) -> FloatTensor<Cube> {
+    let _clocked = crate::gpu::clock::op(of.name(), || {
+        let dims = |t: &FloatTensor<Cube>| Tensor::<4>::from_primitive::<Cube>(t.clone()).dims();
+        let shape = ConvShape {
+            input: dims(&x),
+            weight: dims(&weight),
+            stride: options.stride,
+            padding: [options.padding[0].0, options.padding[1].0],
+            epilogue: "",
+            low: x.dtype != DType::F32,
+        };
+        (shape.layer(), shape.cost())
+    });
     if let Some(gradient) = cube_backward(&x, &weight, &dy, &options, of) {
         return gradient;
     }
@@ -131,6 +146,16 @@ fn gradient(
 enum Of {
     Input,
     Weight,
+}
+
+impl Of {
+    /// The pass's name on the per-op clock.
+    fn name(self) -> &'static str {
+        match self {
+            Of::Input => "conv input gradient",
+            Of::Weight => "conv weight gradient",
+        }
+    }
 }
 
 /// The input's or the weight's gradient the way [`backward_way`] says: by

@@ -24,12 +24,14 @@ use std::sync::OnceLock;
 
 use burn::tensor::{DType, Device, FloatDType, Tensor, TensorData};
 
+use super::Operand;
+use crate::gpu::Shader;
 use crate::gpu::kernels::{MATMUL_COOP_8, MATMUL_COOP_16};
-use crate::gpu::{Shader, bridge};
-use crate::plan::{Kernel, Switches};
+use crate::ops::conv::geometry::Geometry;
+use crate::plan::{Kernel, Place, Switches};
 
-/// The side of the block of the output one workgroup computes.
-const BLOCK: usize = 64;
+/// The rows and columns of the output one workgroup computes.
+pub(super) const BLOCK: [usize; 2] = [128, 64];
 
 /// The kernel's variants: the shader, the side of its cooperative matrices and the
 /// subgroup size it is written for.
@@ -43,8 +45,30 @@ pub(crate) fn product(a: &Tensor<2>, b: &Tensor<2>) -> Option<Tensor<2>> {
     if !(Kernel::CoopMatmul.runs_for(a) && Kernel::CoopMatmul.runs_for(b)) {
         return None;
     }
-    let kernel = *verdict(&a.device())?.as_ref().ok()?;
-    launch(kernel, a, b)
+    super::product(Operand::Matrix(a), Operand::Matrix(b), None, false)
+}
+
+/// The variant f16 products (and the implicit convolutions, [`super::product`]'s
+/// convolution operands) run on, on `device`: where the plan offers cooperative matrices
+/// there ([`offered`]) and their self-check passed; `None` everywhere else.
+pub(crate) fn usable(device: &Device) -> Option<Shader> {
+    if !Kernel::CoopMatmul.runs(Place::of(device), DType::F16) {
+        return None;
+    }
+    Some(*verdict(device)?.as_ref().ok()?)
+}
+
+/// The product of the f16 matrices `a` and `b` on `kernel`, bypassing the verdict (the
+/// self-check's own products).
+fn launch(kernel: Shader, a: &Tensor<2>, b: &Tensor<2>) -> Option<Tensor<2>> {
+    super::launch(
+        kernel,
+        BLOCK,
+        Operand::Matrix(a),
+        Operand::Matrix(b),
+        None,
+        false,
+    )
 }
 
 /// The variant this process's device would run: `None` where the product is not offered
@@ -77,69 +101,6 @@ pub fn refuse(why: String) -> &'static Result<Shader, String> {
     VERDICT.get_or_init(|| Err(why))
 }
 
-/// The product of `a` and `b` (on wgpu, cast to f16 if they are not) on `kernel`, read
-/// through their strides, as a contiguous f16 tensor; `None` off wgpu, for an empty
-/// product (no block to launch: burn's matmul returns the empty tensor), or where an
-/// address passes 32 bits.
-fn launch(kernel: Shader, a: &Tensor<2>, b: &Tensor<2>) -> Option<Tensor<2>> {
-    let ([m, k], [depth, n]) = (a.dims(), b.dims());
-    assert_eq!(k, depth, "a's columns are b's rows");
-    if m == 0 || n == 0 {
-        return None;
-    }
-    let (a, b) = (
-        bridge::float_strided_as(a, DType::F16)?,
-        bridge::float_strided_as(b, DType::F16)?,
-    );
-    let ([a0, a1], [b0, b1]) = (strides(&a)?, strides(&b)?);
-    let under_32 = |v: usize| v < u32::MAX as usize;
-    let reach = |[rows, cols]: [usize; 2], [s0, s1]: [usize; 2]| {
-        rows.saturating_sub(1)
-            .checked_mul(s0)?
-            .checked_add(cols.saturating_sub(1).checked_mul(s1)?)
-    };
-    if !(reach([m, k], [a0, a1]).is_some_and(under_32)
-        && reach([k, n], [b0, b1]).is_some_and(under_32)
-        && m.checked_mul(n).is_some_and(under_32))
-    {
-        return None;
-    }
-    let along_n = n.div_ceil(BLOCK);
-    let blocks = u32::try_from(m.div_ceil(BLOCK) * along_n).ok()?;
-    let params = bridge::upload_sizes(
-        &a.client,
-        &[
-            m,
-            n,
-            k,
-            a0,
-            a1,
-            b0,
-            b1,
-            along_n,
-            // Loads along the contiguous direction: k is A's columns, B's rows.
-            usize::from(a1 == 1),
-            usize::from(b0 == 1),
-        ],
-    )?;
-    let c = bridge::empty_1d(&a, m * n, DType::F16);
-    bridge::launch(
-        &a.client,
-        kernel,
-        bridge::grid(blocks),
-        &[&a.handle, &b.handle, &c.handle, &params],
-    );
-    Some(bridge::to_matrix(c, m, n))
-}
-
-/// The two strides of a matrix's buffer, in elements.
-fn strides(t: &burn::backend::wgpu::CubeTensor) -> Option<[usize; 2]> {
-    match t.meta.strides()[..] {
-        [rows, cols] => Some([rows, cols]),
-        _ => None,
-    }
-}
-
 /// The operands of the self-check: `[rows, cols]` values that are multiples of 1/8 in
 /// [-2, 2], exact in f16: every product is a multiple of 1/64 of at most 4, so every sum
 /// of up to 65,536 of them is exact in f32, the kernel's sums, and the right answer is
@@ -166,9 +127,10 @@ fn exact(a: &[f32], b: &[f32], [m, k, n]: [usize; 3]) -> Vec<f32> {
 }
 
 /// Two products off every edge of the tiles (70 x 40 times 40 x 90: rows, depth and
-/// columns past whole blocks and steps, two depth steps, four blocks) on `kernel` and
+/// columns past whole blocks and steps, several depth steps, two blocks) on `kernel` and
 /// `device`, against [`exact`]: the operands as they are, and both as transposed views
-/// (read through their strides).
+/// (read through their strides); then a convolution's forward pass with its patches
+/// computed as the tiles load them (3x3, stride 2, padding 1) against [`exact_conv`].
 fn self_check(kernel: Shader, device: &Device) -> Result<(), String> {
     let [m, k, n] = [70, 40, 90];
     let (a, b) = (known(m, k, 1), known(k, n, 2));
@@ -195,7 +157,68 @@ fn self_check(kernel: Shader, device: &Device) -> Result<(), String> {
             format!("cooperative matrices failed their self-check, operands {which} ({why})")
         })?;
     }
-    Ok(())
+    let (dims, o) = ([2, 3, 11, 9], 5);
+    let g = Geometry {
+        kernel: [3, 3],
+        stride: [2, 2],
+        padding: [1, 1],
+    };
+    let (x, columns) = (known(2 * 3, 11 * 9, 3), known(3 * 9, o, 4));
+    let input =
+        Tensor::<4>::from_data(TensorData::new(x.clone(), dims), device).cast(FloatDType::F16);
+    let weights = on_device(&columns, [3 * 9, o]);
+    let patches = Operand::Patches(&input, g);
+    let ours = super::launch(
+        kernel,
+        BLOCK,
+        patches,
+        Operand::Matrix(&weights),
+        None,
+        false,
+    )
+    .ok_or("cooperative matrices: the self-check's convolution did not launch")?
+    .into_data()
+    .convert::<f32>()
+    .try_to_vec::<f32>()
+    .map_err(|e| format!("cooperative matrices: reading the self-check back: {e:?}"))?;
+    agrees(&ours, &exact_conv(&x, &columns, dims, o, g)).map_err(|why| {
+        format!("cooperative matrices failed their self-check, a convolution's patches ({why})")
+    })
+}
+
+/// The forward pass of a convolution of `x` `[N, C, H, W]` (row-major) by the weights as
+/// `columns` `[C kh kw, O]` under `g`, on the host in f64: `[N Ho Wo, O]`, the rows the
+/// output's positions, as the kernel writes it.
+fn exact_conv(
+    x: &[f32],
+    columns: &[f32],
+    [n, c, h, w]: [usize; 4],
+    o: usize,
+    g: Geometry,
+) -> Vec<f32> {
+    let [out_h, out_w] = g.output(h, w);
+    let [kh, kw] = g.kernel;
+    let mut out = Vec::with_capacity(n * out_h * out_w * o);
+    for image in 0..n {
+        for (r, s) in (0..out_h).flat_map(|r| (0..out_w).map(move |s| (r, s))) {
+            for channel in 0..o {
+                let mut sum = 0f64;
+                for (ch, i, j) in
+                    (0..c).flat_map(|ch| (0..kh * kw).map(move |t| (ch, t / kw, t % kw)))
+                {
+                    // Unsigned: a position left of or above the image wraps past it.
+                    let y = (r * g.stride[0] + i).wrapping_sub(g.padding[0]);
+                    let z = (s * g.stride[1] + j).wrapping_sub(g.padding[1]);
+                    if y < h && z < w {
+                        let tap = ((ch * kh + i) * kw + j) * o + channel;
+                        sum += x[((image * c + ch) * h + y) * w + z] as f64 * columns[tap] as f64;
+                    }
+                }
+                out.push(sum as f32);
+            }
+        }
+    }
+    out
 }
 
 /// The `[cols, rows]` transpose of the row-major `[rows, cols]` `values`.
@@ -247,6 +270,42 @@ mod tests {
         assert_eq!(exact(&a, &b, [m, k, n]), burns);
         // Not all of one value: the check would pass a kernel that wrote a constant.
         assert!(a.iter().any(|&x| x != a[0]) && b.iter().any(|&x| x < 0.0));
+    }
+
+    /// The self-check's convolution reference is flex's convolution of the same values,
+    /// read as the kernel writes it (rows the output's positions, columns its channels).
+    #[test]
+    fn the_self_checks_convolution_is_burns() {
+        let device = Device::flex();
+        let ([n, c, h, w], o) = ([2, 3, 11, 9], 5);
+        let g = Geometry {
+            kernel: [3, 3],
+            stride: [2, 2],
+            padding: [1, 1],
+        };
+        let (x, columns) = (known(n * c, h * w, 3), known(c * 9, o, 4));
+        let weight: Vec<f32> = (0..o * c * 9)
+            .map(|e| columns[(e % (c * 9)) * o + e / (c * 9)])
+            .collect();
+        let burns = crate::test_support::flex_conv2d(
+            &Tensor::from_data(TensorData::new(x.clone(), [n, c, h, w]), &device),
+            &Tensor::from_data(TensorData::new(weight, [o, c, 3, 3]), &device),
+            None,
+            burn::tensor::ops::ConvOptions::new([2, 2], [1, 1], [1, 1], 1),
+        );
+        let ours = exact_conv(&x, &columns, [n, c, h, w], o, g);
+        let [out_h, out_w] = g.output(h, w);
+        assert_eq!(ours.len(), burns.len());
+        for (e, &v) in ours.iter().enumerate() {
+            let (position, channel) = (e / o, e % o);
+            let (image, pixel) = (position / (out_h * out_w), position % (out_h * out_w));
+            assert_eq!(
+                v,
+                burns[(image * o + channel) * out_h * out_w + pixel],
+                "{e}"
+            );
+        }
+        assert!(ours.iter().any(|&v| v != ours[0]));
     }
 
     /// The comparison passes the answer and refuses a wrong element, a NaN and a short
