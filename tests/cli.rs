@@ -1844,35 +1844,39 @@ fn bench_times_generated_images_on_the_network_named() {
 /// layer's product (written out here: 2 x batch x out channels x output pixels x in
 /// channels x taps), with the first layer's input gradient absent (nothing asks for it)
 /// and as many launches as the launch count of the same step. Without a GPU among the
-/// devices the flag is refused.
+/// devices the flag is refused. On 16x16 images with every convolution by im2col: under
+/// `auto` the run would first time each layer's ways, minutes on lavapipe.
 #[test]
 fn bench_clocks_every_op_of_a_gpu_step() {
     let refused = taks(&["bench", "--devices", "cpu", "--clock"]);
     assert_user_error(&refused, "--clock times GPU kernels");
-    let out = taks(&[
-        "bench",
-        "--dataset",
-        "cifar10",
-        "--generated",
-        "32x3x32x32",
-        "--devices",
-        "gpu",
-        "--methods",
-        "taks",
-        "--warmup",
-        "0",
-        "--epochs",
-        "1",
-        "--k-ratio",
-        "0.5",
-        "--batch-size",
-        "16",
-        "--eval-batch",
-        "32",
-        "--test-limit",
-        "32",
-        "--clock",
-    ]);
+    let out = taks_with(
+        &[("TAKS_GPU_CONV", "im2col")],
+        &[
+            "bench",
+            "--dataset",
+            "cifar10",
+            "--generated",
+            "32x3x16x16",
+            "--devices",
+            "gpu",
+            "--methods",
+            "taks",
+            "--warmup",
+            "0",
+            "--epochs",
+            "1",
+            "--k-ratio",
+            "0.5",
+            "--batch-size",
+            "16",
+            "--eval-batch",
+            "32",
+            "--test-limit",
+            "32",
+            "--clock",
+        ],
+    );
     assert_succeeded(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let section = |what: &str| -> Vec<Vec<String>> {
@@ -1904,16 +1908,16 @@ fn bench_clocks_every_op_of_a_gpu_step() {
         "conv input gradient",
         "conv weight gradient",
     ] {
-        let r = row(&step, op, "16x64x32x32 -> 64, 3x3/1")
+        let r = row(&step, op, "16x64x16x16 -> 64, 3x3/1")
             .unwrap_or_else(|| panic!("no {op} row of the second layer in {stdout}"));
-        assert_eq!(r[7], gflop(16, 64, 64, 32), "{op}: {stdout}");
+        assert_eq!(r[7], gflop(16, 64, 64, 16), "{op}: {stdout}");
         let ms: f64 = r[5].parse().unwrap();
         assert!(ms > 0.0, "{op}: {stdout}");
-        let r = row(&step, op, "16x128x16x16 -> 128, 3x3/1")
+        let r = row(&step, op, "16x128x8x8 -> 128, 3x3/1")
             .unwrap_or_else(|| panic!("no {op} row of the fourth layer in {stdout}"));
-        assert_eq!(r[7], gflop(16, 128, 128, 16), "{op}: {stdout}");
+        assert_eq!(r[7], gflop(16, 128, 128, 8), "{op}: {stdout}");
     }
-    let first = "16x3x32x32 -> 64, 3x3/1";
+    let first = "16x3x16x16 -> 64, 3x3/1";
     assert!(
         row(&step, "conv weight gradient", first).is_some(),
         "{stdout}"
@@ -1940,9 +1944,9 @@ fn bench_clocks_every_op_of_a_gpu_step() {
         row(
             &scoring,
             "conv scoring (batch norm folded)",
-            "32x64x32x32 -> 64, 3x3/1"
+            "32x64x16x16 -> 64, 3x3/1"
         )
-        .is_some_and(|r| r[7] == gflop(32, 64, 64, 32)),
+        .is_some_and(|r| r[7] == gflop(32, 64, 64, 16)),
         "{stdout}"
     );
 }

@@ -58,11 +58,21 @@ fn part(device_name: &str, method: &str, what: &str, c: &Clocked) {
             op.launches,
             op.seconds * 1e3,
             or_dash(op.cost.flops, format!("{:.3}", op.cost.flops / 1e9)),
-            or_dash(op.cost.flops, format!("{:.2}", op.flop_rate() / 1e12)),
+            or_dash(op.cost.flops, significant(op.flop_rate() / 1e12)),
             or_dash(op.cost.bytes, format!("{:.2}", op.cost.bytes / 1e6)),
-            or_dash(op.cost.bytes, format!("{:.1}", op.byte_rate() / 1e9)),
+            or_dash(op.cost.bytes, significant(op.byte_rate() / 1e9)),
         );
     }
+}
+
+/// A rate with three significant digits (at least one decimal): an H100's hundreds of
+/// TFLOP/s and lavapipe's thousandths read alike.
+fn significant(rate: f64) -> String {
+    let decimals = match rate {
+        r if r >= 100.0 || r == 0.0 => 1,
+        r => (2.0 - r.log10().floor()).clamp(1.0, 8.0) as usize,
+    };
+    format!("{rate:.decimals$}")
 }
 
 /// The part of the span no kernel ran in, in percent.
@@ -70,5 +80,20 @@ fn idle_percent(c: &Clocked) -> f64 {
     match c.span > 0.0 {
         true => 100.0 * (c.span - c.busy) / c.span,
         false => 0.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::significant;
+
+    /// An H100's rates and lavapipe's both keep three significant digits.
+    #[test]
+    fn rates_keep_three_digits() {
+        assert_eq!(significant(251.37), "251.4");
+        assert_eq!(significant(12.34), "12.3");
+        assert_eq!(significant(0.5), "0.500");
+        assert_eq!(significant(0.0036123), "0.00361");
+        assert_eq!(significant(0.0), "0.0");
     }
 }
