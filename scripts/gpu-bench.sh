@@ -29,19 +29,20 @@
 #      without a graph in f16) beside PyTorch's autocast to f16 with its gradient scaler
 #      and its TF32 defaults (F16=only runs these three alone: a second call on a
 #      15-minute lease);
-#   7b. when COOP=1, the driver check of the kernel on cooperative matrices alone
-#      (`taks probe-coop`, at most 30 s), then, if it passed, the CNN and ResNet-18 in
-#      mixed precision again with their products on cooperative matrices
-#      (TAKS_GPU_COOP=1, core/src/ops/matmul/coop.rs; the convolutions forced to
-#      im2col, whose products those are) beside PyTorch's autocast and its TF32
-#      defaults (COOP=only runs these alone: 380 s of limits);
-#   7c. when CLOCK=1, the per-op GPU clock (`taks bench --clock`, core/src/gpu/clock.rs):
-#      every kernel of a warm CNN training step and scoring chunk, in f32 and in f16, and
-#      of ResNet-18's in f16, and with the f16 products on cooperative matrices
-#      (TAKS_GPU_COOP=1, skipped where `taks probe-coop` fails), timed by device
-#      timestamps, by op and layer shape with each op's TFLOP/s and GB/s; on small sets
-#      (the clock times one step, not an epoch) and without PyTorch (CLOCK=only runs these
-#      alone: 390 s of limits);
+#   7b. when COOP=1, the tensor-core steps in one device call of 8 minutes of limits
+#      (COOP=only runs these alone): the driver check of the kernel on cooperative
+#      matrices alone (`taks probe-coop`, at most 30 s), then, if it passed, the CNN and
+#      ResNet-18 in mixed precision with every convolution an implicit GEMM on cooperative
+#      matrices (TAKS_GPU_COOP=1 TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col,
+#      core/src/ops/conv/implicit.rs), each with its per-op clock (`--clock`) and beside
+#      PyTorch's autocast f16 and its TF32 defaults in the same process; then the per-op
+#      clock of the same networks' f16 steps without them (burn's f16 kernels), on small
+#      sets; a short table of every step's epochs and ratios last;
+#   7c. when CLOCK=1, the per-op GPU clock (`taks bench --clock`, core/src/gpu/clock.rs) of
+#      a warm f32 CNN and ResNet-18 step and scoring chunk, timed by device timestamps,
+#      by op and layer shape with each op's TFLOP/s and GB/s; on small sets (the clock
+#      times one step, not an epoch) and without PyTorch (CLOCK=only runs these alone:
+#      210 s of limits);
 #   8. when EMBED=1, `taks embed` of 2,000 224x224 PNGs with a ResNet-18 on the GPU
 #      against PyTorch's eval loop on CUDA, after checking its features against
 #      torchvision's (scripts/torchvision-parity.py --device gpu).
@@ -165,43 +166,38 @@ if [ -n "${F16:-}" ]; then
     step resnet18-224x224-f16 150 "$TAKS" "${RESNET[@]}" --precision f16 "${TORCH[@]}"
     step mlp-28x28-f16 45 "$TAKS" "${MLP[@]}" --precision f16 "${TORCH[@]}"
 fi
+CLOCKED=(--methods taks --warmup 1 --epochs 1 --clock)
+CLOCK_CNN=(--dataset cifar10 --generated "$CLOCK_CNN_SET" "${CLOCKED[@]}")
+CLOCK_RESNET=(--dataset cifar10 --generated "$CLOCK_RESNET_SET" --model resnet18
+    --eval-batch 250 "${CLOCKED[@]}")
 if [ -n "${COOP:-}" ]; then
     # The check `taks` makes before it trusts the driver with the kernel
     # (native/src/coop_probe.rs: its self-check in a child process), run apart with a
     # limit of its own first, so that a driver that crashes or hangs on it costs at most
-    # 30 s and a line; then the two steps. Limits not measured on a GPU: as the f16
-    # steps', less burn's tuning of its matmuls.
+    # 30 s and a line; then the steps. Limits not measured on a GPU: the f16 steps' of
+    # F16=1, less burn's tuning of its matmuls, and 50 s for each small clocked run.
     echo "== coop-probe: TAKS_GPU_COOP=1 $TAKS probe-coop" | tee "$OUT/coop-probe.md"
     probe=$(TAKS_GPU_COOP=1 timeout $((30 * LIMIT_SCALE)) "$TAKS" probe-coop 2>&1)
     echo "$probe (exit $?)" | tee -a "$OUT/coop-probe.md"
     if grep -q '^taks-probe-passed$' <<<"$probe"; then
-        STEP_ENV="TAKS_GPU_COOP=1 TAKS_GPU_CONV=im2col" step cnn-32x32-f16-coop 200 "$TAKS" \
-            "${CNN[@]}" --precision f16 "${TORCH[@]}"
-        STEP_ENV="TAKS_GPU_COOP=1 TAKS_GPU_CONV=im2col" step resnet18-224x224-f16-coop 150 \
-            "$TAKS" "${RESNET[@]}" --precision f16 "${TORCH[@]}"
+        IMPLICIT="TAKS_GPU_COOP=1 TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col"
+        STEP_ENV=$IMPLICIT step cnn-32x32-f16-coop 200 "$TAKS" \
+            "${CNN[@]}" --precision f16 --clock "${TORCH[@]}"
+        STEP_ENV=$IMPLICIT step resnet18-224x224-f16-coop 150 \
+            "$TAKS" "${RESNET[@]}" --precision f16 --clock "${TORCH[@]}"
     else
         echo "(coop-probe: no cooperative matrices here, or their self-check failed; the steps are skipped)" |
             tee -a "$OUT/coop-probe.md"
         failed=1
     fi
+    step cnn-32x32-f16-clock 50 "$TAKS" "${CLOCK_CNN[@]}" --precision f16
+    step resnet18-224x224-f16-clock 50 "$TAKS" "${CLOCK_RESNET[@]}" --precision f16
 fi
 if [ -n "${CLOCK:-}" ]; then
     # Limits not measured on a GPU: a first process (convolution timings, autotune) on a
     # tenth of the CNN's set, then the two clocked runs of a step and a chunk.
-    CLOCKED=(--methods taks --warmup 1 --epochs 1 --clock)
-    CLOCK_CNN=(--dataset cifar10 --generated "$CLOCK_CNN_SET" "${CLOCKED[@]}")
-    CLOCK_RESNET=(--dataset cifar10 --generated "$CLOCK_RESNET_SET" --model resnet18
-        --eval-batch 250 "${CLOCKED[@]}")
     step cnn-32x32-clock 90 "$TAKS" "${CLOCK_CNN[@]}"
-    step cnn-32x32-f16-clock 90 "$TAKS" "${CLOCK_CNN[@]}" --precision f16
-    step resnet18-224x224-f16-clock 120 "$TAKS" "${CLOCK_RESNET[@]}" --precision f16
-    if TAKS_GPU_COOP=1 timeout $((30 * LIMIT_SCALE)) "$TAKS" probe-coop 2>/dev/null |
-        grep -q '^taks-probe-passed$'; then
-        STEP_ENV="TAKS_GPU_COOP=1 TAKS_GPU_CONV=im2col" step cnn-32x32-f16-coop-clock 90 \
-            "$TAKS" "${CLOCK_CNN[@]}" --precision f16
-    else
-        echo "(clock: no cooperative matrices here, or their self-check failed; the clock on them is skipped)"
-    fi
+    step resnet18-224x224-clock 120 "$TAKS" "${CLOCK_RESNET[@]}"
 fi
 
 if [ -n "${EMBED:-}" ]; then
@@ -213,4 +209,11 @@ if [ -n "${EMBED:-}" ]; then
     echo "(embed: exit $rc after $((SECONDS - started)) s)" | tee -a "$OUT/embed.md"
     [ "$rc" -eq 0 ] || failed=1
 fi
+# The short table, last: every step's epoch rows and its ratios to PyTorch.
+echo
+echo "== summary"
+for md in "$OUT"/*.md; do
+    rows=$(grep -E '^\| gpu \| taks \| [0-9]+ \| [0-9]+ \| [0-9.]+ \||^taks / PyTorch' "$md")
+    [ -z "$rows" ] || printf '%s\n%s\n' "$(basename "$md" .md)" "$rows"
+done
 exit $failed

@@ -35,24 +35,33 @@
 // on a grid folded into two dimensions; the grid's last row may run past the last block,
 // whose workgroups then compute the last block again.
 //
+// Split K: where the output has too few blocks to fill a GPU (a convolution's weight
+// gradient), the launcher splits the depth into S ranges of `chunk` (a multiple of TK) and
+// launches S workgroups per block, the workgroup's split its index over the blocks; each
+// writes its f32 sums of its range to `partial` [S, M, N], and sum_splits.wgsl adds them
+// into C. With S = 1 the sums go to C directly, rounded to f16.
+//
 // Every operation on cooperative matrices, and every barrier, is in control flow uniform
 // across the workgroup: which tiles a subgroup takes is data (its index), never a branch,
-// and K is read through workgroupUniformLoad.
+// and the range of K is read through workgroupUniformLoad.
 //
 // Bindings (group 0, all storage read_write):
-//   0 a f16    1 b f16    2 c out [M, N] f16, row-major
+//   0 a f16    1 b f16    2 c out [M, N] f16, row-major (S = 1)
 //   3 params u32 [29]: 0 M, 1 N, 2 K, 3 A's row stride, 4 A's column stride, 5 B's row
-//     stride, 6 B's column stride, 7-8 unused (matmul.wgsl's bias and ReLU), 9 blocks
-//     along N, 10 A's kind, 11 B's kind, 12 A's loads along k (1) or m (0), 13 B's
+//     stride, 6 B's column stride, 7 S, the splits of K (matmul.wgsl's bias flag), 8 the
+//     depth of one split, a multiple of TK (K where S = 1; matmul.wgsl's ReLU flag), 9
+//     blocks along N, 10 A's kind, 11 B's kind, 12 A's loads along k (1) or m (0), 13 B's
 //     along k (1) or n (0) (consecutive invocations read consecutive addresses when the
 //     flag names the operand's contiguous direction); the convolution (kinds 1 and 2):
 //     14 C, 15 H, 16 W, 17-20 the strides of x or dy, 21 kh, 22 kw, 23 sh, 24 sw, 25 ph,
 //     26 pw, 27 Ho, 28 Wo
+//   4 partial out [S, M, N] f32, row-major (S > 1; any buffer where S = 1)
 
 @group(0) @binding(0) var<storage, read_write> a: array<f16>;
 @group(0) @binding(1) var<storage, read_write> b: array<f16>;
 @group(0) @binding(2) var<storage, read_write> c: array<f16>;
 @group(0) @binding(3) var<storage, read_write> params: array<u32>;
+@group(0) @binding(4) var<storage, read_write> partial: array<f32>;
 
 // The block of C a workgroup computes, and the depth of one staging step.
 const BLOCK_M: u32 = 128u;
@@ -72,7 +81,8 @@ const B_LOADS: u32 = TK * BLOCK_N / 256u;
 var<workgroup> a_block: array<f16, BLOCK_M * TK>;
 var<workgroup> b_block: array<f16, TK * BLOCK_N>;
 var<workgroup> scratch: array<f32, SUBGROUPS * T * T>;
-var<workgroup> depth: u32;
+// This workgroup's range of K: its first k and the end of its split.
+var<workgroup> depths: vec2<u32>;
 
 // Outside the tensor: a padding position, which reads as 0.
 const NONE: u32 = 0xffffffffu;
@@ -177,10 +187,11 @@ fn b_at(column: vec3<u32>, k: u32, n: u32) -> f16 {
     return b[at];
 }
 
-// Write the sum `tile` of the block's tile at (row, col) inside C, through subgroup `sg`'s
-// scratch tile: stored by the subgroup, read back by its invocations (`lane` of
-// SUBGROUP), each T x T / SUBGROUP of its values.
-fn write_tile(tile: tile_c, sg: u32, lane: u32, row: u32, col: u32) {
+// Write the sum `tile` of the block's tile at (row, col) inside C (or, for split `split` of
+// several, inside its part of `partial`), through subgroup `sg`'s scratch tile: stored by
+// the subgroup, read back by its invocations (`lane` of SUBGROUP), each T x T / SUBGROUP
+// of its values.
+fn write_tile(tile: tile_c, sg: u32, lane: u32, row: u32, col: u32, split: u32) {
     let base = sg * T * T;
     // naga 30 emits a cooperative store's arguments only when each is a `let`.
     let sum = tile;
@@ -190,7 +201,11 @@ fn write_tile(tile: tile_c, sg: u32, lane: u32, row: u32, col: u32) {
         let m = row + e / T;
         let n = col + e % T;
         if (m < params[0] && n < params[1]) {
-            c[m * params[1] + n] = f16(scratch[base + e]);
+            if (params[7] <= 1u) {
+                c[m * params[1] + n] = f16(scratch[base + e]);
+            } else {
+                partial[(split * params[0] + m) * params[1] + n] = scratch[base + e];
+            }
         }
     }
     workgroupBarrier();
@@ -204,14 +219,18 @@ fn main(
     @builtin(subgroup_id) sg: u32,
     @builtin(subgroup_invocation_id) lane: u32,
 ) {
-    if (lid == 0u) {
-        depth = params[2];
-    }
-    // K through workgroup memory: uniform for the loop around the barriers.
-    let k_size = workgroupUniformLoad(&depth);
     let along_n = params[9];
     let blocks = ((params[0] + BLOCK_M - 1u) / BLOCK_M) * along_n;
-    let block = min(wid.y * groups.x + wid.x, blocks - 1u);
+    let splits = max(params[7], 1u);
+    let flat = min(wid.y * groups.x + wid.x, blocks * splits - 1u);
+    let block = flat % blocks;
+    let split = flat / blocks;
+    if (lid == 0u) {
+        let start = split * params[8];
+        depths = vec2<u32>(start, min(params[2], start + params[8]));
+    }
+    // The range of K through workgroup memory: uniform for the loop around the barriers.
+    let range = workgroupUniformLoad(&depths);
     let row0 = (block / along_n) * BLOCK_M;
     let col0 = (block % along_n) * BLOCK_N;
     // This subgroup's 2 x 2 tiles: their first row in A's block, first column in B's.
@@ -254,10 +273,10 @@ fn main(
     var a_next: array<f16, A_LOADS>;
     var b_next: array<f16, B_LOADS>;
     for (var i = 0u; i < A_LOADS; i += 1u) {
-        a_next[i] = a_at(rows_of_a[i], row0 + am[i], ak[i]);
+        a_next[i] = a_at(rows_of_a[i], row0 + am[i], range.x + ak[i]);
     }
     for (var i = 0u; i < B_LOADS; i += 1u) {
-        b_next[i] = b_at(columns_of_b[i], bk[i], col0 + bn[i]);
+        b_next[i] = b_at(columns_of_b[i], range.x + bk[i], col0 + bn[i]);
     }
     // `var`s (not `let`s) of a cooperative type: naga 30 declares SPIR-V's
     // cooperative-matrix extension only for a module that has one.
@@ -265,7 +284,7 @@ fn main(
     var sum01: tile_c;
     var sum10: tile_c;
     var sum11: tile_c;
-    for (var k0 = 0u; k0 < k_size; k0 += TK) {
+    for (var k0 = range.x; k0 < range.y; k0 += TK) {
         for (var i = 0u; i < A_LOADS; i += 1u) {
             a_block[am[i] * TK + ak[i]] = a_next[i];
         }
@@ -275,7 +294,7 @@ fn main(
         workgroupBarrier();
         // The next step's values, loading while the products below run.
         let k1 = k0 + TK;
-        if (k1 < k_size) {
+        if (k1 < range.y) {
             for (var i = 0u; i < A_LOADS; i += 1u) {
                 a_next[i] = a_at(rows_of_a[i], row0 + am[i], k1 + ak[i]);
             }
@@ -297,8 +316,8 @@ fn main(
     }
     let row = row0 + tile_row;
     let col = col0 + tile_col;
-    write_tile(sum00, sg, lane, row, col);
-    write_tile(sum01, sg, lane, row, col + T);
-    write_tile(sum10, sg, lane, row + T, col);
-    write_tile(sum11, sg, lane, row + T, col + T);
+    write_tile(sum00, sg, lane, row, col, split);
+    write_tile(sum01, sg, lane, row, col + T, split);
+    write_tile(sum10, sg, lane, row + T, col, split);
+    write_tile(sum11, sg, lane, row + T, col + T, split);
 }

@@ -239,6 +239,10 @@ shader!(
     /// runs, so that the tests run the kernel.
     MATMUL_COOP_8, "taks_matmul_coop_8", COOPERATIVE_8, "matmul_coop_f16.wgsl"
 );
+shader!(
+    /// The split-K product's last pass: its f32 partial sums added and rounded to f16.
+    SUM_SPLITS_F16, "taks_sum_splits_f16", ELEM_F16, "sum_splits.wgsl"
+);
 
 shader!(
     /// A residual block's ending: relu(h + shortcut).
@@ -316,6 +320,7 @@ pub const ALL: &[Shader] = &[
     MATMUL,
     MATMUL_COOP_16,
     MATMUL_COOP_8,
+    SUM_SPLITS_F16,
     RESIDUAL_RELU,
     RESIDUAL_RELU_GRAD,
     RESIDUAL_RELU_F16,

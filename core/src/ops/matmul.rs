@@ -18,7 +18,7 @@ pub mod coop;
 use burn::tensor::{DType, Tensor};
 
 use super::conv::geometry::Geometry;
-use crate::gpu::kernels::MATMUL;
+use crate::gpu::kernels::{MATMUL, SUM_SPLITS_F16, WORKGROUP};
 use crate::gpu::params;
 use crate::gpu::{Shader, bridge};
 use crate::plan::Kernel;
@@ -261,6 +261,17 @@ pub(super) fn launch(
     };
     let tiles_n = cols.div_ceil(block[1]);
     let tiles = rows.div_ceil(block[0]) * tiles_n;
+    // Words 7 and 8: the tiled kernel's bias and ReLU flags; the splits of K and the depth
+    // of one split for the kernel on cooperative matrices, which adds no bias.
+    let cooperative = kernel.is_cooperative();
+    let (splits, chunk) = match cooperative {
+        true => coop::split_depth(tiles, [rows, cols, depth], coop::step(kernel)),
+        false => (1, depth),
+    };
+    let (word_7, word_8) = match cooperative {
+        true => (splits, chunk),
+        false => (bias.is_some() as usize, relu as usize),
+    };
     let mut words = vec![
         rows,
         cols,
@@ -269,8 +280,8 @@ pub(super) fn launch(
         a.strides[1],
         b.strides[0],
         b.strides[1],
-        bias.is_some() as usize,
-        relu as usize,
+        word_7,
+        word_8,
         tiles_n,
         a.kind,
         b.kind,
@@ -280,25 +291,34 @@ pub(super) fn launch(
     words.extend(conv);
     let params = params::sizes(&a.prim, &words)?;
     let c = bridge::empty_1d(&a.prim, rows * cols, dtype);
-    // Without a bias the kernel reads none: any buffer holds its place.
-    let bias_handle = bias.as_ref().map_or(&a.prim.handle, |v| &v.handle);
-    // The kernel on cooperative matrices binds no bias.
-    let mut buffers = vec![
-        &a.prim.handle,
-        &b.prim.handle,
-        bias_handle,
-        &c.handle,
-        &params,
-    ];
-    if kernel.is_cooperative() {
-        buffers.remove(2);
+    let client = &a.prim.client;
+    let groups = u32::try_from(tiles * splits).ok()?;
+    if !cooperative {
+        // Without a bias the kernel reads none: any buffer holds its place.
+        let bias_handle = bias.as_ref().map_or(&a.prim.handle, |v| &v.handle);
+        let buffers = [
+            &a.prim.handle,
+            &b.prim.handle,
+            bias_handle,
+            &c.handle,
+            &params,
+        ];
+        bridge::launch(client, kernel, bridge::grid(groups), &buffers);
+        return Some(bridge::to_matrix(c, rows, cols));
     }
-    bridge::launch(
-        &a.prim.client,
-        kernel,
-        bridge::grid(u32::try_from(tiles).ok()?),
-        &buffers,
-    );
+    // The splits' f32 sums, where K is split; else a word the kernel never touches.
+    let partial = match splits {
+        1 => params::words(&a.prim, &[0]),
+        _ => bridge::empty_1d(&a.prim, splits * rows * cols, DType::F32).handle,
+    };
+    let buffers = [&a.prim.handle, &b.prim.handle, &c.handle, &params, &partial];
+    bridge::launch(client, kernel, bridge::grid(groups), &buffers);
+    if splits > 1 {
+        let sum = params::sizes(&a.prim, &[rows * cols, splits])?;
+        let groups = u32::try_from((rows * cols).div_ceil(WORKGROUP as usize)).ok()?;
+        let buffers = [&partial, &c.handle, &sum];
+        bridge::launch(client, SUM_SPLITS_F16, bridge::grid(groups), &buffers);
+    }
     Some(bridge::to_matrix(c, rows, cols))
 }
 

@@ -2,10 +2,10 @@
 //! the epoch runs them (see [`crate::gpu::launches`] for why the count matters), and how
 //! long each op of them runs there ([`crate::gpu::clock`]).
 
-use super::Trainer;
-use crate::Result;
 use burn::tensor::Device;
 
+use super::Trainer;
+use crate::Result;
 use crate::gpu::clock::{Clocked, clock};
 use crate::gpu::launches::count_by_kernel;
 use crate::methods::{self, BatchAt};

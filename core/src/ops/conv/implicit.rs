@@ -233,6 +233,9 @@ mod tests {
                 );
             }
         };
+        // Launches of the pass that adds split-K's sums, over every case: the weight
+        // gradients' deep products with few output blocks split.
+        let mut summed = 0;
         for (k, stride, pad, c, o, side) in cases {
             let n = 2;
             let g = Geometry {
@@ -267,6 +270,10 @@ mod tests {
                 Some(3),
                 "{case}: {kernels:?}"
             );
+            let sums = kernels
+                .iter()
+                .find(|(name, _)| name == "taks_sum_splits_f16");
+            summed += sums.map_or(0, |k| k.1);
             for (name, _) in &kernels {
                 let others = ["im2col", "col2im", "Matmul"]
                     .iter()
@@ -287,6 +294,7 @@ mod tests {
             within(&host(dx), &want_dx, &format!("{case}: dx"));
             within(&host(dw), &want_dw, &format!("{case}: dw"));
         }
+        assert!(summed > 0, "no product split its depth");
     }
 
     /// Off wgpu there is nothing to launch: the caller runs the convolution itself.

@@ -1,7 +1,10 @@
 //! The f16 matrix product on cooperative matrices (`shaders/matmul_coop_f16.wgsl`): a
-//! mixed-precision step's im2col products on a GPU's matrix units (tensor cores), f16
-//! operands of any strides, f32 sums and an f16 result, in one launch per product,
-//! where the adapter offers wgpu's cooperative matrices.
+//! mixed-precision step's im2col products, and its convolutions as implicit GEMMs
+//! ([`super::Operand`]'s patches, `crate::ops::conv::implicit`), on a GPU's matrix units
+//! (tensor cores), f16 operands of any strides, f32 sums and an f16 result, in one launch
+//! per product (two where a deep product with few output blocks splits its depth:
+//! [`split_depth`]), where the adapter offers wgpu's cooperative matrices. The launch
+//! itself is [`super::launch`], shared with the tiled f32 kernel, whose words it reads.
 //!
 //! Why: PyTorch's f16 (autocast) convolutions run on tensor cores, several times the
 //! card's plain arithmetic, and no WGSL kernel of burn's uses them (docs/gpu.md). The
@@ -14,7 +17,7 @@
 //! (docs/benchmarks.md, "Mixed precision and cooperative matrices on an H200"). So it
 //! runs only under `TAKS_GPU_COOP=1` ([`crate::plan::Switches::coop`]), on a device that
 //! has a variant's shape and subgroup size, and once its [`self_check`] passed: products
-//! of known values against the exact ones, the verdict kept for the process (which has
+//! and a convolution of known values against the exact ones, the verdict kept for the process (which has
 //! one wgpu device: [`crate::gpu::direct::start`]). `taks` first has a child process
 //! run the same check, so that a driver that crashes on the kernel takes only the child
 //! down, and [`refuse`]s the kernel where the child failed. A failed check is one line
@@ -32,6 +35,42 @@ use crate::plan::{Kernel, Place, Switches};
 
 /// The rows and columns of the output one workgroup computes.
 pub(super) const BLOCK: [usize; 2] = [128, 64];
+
+/// Splitting K aims at this many workgroups for a product (an H100 has 132 multiprocessors,
+/// each running several workgroups of 256 at once)...
+const WORKGROUPS_WANTED: usize = 512;
+/// ... each split at least this many staging steps deep (fewer would spend more on
+/// writing and adding the splits' sums than the splitting gains) ...
+const STEPS_PER_SPLIT: usize = 16;
+/// ... and the splits' f32 sums within this many bytes.
+const PARTIAL_BYTES: usize = 64 << 20;
+
+/// How a product of `[m, n, depth]` that fills `blocks` blocks of the output splits its
+/// depth on a kernel that stages `step` of it at a time: `(splits, depth of one split)`,
+/// the latter a multiple of `step` (`(1, depth)` where it does not split). A product with
+/// enough blocks to fill a GPU, or too shallow to share out, is not split.
+pub(super) fn split_depth(blocks: usize, [m, n, depth]: [usize; 3], step: usize) -> (usize, usize) {
+    let by_depth = depth / (STEPS_PER_SPLIT * step);
+    let by_memory = PARTIAL_BYTES / (4 * m * n).max(1);
+    let splits = WORKGROUPS_WANTED
+        .div_ceil(blocks.max(1))
+        .min(by_depth)
+        .min(by_memory);
+    if splits <= 1 {
+        return (1, depth);
+    }
+    let chunk = depth.div_ceil(splits).next_multiple_of(step);
+    (depth.div_ceil(chunk), chunk)
+}
+
+/// The depth `kernel` stages at a time: two of its cooperative matrices' side.
+pub(super) fn step(kernel: Shader) -> usize {
+    let (_, side, _) = VARIANTS
+        .into_iter()
+        .find(|(k, ..)| *k == kernel)
+        .expect("a variant of the kernel on cooperative matrices");
+    2 * side as usize
+}
 
 /// The kernel's variants: the shader, the side of its cooperative matrices and the
 /// subgroup size it is written for.
@@ -308,6 +347,24 @@ mod tests {
         assert!(ours.iter().any(|&v| v != ours[0]));
     }
 
+    /// A product with few blocks of output and a deep sum (a convolution's weight
+    /// gradient) splits its depth into ranges that cover it exactly, in whole steps; one
+    /// with blocks enough, a shallow one, or one whose splits' sums would pass the
+    /// memory allowed, does not.
+    #[test]
+    fn a_deep_product_with_few_blocks_splits_its_depth() {
+        // The CNN's second layer's weight gradient at batch 128: 64 x 576, depth 131,072.
+        let (splits, chunk) = split_depth(9, [64, 576, 131_072], 32);
+        assert_eq!(splits, 57);
+        assert_eq!(chunk % 32, 0);
+        assert!(splits * chunk >= 131_072 && (splits - 1) * chunk < 131_072);
+        // A forward pass of 4,096 blocks, a shallow product, and a huge output: no split.
+        assert_eq!(split_depth(4096, [131_072, 64, 576], 32), (1, 576));
+        assert_eq!(split_depth(1, [64, 64, 511], 32), (1, 511));
+        assert_eq!(split_depth(2, [8192, 8192, 1 << 20], 32), (1, 1 << 20));
+        assert_eq!((step(MATMUL_COOP_8), step(MATMUL_COOP_16)), (16, 32));
+    }
+
     /// The comparison passes the answer and refuses a wrong element, a NaN and a short
     /// result, each in one line naming it.
     #[test]
@@ -358,8 +415,9 @@ mod tests {
     /// On an adapter with cooperative matrices (Mesa 26's lavapipe, under
     /// `TAKS_GPU_COOP=1`: scripts/test.sh runs this through scripts/lavapipe-coop.sh), the
     /// self-check passes, and every product, of sizes on and off the edges of the blocks
-    /// and steps, its operands contiguous or transposed views, is the exact one to f16's
-    /// rounding, in one launch: no padded copy, no transposed copy, no cast. A kernel that
+    /// and steps, its operands contiguous or transposed views, its depth split or not, is
+    /// the exact one to f16's rounding, in one launch (two where the depth is split): no
+    /// padded copy, no transposed copy, no cast. A kernel that
     /// read past an edge, dropped a step or a tile, or ignored a stride is off by whole
     /// values.
     #[test]
@@ -385,12 +443,15 @@ mod tests {
                 .cast(FloatDType::F16);
             if transpose { t.transpose() } else { t }
         };
+        // The last one deep enough to split its depth in three (`split_depth`): two
+        // launches, the splits' sums added by the second.
         let shapes = [
             [1, 1, 1],
             [64, 64, 64],
             [70, 40, 90],
             [130, 17, 3],
             [3, 200, 65],
+            [70, 1000, 90],
         ];
         for (i, [m, k, n]) in shapes.into_iter().enumerate() {
             let (a, b) = (known(m, k, 10 + i as u64), known(k, n, 20 + i as u64));
@@ -399,7 +460,10 @@ mod tests {
                 let (x, y) = (on_device(&a, [m, k], ta), on_device(&b, [k, n], tb));
                 let (ours, launched) =
                     crate::gpu::launches::count(&device, || product(&x, &y).expect("taken"));
-                assert_eq!(launched, 1, "{m}x{k}x{n}, transposed {ta} {tb}");
+                let split = split_depth(2, [m, n, k], step(kernel)).0 > 1;
+                assert_eq!(split, k == 1000, "{m}x{k}x{n}");
+                let launches = if split { 2 } else { 1 };
+                assert_eq!(launched, launches, "{m}x{k}x{n}, transposed {ta} {tb}");
                 assert_eq!(ours.dims(), [m, n]);
                 assert_eq!(ours.dtype(), DType::F16);
                 let ours = host(ours);
