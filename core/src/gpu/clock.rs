@@ -312,20 +312,36 @@ pub fn clock<T>(device: &Device, work: impl FnOnce() -> T) -> (T, Clocked) {
     (out, tally(recording, epoch))
 }
 
-/// A launch's measurement read back: `(seconds, device time, start and end on the
-/// device's clock)`.
-fn read(launch: Launch, epoch: Instant) -> Option<(f64, bool, Option<(f64, f64)>)> {
+/// A launch's measurement read back.
+struct Reading {
+    seconds: f64,
+    /// Whether it is the device's time (timestamp queries), not the host's.
+    on_device: bool,
+    /// Its start and end on the device's clock, against the clock's epoch.
+    interval: Option<(f64, f64)>,
+}
+
+/// `launch`'s measurement, its interval placed against `epoch`; `None` where none came.
+fn read(launch: Launch, epoch: Instant) -> Option<Reading> {
     if let Some((duration, method)) = launch.timed {
-        return Some((duration.as_secs_f64(), method == TimingMethod::Device, None));
+        return Some(Reading {
+            seconds: duration.as_secs_f64(),
+            on_device: method == TimingMethod::Device,
+            interval: None,
+        });
     }
     let profile = launch.profile?;
-    let device = profile.timing_method() == TimingMethod::Device;
+    let on_device = profile.timing_method() == TimingMethod::Device;
     let ticks = cubecl::future::block_on(profile.resolve())?;
-    let (start, end) = (
+    let interval = (
         ticks.start_duration_since(epoch).as_secs_f64(),
         ticks.end_duration_since(epoch).as_secs_f64(),
     );
-    Some((ticks.duration().as_secs_f64(), device, Some((start, end))))
+    Some(Reading {
+        seconds: ticks.duration().as_secs_f64(),
+        on_device,
+        interval: Some(interval),
+    })
 }
 
 /// The recording grouped by op and shape, its intervals placed against `epoch`.
@@ -375,12 +391,12 @@ fn tally(recording: Recording, epoch: Instant) -> Clocked {
             Some(_) => {}
             None => row.calls += 1,
         }
-        if let Some((seconds, on_device, interval)) = read(launch, epoch) {
+        if let Some(reading) = read(launch, epoch) {
             any = true;
-            device_time &= on_device;
+            device_time &= reading.on_device;
             row.timed += 1;
-            row.seconds += seconds;
-            intervals.extend(interval);
+            row.seconds += reading.seconds;
+            intervals.extend(reading.interval);
         }
     }
     let mut ops: Vec<OpTime> = groups
