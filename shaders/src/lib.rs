@@ -113,13 +113,18 @@ macro_rules! cooperative_f16 {
         "enable f16;\nenable wgpu_cooperative_matrix;\n"
     };
 }
+/// Where a convolution's operand elements lie: the address arithmetic of the two matrix
+/// products that take a convolution's patches as they load them ([`MATMUL`],
+/// [`MATMUL_COOP_16`], [`MATMUL_COOP_8`]), the end of their preludes.
+pub const CONV_TAPS: &str = include_str!("../conv_taps.wgsl");
 /// The prelude of [`MATMUL_COOP_16`]: 16 x 16 cooperative matrices, 32-wide subgroups
 /// (NVIDIA's).
 pub const COOPERATIVE_16: &str = concat!(
     cooperative_f16!(),
     "const T: u32 = 16u;\nconst SUBGROUP: u32 = 32u;\n",
     "alias tile_a = coop_mat16x16<f16, A>;\nalias tile_b = coop_mat16x16<f16, B>;\n",
-    "alias tile_c = coop_mat16x16<f32, C>;"
+    "alias tile_c = coop_mat16x16<f32, C>;\n",
+    include_str!("../conv_taps.wgsl")
 );
 /// The prelude of [`MATMUL_COOP_8`]: 8 x 8 cooperative matrices, 8-wide subgroups
 /// (lavapipe's on a CPU with AVX2, since Mesa 26).
@@ -127,7 +132,8 @@ pub const COOPERATIVE_8: &str = concat!(
     cooperative_f16!(),
     "const T: u32 = 8u;\nconst SUBGROUP: u32 = 8u;\n",
     "alias tile_a = coop_mat8x8<f16, A>;\nalias tile_b = coop_mat8x8<f16, B>;\n",
-    "alias tile_c = coop_mat8x8<f32, C>;"
+    "alias tile_c = coop_mat8x8<f32, C>;\n",
+    include_str!("../conv_taps.wgsl")
 );
 
 macro_rules! shader {
@@ -225,7 +231,7 @@ shader!(
 shader!(
     /// A tiled matrix product of two strided f32 matrices, with a bias and ReLU after it
     /// when asked.
-    MATMUL, "taks_matmul", "", "matmul.wgsl"
+    MATMUL, "taks_matmul", CONV_TAPS, "matmul.wgsl"
 );
 shader!(
     /// The matrix product of a mixed-precision step on cooperative matrices (tensor
