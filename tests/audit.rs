@@ -1314,3 +1314,156 @@ fn audit_settings_reach_the_audit() {
     assert_eq!((features.len(), &features[0]), (17, &"label".into()), "{s}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `taks` in `dir`, its output kept in files there, killed and failed after `limit`: a
+/// subcommand that waits on something a folder holds must fail this test, not hang the
+/// test command. The limit is a watchdog, far above what the commands take, never a
+/// verdict on speed.
+fn taks_watched(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let limit = std::time::Duration::from_secs(600);
+    let (stdout, stderr) = (dir.join("watched.out"), dir.join("watched.err"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_taks"))
+        .args(args)
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .expect("the taks binary runs");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            panic!("taks {args:?} still running after {limit:?}: it hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let (out, err) = (read(&stdout), read(&stderr));
+    assert_ne!(status.code(), Some(70), "a panic: {err}");
+    (status.code(), out, err)
+}
+
+/// A named pipe, a socket, a link to a device and a link to nothing, named like images
+/// inside a class folder: `audit`, `embed`, `predict` and `train --data` each finish,
+/// leave them out and say so (opening the pipe waited for a writer forever), and read
+/// the real images as if they were not there.
+#[test]
+#[cfg(unix)]
+fn entries_that_are_not_files_never_hang_a_folder_reader() {
+    let dir = scratch("special");
+    let data = dir.join("split");
+    let train = data.join("train");
+    let (_, given, _) = digit_folder(&train, 60);
+    for split in ["val", "test"] {
+        std::os::unix::fs::symlink(&train, data.join(split)).unwrap();
+    }
+    let class = train.join(NAMES[given[0] as usize]);
+    let made = Command::new("mkfifo")
+        .arg(class.join("pipe.png"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let _socket = std::os::unix::net::UnixListener::bind(class.join("socket.png")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", class.join("zero.png")).unwrap();
+    std::os::unix::fs::symlink(dir.join("gone.png"), class.join("nothing.png")).unwrap();
+    let odd = ["pipe.png", "socket.png", "zero.png", "nothing.png"];
+    let train_arg = train.to_str().unwrap();
+
+    let audit = dir.join("audit");
+    let (code, printed, err) = taks_watched(
+        &dir,
+        &[
+            "audit",
+            train_arg,
+            "--out",
+            audit.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--model",
+            "mlp",
+            "--epochs",
+            "2",
+            "-q",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(printed.contains("4 files skipped"), "{printed}");
+    assert_eq!(
+        read_suspects(&audit).len(),
+        60,
+        "the real images, once each"
+    );
+    let summary_text = std::fs::read_to_string(audit.join("summary.json")).unwrap();
+    for (name, what) in odd
+        .iter()
+        .zip(["a named pipe", "a socket", "a device", "No such file"])
+    {
+        assert!(
+            summary_text.contains(name) && summary_text.contains(what),
+            "{name}: {summary_text}"
+        );
+    }
+
+    // predict names each entry it could not read, predicts the rest, and says how many.
+    let (code, printed, err) = taks_watched(
+        &dir,
+        &[
+            "predict",
+            "--model",
+            audit.to_str().unwrap(),
+            "--device",
+            "cpu",
+            train_arg,
+        ],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(printed.lines().count(), 1 + 60, "{printed}");
+    assert!(err.contains("4 inputs could not be read"), "{err}");
+    assert!(err.contains("pipe.png: a named pipe, not a file"), "{err}");
+
+    let weights = dir.join("resnet18.safetensors");
+    resnet18_weights(&weights);
+    let embedded = dir.join("embedded");
+    let (code, printed, err) = taks_watched(
+        &dir,
+        &[
+            "embed",
+            train_arg,
+            "--init",
+            weights.to_str().unwrap(),
+            "--out",
+            embedded.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--batch",
+            "32",
+            "--quiet",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(printed.contains("60 images x 512 features"), "{printed}");
+
+    let run = dir.join("run");
+    let (code, printed, err) = taks_watched(
+        &dir,
+        &[
+            "train",
+            "--data",
+            data.to_str().unwrap(),
+            "--epochs",
+            "1",
+            "--device",
+            "cpu",
+            "--out",
+            run.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        format!("{printed}{err}").contains("train 60, val 60, test 60 samples (12 files skipped)"),
+        "{printed}{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -323,12 +323,7 @@ pub fn decode_one(
     width: u32,
     height: u32,
 ) -> std::result::Result<Vec<u8>, String> {
-    convert(
-        ImageReader::open(path).map_err(|e| e.to_string())?,
-        channels,
-        width,
-        height,
-    )
+    convert(reader_of(path)?, channels, width, height)
 }
 
 /// One file as torchvision's ImageNet evaluation prepares it: RGB, resized (Pillow's
@@ -340,11 +335,7 @@ pub fn decode_centre_crop(
     resize: u32,
     crop: u32,
 ) -> std::result::Result<Vec<u8>, String> {
-    centre_crop(
-        ImageReader::open(path).map_err(|e| e.to_string())?,
-        resize,
-        crop,
-    )
+    centre_crop(reader_of(path)?, resize, crop)
 }
 
 /// [`decode_centre_crop`] of what `reader` holds.
@@ -479,8 +470,52 @@ impl Header {
     }
 }
 
+/// Open `path` for reading if it is a regular file (through links), else say what it
+/// is. Opening a named pipe waits until something writes into it, which a folder of
+/// photos never will (`mkfifo cat/x.png` hung the audit); a device (`/dev/zero` behind
+/// a link) reads forever or not at all; a socket cannot be opened. So their kind is
+/// read from the file system first and they are skipped with it, never opened.
+fn open_regular(path: &Path) -> std::result::Result<std::fs::File, String> {
+    let kind = std::fs::metadata(path)
+        .map_err(|e| e.to_string())?
+        .file_type();
+    if !kind.is_file() {
+        return Err(format!("{}, not a file", what_is(kind)));
+    }
+    std::fs::File::open(path).map_err(|e| e.to_string())
+}
+
+/// What a file system entry that is not a regular file is, in a user's words.
+fn what_is(kind: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a named pipe";
+        } else if kind.is_socket() {
+            return "a socket";
+        } else if kind.is_char_device() || kind.is_block_device() {
+            return "a device";
+        }
+    }
+    if kind.is_dir() {
+        "a folder"
+    } else {
+        "a special file"
+    }
+}
+
+/// An image reader over the regular file at `path` ([`open_regular`]).
+fn reader_of(
+    path: &Path,
+) -> std::result::Result<ImageReader<std::io::BufReader<std::fs::File>>, String> {
+    Ok(ImageReader::new(std::io::BufReader::new(open_regular(
+        path,
+    )?)))
+}
+
 fn read_header(path: &Path) -> std::result::Result<Header, String> {
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let file = open_regular(path)?;
     let meta = file.metadata().map_err(|e| e.to_string())?;
     let modified_ns = meta
         .modified()
@@ -669,6 +704,59 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    /// A named pipe, a socket, a link to a device and a link to nothing, each named like
+    /// an image, beside a real image: scanned and decoded without waiting on any of them
+    /// (opening the pipe would wait for a writer forever), each skipped with what it is.
+    #[test]
+    #[cfg(unix)]
+    fn entries_that_are_not_files_are_skipped_unopened() {
+        let dir = folder("special");
+        std::fs::create_dir_all(dir.join("cat")).unwrap();
+        image::GrayImage::from_pixel(4, 2, image::Luma([200]))
+            .save(dir.join("cat/a.png"))
+            .unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.join("cat/pipe.png"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let _socket = std::os::unix::net::UnixListener::bind(dir.join("cat/socket.png")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("cat/zero.png")).unwrap();
+        std::os::unix::fs::symlink(dir.join("gone.png"), dir.join("cat/nothing.png")).unwrap();
+        let scan = scan(&dir).unwrap();
+        let ids: Vec<_> = scan.files.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["cat/a.png"]);
+        let skipped: Vec<_> = scan
+            .skipped
+            .iter()
+            .map(|s| (s.id.as_str(), s.reason.as_str()))
+            .collect();
+        assert_eq!(skipped.len(), 4, "{skipped:?}");
+        for (id, reason) in [
+            ("cat/pipe.png", "a named pipe, not a file"),
+            ("cat/socket.png", "a socket, not a file"),
+            ("cat/zero.png", "a device, not a file"),
+        ] {
+            assert!(skipped.contains(&(id, reason)), "{id}: {skipped:?}");
+        }
+        assert!(
+            skipped
+                .iter()
+                .any(|(id, r)| *id == "cat/nothing.png" && r.contains("No such file")),
+            "{skipped:?}"
+        );
+        // Decoding a file the scan kept that has since become a pipe: skipped, not a hang.
+        let mut kept = scan.files[0].clone();
+        kept.path = dir.join("cat/pipe.png");
+        let decoded = decode(vec![kept], 1, 4, 2);
+        assert_eq!(decoded.skipped[0].reason, "a named pipe, not a file");
+        assert_eq!(
+            decode_centre_crop(&dir.join("cat/zero.png"), 8, 4).unwrap_err(),
+            "a device, not a file"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
