@@ -1950,3 +1950,56 @@ fn bench_clocks_every_op_of_a_gpu_step() {
         "{stdout}"
     );
 }
+
+/// A write that fails (here: files limited to `kib` KiB, the shell's `ulimit -f`, with
+/// the signal that limit sends ignored, so the write returns "File too large" as a full
+/// disk returns "No space left") ends the run with one error that says it was writing,
+/// names the file, and gives the system's reason once (it once said "cannot read ...",
+/// the reason twice).
+#[test]
+#[cfg(unix)]
+fn a_failed_write_names_the_write_and_the_file_once() {
+    let dir = scratch("failed-write");
+    std::fs::create_dir_all(&dir).unwrap();
+    let taks = env!("CARGO_BIN_EXE_taks");
+    let cases: [(&str, u32, &str); 3] = [
+        (
+            "audit --dataset mnist-digits --train-limit 200 --epochs 1 --model mlp --device cpu -q --out",
+            1,
+            "suspects.csv",
+        ),
+        (
+            "audit --dataset mnist-digits --train-limit 200 --epochs 1 --model mlp --device cpu -q --out",
+            64,
+            "model.safetensors",
+        ),
+        (
+            "train --train-limit 200 --test-limit 50 --epochs 1 --device cpu --out",
+            64,
+            "checkpoint.safetensors",
+        ),
+    ];
+    for (i, (args, kib, file)) in cases.into_iter().enumerate() {
+        let out_dir = dir.join(format!("run{i}"));
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "trap '' XFSZ; ulimit -f {kib}; exec {taks} {args} {}",
+                out_dir.display()
+            ))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args}: {stderr}");
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "{args}: {stderr}");
+        let written = out_dir.join(format!("{file}.tmp"));
+        assert!(
+            errors[0].starts_with(&format!("error: cannot write {}: ", written.display())),
+            "{args}: {stderr}"
+        );
+        assert_eq!(errors[0].matches("File too large").count(), 1, "{stderr}");
+        assert!(!written.exists(), "a half-written {file}.tmp was left");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -20,7 +20,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     if let Err(e) = written {
         // Best effort: a half-written temporary file is never read, only replaced.
         let _ = std::fs::remove_file(&temporary);
-        return Err(FormatError::io(&temporary, e));
+        return Err(FormatError::write(&temporary, e));
     }
     put_in_place(&temporary, path)
 }
@@ -28,7 +28,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Rename the written and synced `temporary` over `path`, and make the rename itself
 /// durable where the platform allows syncing a folder.
 pub fn put_in_place(temporary: &Path, path: &Path) -> Result<()> {
-    std::fs::rename(temporary, path).map_err(|e| FormatError::io(path, e))?;
+    std::fs::rename(temporary, path).map_err(|e| FormatError::write(path, e))?;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
         && let Ok(dir) = File::open(parent)
     {

@@ -7,11 +7,20 @@ pub type Result<T, E = FormatError> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
-    /// A file could not be opened, read or written.
-    #[error("cannot read {path}: {source}")]
-    Io {
+    /// A file or folder could not be opened or read. The system's error is in the
+    /// message and deliberately not a `source`: a front end printing the chain of
+    /// causes would say it twice.
+    #[error("cannot read {path}: {error}")]
+    Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
+    },
+    /// A file could not be created, written, synced or moved into place (a full disk):
+    /// said as a write, whatever the operation's own name for it.
+    #[error("cannot write {path}: {error}")]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
     },
     /// A file exists but its contents are not what its format requires.
     #[error("{path}: {reason}")]
@@ -27,10 +36,19 @@ pub enum FormatError {
 }
 
 impl FormatError {
-    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        FormatError::Io {
+    /// Reading `path` failed.
+    pub fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
+        FormatError::Read {
             path: path.into(),
-            source,
+            error,
+        }
+    }
+
+    /// Writing `path` failed.
+    pub fn write(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
+        FormatError::Write {
+            path: path.into(),
+            error,
         }
     }
 

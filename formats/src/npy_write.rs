@@ -62,10 +62,10 @@ impl MatrixWriter {
     /// Start a matrix of `cols` columns at `path`.
     pub fn create(path: &Path, cols: usize) -> Result<Self> {
         let temporary = temporary_path(path);
-        let file = File::create(&temporary).map_err(|e| FormatError::io(&temporary, e))?;
+        let file = File::create(&temporary).map_err(|e| FormatError::write(&temporary, e))?;
         let mut out = BufWriter::new(file);
         out.write_all(&header("<f4", &[0, cols]))
-            .map_err(|e| FormatError::io(&temporary, e))?;
+            .map_err(|e| FormatError::write(&temporary, e))?;
         Ok(MatrixWriter {
             out,
             temporary,
@@ -81,7 +81,7 @@ impl MatrixWriter {
         for v in values {
             self.out
                 .write_all(&v.to_le_bytes())
-                .map_err(|e| FormatError::io(&self.temporary, e))?;
+                .map_err(|e| FormatError::write(&self.temporary, e))?;
         }
         self.rows += values.len() / self.cols.max(1);
         Ok(())
@@ -89,7 +89,7 @@ impl MatrixWriter {
 
     /// Write the final header, flush to the disk and move the file into place; the rows.
     pub fn finish(mut self) -> Result<usize> {
-        let io = |e| FormatError::io(&self.temporary, e);
+        let io = |e| FormatError::write(&self.temporary, e);
         self.out.flush().map_err(io)?;
         let mut file = self.out.into_inner().map_err(|e| io(e.into_error()))?;
         file.seek(SeekFrom::Start(0)).map_err(io)?;
