@@ -1071,7 +1071,50 @@ fn a_split_folder_trains_with_validation() {
         s["test_accuracy_at_best_val"].as_f64().unwrap() > 0.5,
         "{s}"
     );
-    for d in [dir, out, exp, emb, emb_out] {
+
+    // tune on the same folder: its noise is unknown, so without --gamma it is one line
+    // and no output folder; with one, the grid runs on 80% of train/ and is judged on
+    // the other 20%'s noisy labels. A k-ratio of 0.01 trains on 9 of the 960 samples and
+    // stays near chance, 0.75 learns: the grid has a known winner.
+    let tuned = scratch("split-tune");
+    let tune = |gamma: Option<&str>| {
+        let mut args = vec![
+            "tune",
+            "--data",
+            dir.to_str().unwrap(),
+            "--k-ratios",
+            "0.01,0.75",
+            "--eta-ratios",
+            "0.005",
+            "--epochs",
+            "3",
+            "--device",
+            "cpu",
+            "--quiet",
+            "--out",
+            tuned.to_str().unwrap(),
+        ];
+        if let Some(gamma) = gamma {
+            args.extend(["--gamma", gamma]);
+        }
+        taks(&args)
+    };
+    assert_user_error(&tune(None), "give --gamma");
+    assert!(!tuned.exists(), "a refused tune made its folder");
+    let out_tune = tune(Some("0.25"));
+    assert_succeeded(&out_tune);
+    let choice: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tuned.join("choice.json")).unwrap()).unwrap();
+    assert_eq!(choice["k_ratio"], 0.75, "{choice}");
+    assert_eq!(choice["gamma"], 0.25, "{choice}");
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tuned.join("config.json")).unwrap()).unwrap();
+    assert_eq!(
+        config["config"]["folder_input"],
+        serde_json::json!([1, 28, 28]),
+        "{config}"
+    );
+    for d in [dir, out, exp, emb, emb_out, tuned] {
         std::fs::remove_dir_all(d).unwrap();
     }
 }
@@ -1837,6 +1880,42 @@ fn bench_times_generated_images_on_the_network_named() {
         .map(str::trim)
         .collect();
     assert_eq!((row[3], row[4]), ("200", "100"), "{stdout}");
+}
+
+/// `taks bench --device gpu` times the GPU (it once timed the CPU and said nothing:
+/// only `--devices` counted), and `--data` a folder of the user's own, its network
+/// chosen from its images as `train --data` chooses it: 4 training images of 2 classes.
+#[test]
+fn bench_times_the_device_and_the_folder_named() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/files/split-ok");
+    let out = taks(&[
+        "bench",
+        "--data",
+        corpus.to_str().unwrap(),
+        "--device",
+        "gpu",
+        "--methods",
+        "taks",
+        "--warmup",
+        "0",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "2",
+    ]);
+    assert_succeeded(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("| ")).collect();
+    assert!(
+        rows.iter().any(|l| l.starts_with("| gpu | taks | 4 |")),
+        "{stdout}"
+    );
+    assert!(!rows.iter().any(|l| l.starts_with("| cpu |")), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("2 classes; train 4, val 4, test 4"),
+        "{stderr}"
+    );
 }
 
 /// `taks bench --clock` on lavapipe: the per-op GPU clock of the CNN's training step and

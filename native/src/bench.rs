@@ -22,13 +22,14 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
+use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
 use taks_core::train::{ForwardRates, LaunchCounts, OpClocks, Trainer};
 
 use crate::device::{self, DeviceChoice};
 use crate::picks::MethodPick;
 use crate::run_args::RunArgs;
-use crate::{bench_torch, picks, run_args};
+use crate::{bench_torch, folder_data, picks, run_args};
 
 /// One timed run.
 struct Timed {
@@ -59,8 +60,9 @@ pub struct BenchArgs {
         value_delimiter = ','
     )]
     pub methods: Vec<MethodPick>,
-    /// Devices to time on, comma-separated.
-    #[arg(long, value_enum, default_value = "cpu", value_delimiter = ',')]
+    /// Devices to time on, comma-separated, one table each. Default: --device's, else
+    /// cpu.
+    #[arg(long, value_enum, value_delimiter = ',')]
     pub devices: Vec<DeviceChoice>,
     /// Epochs not timed at the start (shader compilation, allocator warm-up).
     #[arg(long, default_value_t = 1)]
@@ -93,8 +95,23 @@ pub struct BenchArgs {
     pub clock: bool,
 }
 
-pub fn run(args: BenchArgs) -> Result<()> {
-    let timed = args.run.epochs.unwrap_or(3);
+impl BenchArgs {
+    /// The devices to time on: `--devices`, else `--device` alone, else the CPU (a
+    /// benchmark says which device it timed; `auto` would leave that to the machine).
+    fn devices(&self) -> Result<Vec<DeviceChoice>> {
+        Ok(match (self.run.training.device, &self.devices[..]) {
+            (None, []) => vec![DeviceChoice::Cpu],
+            (Some(one), []) => vec![one],
+            (None, many) => many.to_vec(),
+            (Some(one), [same]) if one == *same => vec![one],
+            (Some(_), _) => bail!("--device and --devices name different devices: give one"),
+        })
+    }
+}
+
+pub fn run(mut args: BenchArgs) -> Result<()> {
+    args.devices = args.devices()?;
+    let timed = args.run.training.epochs.unwrap_or(3);
     if timed == 0 {
         bail!("--epochs must be at least 1 (the timed epochs)");
     }
@@ -104,17 +121,34 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let methods = picks::methods(&args.methods);
     // Every method's settings, validated before anything is loaded or timed.
     let mut run_args = args.run.clone();
-    run_args.epochs = Some(args.warmup + timed);
+    run_args.training.epochs = Some(args.warmup + timed);
     let build = |method: Method| -> Result<_> {
         let mut choices = run_args::choices(&run_args, method);
         choices.architecture = args.model;
         choices.eval_batch_size = args.eval_batch;
         Ok(choices.build()?)
     };
-    let configs = methods
+    let mut configs = methods
         .iter()
         .map(|&m| build(m))
         .collect::<Result<Vec<_>>>()?;
+    // A user's folder (`--data`): its network and input chosen once from its images, as
+    // `train --data` chooses them, for every method.
+    let dir = args.run.data.data_dir();
+    let folder = args.generated.is_none() && configs[0].dataset == DatasetKind::Folder;
+    if folder {
+        if let Some(model) = args.model {
+            bail!(
+                "--model {}: a folder's network is chosen from its images, as for taks train --data",
+                model.name()
+            );
+        }
+        let chosen = folder_data::chosen(configs[0].clone(), dir.as_deref())?;
+        for config in &mut configs {
+            config.architecture = chosen.architecture;
+            config.folder_input = chosen.folder_input;
+        }
+    }
     let torch_config = match &args.torch {
         Some(_) if !methods.contains(&Method::TAKS) => {
             bail!("--torch compares the TAkS epoch: add taks to --methods")
@@ -123,7 +157,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
             bail!("--torch needs the device named: cpu or gpu, not auto")
         }
         Some(python) => {
-            let config = build(Method::TAKS)?;
+            let mut config = build(Method::TAKS)?;
+            config.architecture = configs[0].architecture;
+            config.folder_input = configs[0].folder_input;
             for &device in &args.devices {
                 bench_torch::check(python, device == DeviceChoice::Gpu)?;
             }
@@ -133,7 +169,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
     };
     let split = match args.generated {
         Some(generated) => generated.split(configs[0].seed),
-        None => args.run.dataset().load(args.run.data_dir().as_deref())?,
+        None => {
+            let data = folder_data::load(&configs[0], dir.as_deref())?;
+            if let Some(note) = data.note {
+                eprintln!("{note}");
+            }
+            data.split
+        }
     };
     let mut gpu = None;
     let mut tables = Vec::new();

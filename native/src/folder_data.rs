@@ -52,6 +52,12 @@ pub fn choose(config: &mut TrainConfig, dir: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
+/// `config` after [`choose`].
+pub fn chosen(mut config: TrainConfig, dir: Option<&Path>) -> Result<TrainConfig> {
+    choose(&mut config, dir)?;
+    Ok(config)
+}
+
 /// Read the data of `config` (after [`choose`] for a folder).
 pub fn load(config: &TrainConfig, dir: Option<&Path>) -> Result<RunData> {
     if config.dataset != DatasetKind::Folder {

@@ -37,7 +37,7 @@ pub const RUN_SETTINGS: [&str; 19] = [
     "save_selections",
 ];
 
-impl RunArgs {
+impl DataArgs {
     /// The dataset: a folder with `--data DIR`, else `--dataset`.
     pub fn dataset(&self) -> DatasetKind {
         match self.data {
@@ -70,9 +70,54 @@ impl RunArgs {
     }
 }
 
-/// What to train on and how; shared by `train` and `bench`.
+impl TrainingArgs {
+    /// The device asked for: `--device`, else auto.
+    pub fn device(&self) -> DeviceChoice {
+        self.device.unwrap_or(DeviceChoice::Auto)
+    }
+}
+
+/// What to train on and how: every flag of `train`, and of `bench`. `tune` takes the
+/// data and training parts only ([`DataArgs`], [`TrainingArgs`]): it chooses k and eta
+/// itself, tests on held-out training samples, and tunes TAkS, not the baselines.
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Use only the first N test samples.
+    #[arg(long, value_name = "N")]
+    pub test_limit: Option<usize>,
+    /// Fraction of samples selected each epoch, k = floor(n * k_ratio). Default: the
+    /// paper's tuned value for this dataset and noise.
+    #[arg(long)]
+    pub k_ratio: Option<f64>,
+    /// Scale of the FPL perturbation, eta = sqrt(k * epochs) * eta_ratio. Default: the
+    /// paper's tuned value.
+    #[arg(long)]
+    pub eta_ratio: Option<f64>,
+    #[command(flatten)]
+    pub training: TrainingArgs,
+    #[command(flatten)]
+    pub method_settings: MethodSettings,
+}
+
+impl RunArgs {
+    /// The run of `data` trained as `training`, every other choice the paper's.
+    pub fn of(data: DataArgs, training: TrainingArgs) -> Self {
+        RunArgs {
+            data,
+            test_limit: None,
+            k_ratio: None,
+            eta_ratio: None,
+            training,
+            method_settings: MethodSettings::default(),
+        }
+    }
+}
+
+/// The data a run reads and the noise injected into its labels.
+#[derive(Args, Debug, Clone)]
+pub struct DataArgs {
     /// Dataset.
     #[arg(long, value_enum, default_value_t = DatasetKind::MnistDigits)]
     pub dataset: DatasetKind,
@@ -99,17 +144,11 @@ pub struct RunArgs {
     /// Use only the first N training samples (quick experiments).
     #[arg(long, value_name = "N")]
     pub train_limit: Option<usize>,
-    /// Use only the first N test samples.
-    #[arg(long, value_name = "N")]
-    pub test_limit: Option<usize>,
-    /// Fraction of samples selected each epoch, k = floor(n * k_ratio). Default: the
-    /// paper's tuned value for this dataset and noise.
-    #[arg(long)]
-    pub k_ratio: Option<f64>,
-    /// Scale of the FPL perturbation, eta = sqrt(k * epochs) * eta_ratio. Default: the
-    /// paper's tuned value.
-    #[arg(long)]
-    pub eta_ratio: Option<f64>,
+}
+
+/// How the network is trained, and where.
+#[derive(Args, Debug, Clone, Default)]
+pub struct TrainingArgs {
     /// Number of epochs. Default: 200 (the paper) for train, 3 timed epochs for bench.
     #[arg(long)]
     pub epochs: Option<usize>,
@@ -127,16 +166,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub decay_start: Option<usize>,
     /// Compute device: auto (a hardware GPU if present, else CPU), gpu (wgpu, even a
-    /// software adapter) or cpu (burn's flex backend).
-    #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
-    pub device: DeviceChoice,
+    /// software adapter) or cpu (burn's flex backend). Default: auto.
+    #[arg(long, value_enum)]
+    pub device: Option<DeviceChoice>,
     /// The arithmetic of a training step: f32, or mixed precision (f16 or bf16 forward
     /// and backward passes with f32 weights, Adam and batch norm; scoring and testing in
     /// f32). Mixed precision needs a GPU whose adapter has the type. Default: f32.
     #[arg(long, value_enum)]
     pub precision: Option<taks_core::precision::Precision>,
-    #[command(flatten)]
-    pub method_settings: MethodSettings,
 }
 
 /// The baselines' own settings; each defaults to the paper's value for the dataset and
@@ -161,21 +198,22 @@ pub struct MethodSettings {
 /// The choices of `args` for `method`.
 pub fn choices(args: &RunArgs, method: Method) -> Choices {
     let settings = &args.method_settings;
+    let (data, training) = (&args.data, &args.training);
     Choices {
         k_ratio: args.k_ratio,
         eta_ratio: args.eta_ratio,
-        epochs: args.epochs,
-        seed: args.seed,
-        batch_size: args.batch_size,
-        learning_rate: args.lr,
-        decay_start: args.decay_start,
-        train_limit: args.train_limit,
+        epochs: training.epochs,
+        seed: training.seed,
+        batch_size: training.batch_size,
+        learning_rate: training.lr,
+        decay_start: training.decay_start,
+        train_limit: data.train_limit,
         test_limit: args.test_limit,
         forget_rate: settings.forget_rate,
         co_lambda: settings.co_lambda,
         init_epoch: settings.init_epoch,
-        precision: args.precision,
-        ..Choices::new(args.dataset(), args.noise().0, args.noise().1, method)
+        precision: training.precision,
+        ..Choices::new(data.dataset(), data.noise().0, data.noise().1, method)
     }
 }
 

@@ -75,7 +75,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
     let (mut config, data_dir, save_selections) = match &args.resume {
         Some(dir) => {
             let (config, data_dir) = read_run_config(dir)?;
-            let data_dir = args.run.data_dir().or(data_dir);
+            let data_dir = args.run.data.data_dir().or(data_dir);
             (config, data_dir, dir.join("selected.csv").exists())
         }
         None => {
@@ -86,14 +86,14 @@ pub fn run(args: TrainArgs) -> Result<()> {
                     config.method.name()
                 );
             }
-            (config, args.run.data_dir(), args.save_selections)
+            (config, args.run.data.data_dir(), args.save_selections)
         }
     };
     let init = match &args.init {
         Some(path) => {
             let given = run_args::Given {
-                schedule: args.run.lr.is_some() || args.run.decay_start.is_some(),
-                epochs: args.run.epochs.is_some(),
+                schedule: args.run.training.lr.is_some() || args.run.training.decay_start.is_some(),
+                epochs: args.run.training.epochs.is_some(),
             };
             let state = run_args::start_from(&mut config, path, given)?;
             Some((path.clone(), Arc::new(state)))
@@ -114,7 +114,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
             .len()
             .min(config.train_limit.unwrap_or(usize::MAX)),
     )?;
-    let chosen = device::choose(args.run.device)?;
+    let chosen = device::choose(args.run.training.device())?;
     let out = match &args.resume {
         Some(dir) => dir.clone(),
         None => {

@@ -10,26 +10,31 @@
 //! invocation with the same settings continues; `choice.json` holds the pick.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
+use taks_core::data::DatasetKind;
 use taks_core::holdout::noisy_holdout;
 use taks_core::metrics::summarize;
-use taks_core::noise::{expected_flip_fraction, inject};
+use taks_core::noise::{NoiseKind, expected_flip_fraction, inject};
 use taks_core::train::Trainer;
 
-use crate::run_args::RunArgs;
-use crate::{device, run_args, train_command};
+use crate::run_args::{DataArgs, RunArgs, TrainingArgs};
+use crate::{device, folder_data, run_args, train_command};
 
 #[derive(clap::Args, Debug)]
 pub struct TuneArgs {
     #[command(flatten)]
-    pub run: RunArgs,
-    /// The rough noise estimate gamma that centres the k-ratio grid. Default: the
-    /// flipped fraction the noise setting implies.
-    #[arg(long)]
-    pub gamma: Option<f64>,
+    pub data: DataArgs,
+    #[command(flatten)]
+    pub training: TrainingArgs,
+    /// The rough noise estimate gamma that centres the k-ratio grid: a fraction, or an
+    /// audit of the same data (its folder or summary.json), whose estimated noise rate
+    /// it takes. Default: the flipped fraction the injected noise implies; a folder of
+    /// your own (--data), whose noise is unknown, needs it.
+    #[arg(long, value_name = "RATE|AUDIT")]
+    pub gamma: Option<String>,
     /// k-ratios to try instead of 1 - gamma + {-0.15, ..., +0.15} (comma-separated).
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub k_ratios: Vec<f64>,
@@ -63,14 +68,47 @@ fn k_grid(gamma: f64) -> Vec<f64> {
         .collect()
 }
 
+/// gamma from `--gamma`: a number, or the estimated noise rate of the audit whose
+/// folder or summary.json it names.
+fn read_gamma(given: &str) -> Result<f64> {
+    if let Ok(rate) = given.parse::<f64>() {
+        return Ok(rate);
+    }
+    let path = Path::new(given);
+    let summary = match path.is_dir() {
+        true => path.join("summary.json"),
+        false => path.to_path_buf(),
+    };
+    if !summary.is_file() {
+        bail!("--gamma {given}: neither a number nor an audit's folder or summary.json");
+    }
+    let text = std::fs::read_to_string(&summary)
+        .with_context(|| format!("cannot read {}", summary.display()))?;
+    let doc: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", summary.display()))?;
+    doc["estimated_noise_rate"].as_f64().with_context(|| {
+        format!(
+            "{}: no estimated_noise_rate (not the summary.json of taks audit)",
+            summary.display()
+        )
+    })
+}
+
 pub fn run(args: TuneArgs) -> Result<()> {
-    let base = run_args::build(&args.run, taks_core::methods::Method::TAKS)?;
-    let gamma = args
-        .gamma
-        .unwrap_or_else(|| expected_flip_fraction(base.dataset, base.noise, base.noise_rate));
+    let run = RunArgs::of(args.data.clone(), args.training.clone());
+    let mut base = run_args::build(&run, taks_core::methods::Method::TAKS)?;
+    let gamma = match &args.gamma {
+        Some(given) => read_gamma(given)?,
+        None if base.dataset == DatasetKind::Folder && base.noise == NoiseKind::Clean => bail!(
+            "the noise of your own folder is unknown: give --gamma, a guess at the mislabelled fraction or an audit of the folder's train/ (taks audit DIR/train, then --gamma AUDIT)"
+        ),
+        None => expected_flip_fraction(base.dataset, base.noise, base.noise_rate),
+    };
     if !(0.0..1.0).contains(&gamma) {
         bail!("--gamma {gamma} must be in [0, 1)");
     }
+    let data_dir = args.data.data_dir();
+    folder_data::choose(&mut base, data_dir.as_deref())?;
     let ks = if args.k_ratios.is_empty() {
         k_grid(gamma)
     } else {
@@ -94,8 +132,14 @@ pub fn run(args: TuneArgs) -> Result<()> {
     // Before the folder is made: a precision the device cannot run.
     if !base.precision.is_f32() {
         base.precision
-            .check(&device::choose(args.run.device)?.device)?;
+            .check(&device::choose(args.training.device())?.device)?;
     }
+    // Read before the folder is made: data that cannot be read leaves nothing behind.
+    let data = folder_data::load(&base, data_dir.as_deref())?;
+    if let (Some(note), false) = (&data.note, args.quiet) {
+        eprintln!("{note}");
+    }
+    let split = data.split;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let config_path = args.out.join("config.json");
@@ -134,7 +178,6 @@ pub fn run(args: TuneArgs) -> Result<()> {
         .open(&csv_path)
         .with_context(|| format!("opening {}", csv_path.display()))?;
 
-    let split = base.dataset.load(args.run.data_dir().as_deref())?;
     let train_set = split
         .train
         .truncated(base.train_limit.unwrap_or(usize::MAX));
@@ -168,7 +211,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
         holdout.test.len()
     ));
     if !todo.is_empty() {
-        let chosen = device::choose(args.run.device)?;
+        let chosen = device::choose(args.training.device())?;
         say(format!("device: {}", chosen.description));
         let bar = train_command::progress_bar(todo.len() * base.epochs, args.quiet);
         for (i, c) in todo.iter().enumerate() {
@@ -276,6 +319,29 @@ pub fn run(args: TuneArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--gamma` takes a number, or the estimate of an audit named by its folder or its
+    /// summary.json; anything else is refused with what it is not.
+    #[test]
+    fn gamma_is_a_number_or_an_audits_estimate() {
+        assert_eq!(read_gamma("0.3").unwrap(), 0.3);
+        let dir = std::env::temp_dir().join(format!("taks-gamma-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("summary.json"),
+            r#"{"samples": 10, "estimated_noise_rate": 0.215}"#,
+        )
+        .unwrap();
+        assert_eq!(read_gamma(dir.to_str().unwrap()).unwrap(), 0.215);
+        let file = dir.join("summary.json");
+        assert_eq!(read_gamma(file.to_str().unwrap()).unwrap(), 0.215);
+        std::fs::write(&file, r#"{"test_accuracy": 0.9}"#).unwrap();
+        let err = read_gamma(file.to_str().unwrap()).unwrap_err().to_string();
+        assert!(err.contains("no estimated_noise_rate"), "{err}");
+        let err = read_gamma("half").unwrap_err().to_string();
+        assert!(err.contains("neither a number nor"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn k_grid_is_centred_on_one_minus_gamma() {
