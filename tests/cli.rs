@@ -2082,3 +2082,48 @@ fn a_failed_write_names_the_write_and_the_file_once() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--device auto --precision f16` (the README's GPU line) on a machine without a GPU
+/// (here: the Vulkan loader pointed at no driver) trains in f32 on the CPU and says so
+/// in one line, where it stopped with an error; config.json records the f32 it ran.
+/// `--device cpu` with f16 is still refused (the corpus's `precision-on-cpu`).
+#[test]
+fn auto_without_a_gpu_trains_mixed_precision_runs_in_f32_and_says_so() {
+    let dir = scratch("auto-f16");
+    let no_driver = [
+        ("VK_ICD_FILENAMES", "/nonexistent.json"),
+        ("VK_DRIVER_FILES", "/nonexistent.json"),
+    ];
+    let out = taks_with(
+        &no_driver,
+        &[
+            "train",
+            "--device",
+            "auto",
+            "--precision",
+            "f16",
+            "--train-limit",
+            "200",
+            "--test-limit",
+            "50",
+            "--epochs",
+            "1",
+            "--quiet",
+            "--out",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert_succeeded(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--precision f16: --device auto found no GPU, so the CPU trains in f32"),
+        "{stderr}"
+    );
+    let config = read_json(&dir.join("config.json"));
+    // f32, the default, is the one precision config.json leaves out.
+    assert!(
+        matches!(config["config"]["precision"].as_str(), None | Some("f32")),
+        "{config}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

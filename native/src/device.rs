@@ -100,6 +100,27 @@ fn adapters_in_a_child() -> Option<Vec<Adapter>> {
         .collect()
 }
 
+/// `auto` asked for mixed precision and found no GPU: the run trains in f32 on the CPU
+/// rather than stopping (`auto` means the best this machine has, and the CPU's best is
+/// f32); `precision` becomes f32 and the line returned says so. A GPU named (`gpu`)
+/// that cannot run the type is still refused, and so is a resumed run or a grid
+/// (`experiment`, `tune`), whose arithmetic must stay what it was.
+pub fn fall_back_to_f32(
+    choice: DeviceChoice,
+    chosen: &Chosen,
+    precision: &mut taks_core::precision::Precision,
+) -> Option<String> {
+    let cpu = taks_core::gpu::compiler(&chosen.device).is_none();
+    if choice != DeviceChoice::Auto || !cpu || precision.is_f32() {
+        return None;
+    }
+    let asked = precision.name();
+    *precision = taks_core::precision::Precision::F32;
+    Some(format!(
+        "--precision {asked}: --device auto found no GPU, so the CPU trains in f32"
+    ))
+}
+
 /// The hidden subcommand the child runs (the name of `Command::ListAdapters`).
 pub const LIST_ADAPTERS: &str = "list-adapters";
 

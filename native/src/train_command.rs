@@ -115,6 +115,12 @@ pub fn run(args: TrainArgs) -> Result<()> {
             .min(config.train_limit.unwrap_or(usize::MAX)),
     )?;
     let chosen = device::choose(args.run.training.device())?;
+    let fell_back = match args.resume {
+        None => {
+            device::fall_back_to_f32(args.run.training.device(), &chosen, &mut config.precision)
+        }
+        Some(_) => None,
+    };
     let out = match &args.resume {
         Some(dir) => dir.clone(),
         None => {
@@ -143,6 +149,9 @@ pub fn run(args: TrainArgs) -> Result<()> {
     };
     if let Some(note) = &data.note {
         say(note.clone());
+    }
+    if let Some(line) = fell_back {
+        eprintln!("{line}");
     }
     let (_, summary) = train_into(
         &config,

@@ -205,12 +205,15 @@ pub fn run(args: AuditArgs) -> Result<()> {
         bail!("{first}");
     }
     let started = Instant::now();
-    let (args, backbone) = match &args.init {
+    let (mut args, backbone) = match &args.init {
         Some(_) => {
             // The embedding may take minutes: a mixed precision the device cannot run
             // is refused before it.
-            if let Some(mixed) = args.precision.filter(|p| !p.is_f32()) {
-                mixed.check(&device::choose(args.device)?.device)?;
+            if let Some(mut mixed) = args.precision.filter(|p| !p.is_f32()) {
+                let chosen = device::choose(args.device)?;
+                if device::fall_back_to_f32(args.device, &chosen, &mut mixed).is_none() {
+                    mixed.check(&chosen.device)?;
+                }
             }
             let (args, backbone) = pretrained::embedded(args)?;
             (args, Some(backbone))
@@ -242,8 +245,13 @@ pub fn run(args: AuditArgs) -> Result<()> {
         );
     }
     let chosen = device::choose(args.device)?;
+    let mut precision = args.precision.unwrap_or_default();
+    if let Some(line) = device::fall_back_to_f32(args.device, &chosen, &mut precision) {
+        eprintln!("{line}");
+        args.precision = Some(precision);
+    }
     // Before a folder is made or an image decoded: a precision the device cannot run.
-    args.precision.unwrap_or_default().check(&chosen.device)?;
+    precision.check(&chosen.device)?;
     let default = format!("audits/{}", source.name());
     let out = out_dir::prepare(args.out.as_deref(), &default, "suspects.csv", "an audit")?;
     let mut data = match source {
