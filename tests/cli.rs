@@ -287,6 +287,51 @@ fn a_short_run_writes_its_run_folder() {
     assert!(svg.starts_with("<svg") && svg.contains("polyline"));
     assert!(out_dir.join("summary.json").exists());
 
+    // The run keeps its network as a model, names it, and `taks predict` serves it: the
+    // 500 test digits written as PNG files are predicted as the run tested them (the
+    // same pixels, the loader's preparation), so its accuracy on them is the run's last.
+    assert!(
+        stdout.contains("plot.svg,checkpoint.safetensors,model.safetensors,model.json}"),
+        "{stdout}"
+    );
+    let digits = taks_core::data::bundled_mnist_digits().unwrap().test;
+    let pngs = scratch("run-pngs");
+    std::fs::create_dir_all(&pngs).unwrap();
+    for i in 0..500 {
+        let bytes: Vec<u8> = digits
+            .samples
+            .range(i, 1)
+            .iter()
+            .map(|v| (v * 255.0).round() as u8)
+            .collect();
+        image::GrayImage::from_raw(28, 28, bytes)
+            .unwrap()
+            .save(pngs.join(format!("{i:03}.png")))
+            .unwrap();
+    }
+    let predicted = taks(&[
+        "predict",
+        "--model",
+        out_dir.to_str().unwrap(),
+        "--device",
+        "cpu",
+        pngs.to_str().unwrap(),
+    ]);
+    assert_succeeded(&predicted);
+    let right = String::from_utf8_lossy(&predicted.stdout)
+        .lines()
+        .skip(1)
+        .enumerate()
+        .filter(|(i, line)| line.split(',').nth(1) == Some(&digits.labels[*i].to_string()))
+        .count();
+    let accuracy = right as f64 / 500.0;
+    assert!(
+        (accuracy - at(&rows[2], "test_accuracy")).abs() <= 2.0 / 500.0,
+        "predict {accuracy}, the run {}",
+        at(&rows[2], "test_accuracy")
+    );
+    std::fs::remove_dir_all(&pngs).unwrap();
+
     // The finished folder can be tabulated again, and is never overwritten.
     let table = taks(&["table", out_dir.to_str().unwrap()]);
     assert_succeeded(&table);

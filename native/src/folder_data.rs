@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use taks_core::audit::input::Input;
+use taks_core::audit::input::{Input, Normalisation};
 use taks_core::audit::model_card::ModelCard;
 use taks_core::config::TrainConfig;
 use taks_core::data::cache::Cache;
@@ -24,8 +24,9 @@ pub struct RunData {
     pub val: Option<Dataset>,
     /// One line about a folder: its classes, splits and skipped files.
     pub note: Option<String>,
-    /// What a run on a folder of images keeps with its network for `taks predict`: the
-    /// class names and how an image becomes an input ([`ModelCard`]).
+    /// What a run keeps with its network for `taks predict` and PyTorch: the class
+    /// names and how an image becomes an input ([`ModelCard`]); none for a folder of
+    /// embeddings, whose rows come from another network.
     pub card: Option<ModelCard>,
 }
 
@@ -58,14 +59,35 @@ pub fn chosen(mut config: TrainConfig, dir: Option<&Path>) -> Result<TrainConfig
     Ok(config)
 }
 
+/// The model card of a run on a built-in set: its classes by number (as `taks audit
+/// --dataset` names them), its images as the loader gives them, standardised with the
+/// statistics the loader uses, so `taks predict` prepares an image file the way the
+/// run's samples were prepared.
+fn builtin_card(config: &TrainConfig, split: &Split) -> ModelCard {
+    let [channels, height, width] = split.train.shape;
+    let (mean, std) = config.dataset.channel_normalisation();
+    ModelCard::new(
+        config.architecture,
+        (0..split.train.classes).map(|c| c.to_string()).collect(),
+        Input::Image {
+            channels,
+            height,
+            width,
+        },
+        Normalisation { mean, std },
+    )
+}
+
 /// Read the data of `config` (after [`choose`] for a folder).
 pub fn load(config: &TrainConfig, dir: Option<&Path>) -> Result<RunData> {
     if config.dataset != DatasetKind::Folder {
+        let split = config.dataset.load(dir)?;
+        let card = builtin_card(config, &split);
         return Ok(RunData {
-            split: config.dataset.load(dir)?,
+            split,
             val: None,
             note: None,
-            card: None,
+            card: Some(card),
         });
     }
     let dir = dir.context("a folder dataset needs its folder (taks train --data DIR; taks experiment --data-dir folder=DIR)")?;

@@ -153,6 +153,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
     if let Some(line) = fell_back {
         eprintln!("{line}");
     }
+    let keeps_model = data.card.is_some();
     let (_, summary) = train_into(
         &config,
         data,
@@ -193,8 +194,12 @@ pub fn run(args: TrainArgs) -> Result<()> {
         "{}",
         table::render(&[table::Row::new(out.display().to_string(), config, summary)])
     );
+    let model = match keeps_model {
+        true => format!(",{},{}", model_file::WEIGHTS, model_file::DESCRIPTION),
+        false => String::new(),
+    };
     println!(
-        "wrote {}/{{metrics.csv,config.json,summary.json,plot.svg,{CHECKPOINT}}}",
+        "wrote {}/{{metrics.csv,config.json,summary.json,plot.svg,{CHECKPOINT}{model}}}",
         out.display()
     );
     Ok(())
@@ -364,7 +369,7 @@ pub fn train_into(
     .with_context(|| format!("writing {}", out.join("summary.json").display()))?;
     std::fs::write(out.join("plot.svg"), plot::svg(&history, config))
         .with_context(|| format!("writing {}", out.join("plot.svg").display()))?;
-    // A run on a folder of images keeps its (first) network for `taks predict`.
+    // A run keeps its (first) network for `taks predict` and PyTorch.
     if let Some(card) = &card {
         model_file::save(out, trainer.networks().first(), card)?;
     }
