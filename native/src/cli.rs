@@ -67,9 +67,9 @@ pub enum Command {
     /// Example: taks predict --model audit-photos new-photos/
     #[command(allow_negative_numbers = true)]
     Predict(crate::predict::PredictArgs),
-    /// The GPU adapters wgpu sees, one a line (what `--device auto` looks for; run by
-    /// taks itself in a child process on headless machines).
-    #[command(name = crate::device::LIST_ADAPTERS, hide = true)]
+    /// The GPU adapters wgpu sees, one a line: hardware or software, a tab, the name
+    /// (what `--device auto` looks for; see the GPU guide when a GPU is not found).
+    #[command(name = crate::device::LIST_ADAPTERS)]
     ListAdapters,
     /// Start the GPU and multiply two matrices through burn's kernels (run by taks itself
     /// in a child process, before a `native-shaders` build trusts the Vulkan driver).

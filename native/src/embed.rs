@@ -45,7 +45,7 @@ pub struct EmbedArgs {
     /// Images per forward pass.
     #[arg(long, default_value_t = 64)]
     pub batch: usize,
-    /// Compute device (as for `taks train`).
+    /// Compute device: cpu (the default here), gpu, or auto (as for `taks train`).
     #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
     pub device: DeviceChoice,
     /// No progress bar.

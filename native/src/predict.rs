@@ -35,7 +35,7 @@ pub struct PredictArgs {
     /// Image files, folders of images, CSV files, or .npy feature matrices.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
-    /// Compute device (as for `taks train`).
+    /// Compute device: cpu (the default here), gpu, or auto (as for `taks train`).
     #[arg(long, value_enum, default_value_t = DeviceChoice::Cpu)]
     pub device: DeviceChoice,
 }
