@@ -43,6 +43,11 @@ pub enum Command {
     Experiment(crate::experiment::ExperimentArgs),
     /// Choose TAkS's k-ratio and eta-ratio on a noisy validation set (20% of the noisy
     /// training set held out), over the paper's grid, and write every score.
+    ///
+    /// Example: taks tune --noise symmetric --noise-rate 0.5 --out tuned
+    ///
+    /// On your own data: --data DIR (its train/) or --data FILE.csv, with --gamma (a
+    /// guess at the mislabelled fraction, or an audit of the same data).
     #[command(allow_negative_numbers = true)]
     Tune(crate::tune::TuneArgs),
     /// Find the mislabelled samples of your own data (a folder of images, a CSV table or

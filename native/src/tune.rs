@@ -8,15 +8,23 @@
 //! fraction (by default the one the noise setting implies: the rate, half of it for
 //! asymmetric noise). `tune.csv` gets a row per finished point (flushed), so a second
 //! invocation with the same settings continues; `choice.json` holds the pick.
+//!
+//! On a user's own data (`--data`: a folder as `taks train` reads it, whose `train/` is
+//! tuned on, or a CSV table as `taks audit` reads it) the noise is unknown, so gamma must
+//! be given: a guess, or the estimate of an audit of the same data.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use taks_core::data::DatasetKind;
+use taks_core::audit::input;
+use taks_core::config::TrainConfig;
+use taks_core::data::{Dataset, DatasetKind};
+use taks_core::formats::csv_table;
 use taks_core::holdout::noisy_holdout;
 use taks_core::metrics::summarize;
+use taks_core::nn::Architecture;
 use taks_core::noise::{NoiseKind, expected_flip_fraction, inject};
 use taks_core::train::Trainer;
 
@@ -41,6 +49,9 @@ pub struct TuneArgs {
     /// eta-ratios to try instead of 1e-4, 5e-4, 1e-3, 5e-3 (comma-separated).
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub eta_ratios: Vec<f64>,
+    /// The column of a CSV --data holding the labels. Default: label.
+    #[arg(long)]
+    pub label_column: Option<String>,
     /// Folder for tune.csv, choice.json and config.json.
     #[arg(long)]
     pub out: PathBuf,
@@ -94,6 +105,53 @@ fn read_gamma(given: &str) -> Result<f64> {
     })
 }
 
+/// Whether `--data` names a CSV table rather than a folder.
+fn is_table(path: &Path) -> bool {
+    path.is_file()
+        && path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+}
+
+/// The training set tuned on (its first `--train-limit` samples): a built-in set's, a
+/// folder's `train/` (its network and input chosen from it, as `taks train --data`
+/// chooses them, into `config`), or every row of a CSV table (the MLP on its feature
+/// columns, standardised as `taks audit` standardises them).
+fn read_training_set(config: &mut TrainConfig, args: &TuneArgs) -> Result<Dataset> {
+    let data_dir = args.data.data_dir();
+    let table = data_dir.as_deref().filter(|p| is_table(p));
+    if args.label_column.is_some() && table.is_none() {
+        bail!("--label-column names a column of a CSV table (--data FILE.csv)");
+    }
+    let (train, note) = match table {
+        Some(path) => {
+            let label_column = args.label_column.as_deref().unwrap_or("label");
+            let table = csv_table::read(path, label_column)?;
+            let prepared = input::prepare_table(&table);
+            config.architecture = Architecture::Mlp;
+            config.folder_input = Some(prepared.input.shape());
+            config.validate()?;
+            let note = format!(
+                "{}: {} rows of {} features, {} classes; mlp",
+                path.display(),
+                prepared.dataset.len(),
+                table.features.len(),
+                table.classes.len()
+            );
+            (prepared.dataset, Some(note))
+        }
+        None => {
+            folder_data::choose(config, data_dir.as_deref())?;
+            let data = folder_data::load(config, data_dir.as_deref())?;
+            (data.split.train, data.note)
+        }
+    };
+    if let (Some(note), false) = (note, args.quiet) {
+        eprintln!("{note}");
+    }
+    Ok(train.truncated(config.train_limit.unwrap_or(usize::MAX)))
+}
+
 pub fn run(args: TuneArgs) -> Result<()> {
     let run = RunArgs::of(args.data.clone(), args.training.clone());
     let mut base = run_args::build(&run, taks_core::methods::Method::TAKS)?;
@@ -107,8 +165,13 @@ pub fn run(args: TuneArgs) -> Result<()> {
     if !(0.0..1.0).contains(&gamma) {
         bail!("--gamma {gamma} must be in [0, 1)");
     }
-    let data_dir = args.data.data_dir();
-    folder_data::choose(&mut base, data_dir.as_deref())?;
+    // Before the data is read and the folder made: a precision the device cannot run.
+    if !base.precision.is_f32() {
+        base.precision
+            .check(&device::choose(args.training.device())?.device)?;
+    }
+    // Read before the folder is made: data that cannot be read leaves nothing behind.
+    let train_set = read_training_set(&mut base, &args)?;
     let ks = if args.k_ratios.is_empty() {
         k_grid(gamma)
     } else {
@@ -129,17 +192,6 @@ pub fn run(args: TuneArgs) -> Result<()> {
         }
     }
 
-    // Before the folder is made: a precision the device cannot run.
-    if !base.precision.is_f32() {
-        base.precision
-            .check(&device::choose(args.training.device())?.device)?;
-    }
-    // Read before the folder is made: data that cannot be read leaves nothing behind.
-    let data = folder_data::load(&base, data_dir.as_deref())?;
-    if let (Some(note), false) = (&data.note, args.quiet) {
-        eprintln!("{note}");
-    }
-    let split = data.split;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let config_path = args.out.join("config.json");
@@ -178,9 +230,6 @@ pub fn run(args: TuneArgs) -> Result<()> {
         .open(&csv_path)
         .with_context(|| format!("opening {}", csv_path.display()))?;
 
-    let train_set = split
-        .train
-        .truncated(base.train_limit.unwrap_or(usize::MAX));
     let labels = inject(
         &train_set.labels,
         train_set.classes,
@@ -195,7 +244,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
             eprintln!("{line}");
         }
     };
-    let done = |c: &taks_core::config::TrainConfig, rows: &[[f64; 6]]| {
+    let done = |c: &TrainConfig, rows: &[[f64; 6]]| {
         rows.iter()
             .any(|r| (r[0] - c.k_ratio).abs() < 1e-9 && (r[1] - c.eta_ratio).abs() < 1e-12)
     };
