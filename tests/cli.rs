@@ -1218,7 +1218,51 @@ fn a_split_folder_trains_with_validation() {
         serde_json::json!([1, 28, 28]),
         "{config}"
     );
-    for d in [dir, out, exp, emb, emb_out, tuned] {
+
+    // The training guide's way to k on your own data: audit train/, then train with
+    // the audit's estimate as gamma; k-ratio 1 - gamma - 0.15, the forget rate gamma.
+    let audit = scratch("split-audit");
+    let audited = taks(&[
+        "audit",
+        dir.join("train").to_str().unwrap(),
+        "--model",
+        "mlp",
+        "--device",
+        "cpu",
+        "-q",
+        "--out",
+        audit.to_str().unwrap(),
+    ]);
+    assert_succeeded(&audited);
+    let estimate = read_json(&audit.join("summary.json"))["estimated_noise_rate"]
+        .as_f64()
+        .unwrap();
+    // A quarter of train/ is misfiled: the estimate must see it for the k it gives to
+    // mean anything (measured 0.27).
+    assert!((0.15..0.4).contains(&estimate), "{estimate}");
+    let estimated_run = scratch("split-estimated");
+    let trained = taks(&[
+        "train",
+        "--data",
+        dir.to_str().unwrap(),
+        "--gamma",
+        audit.to_str().unwrap(),
+        "--method",
+        "co-teaching",
+        "--epochs",
+        "1",
+        "--device",
+        "cpu",
+        "--quiet",
+        "--out",
+        estimated_run.to_str().unwrap(),
+    ]);
+    assert_succeeded(&trained);
+    let config = read_json(&estimated_run.join("config.json"));
+    let k_ratio = config["config"]["k_ratio"].as_f64().unwrap();
+    assert!((k_ratio - (0.85 - estimate)).abs() < 1e-9, "{config}");
+    assert_eq!(config["config"]["forget_rate"].as_f64().unwrap(), estimate);
+    for d in [dir, out, exp, emb, emb_out, tuned, audit, estimated_run] {
         std::fs::remove_dir_all(d).unwrap();
     }
 }

@@ -11,6 +11,7 @@ use crate::Result;
 use crate::config::TrainConfig;
 use crate::data::DatasetKind;
 use crate::methods::Method;
+use crate::methods::settings::k_ratio_for;
 use crate::nn::Architecture;
 use crate::noise::NoiseKind;
 use crate::precision::Precision;
@@ -37,6 +38,11 @@ pub struct Choices {
     pub architecture: Option<Architecture>,
     pub eval_batch_size: Option<usize>,
     pub precision: Option<Precision>,
+    /// gamma, the fraction of labels believed wrong (a guess, or an audit's estimate):
+    /// where given, the settings the paper derives from the expected flipped fraction
+    /// (the k-ratio, the baselines' forget rate) derive from it instead. What a user's
+    /// own data needs, whose noise no recipe states. A setting given itself still wins.
+    pub noise_estimate: Option<f64>,
 }
 
 impl Choices {
@@ -62,12 +68,22 @@ impl Choices {
             architecture: None,
             eval_batch_size: None,
             precision: None,
+            noise_estimate: None,
         }
     }
 
     /// The paper's settings with every given override applied, validated.
     pub fn build(&self) -> Result<TrainConfig> {
         let mut c = TrainConfig::paper(self.dataset, self.noise, self.noise_rate, self.method);
+        if let Some(gamma) = self.noise_estimate {
+            if !(0.0..1.0).contains(&gamma) {
+                return Err(crate::Error::Config(format!(
+                    "a noise estimate of {gamma} must be in [0, 1)"
+                )));
+            }
+            c.k_ratio = k_ratio_for(gamma);
+            c.forget_rate = gamma;
+        }
         c.k_ratio = self.k_ratio.unwrap_or(c.k_ratio);
         c.eta_ratio = self.eta_ratio.unwrap_or(c.eta_ratio);
         c.epochs = self.epochs.unwrap_or(c.epochs);
@@ -123,5 +139,47 @@ mod tests {
         };
         let err = bad.build().unwrap_err().to_string();
         assert!(err.contains("forget rate"), "{err}");
+    }
+
+    /// A noise estimate sets the k-ratio by the paper's pattern (1 - gamma - 0.15, at
+    /// least 0.05) and the forget rate to gamma, over a folder's defaults (0.70 and 0.30
+    /// whatever its noise); a k-ratio given itself still wins.
+    #[test]
+    fn a_noise_estimate_sets_k_and_the_forget_rate() {
+        let folder = Choices::new(DatasetKind::Folder, NoiseKind::Clean, 0.0, Method::TAKS);
+        let plain = folder.build().unwrap();
+        assert_eq!(plain.k_ratio, 0.70);
+        assert!((plain.forget_rate - 0.30).abs() < 1e-12);
+        let estimated = Choices {
+            noise_estimate: Some(0.25),
+            ..folder.clone()
+        }
+        .build()
+        .unwrap();
+        assert!(
+            (estimated.k_ratio - 0.60).abs() < 1e-12,
+            "{}",
+            estimated.k_ratio
+        );
+        assert_eq!(estimated.forget_rate, 0.25);
+        let noisy = Choices {
+            noise_estimate: Some(0.9),
+            ..folder.clone()
+        };
+        assert_eq!(noisy.build().unwrap().k_ratio, 0.05);
+        let given = Choices {
+            noise_estimate: Some(0.25),
+            k_ratio: Some(0.5),
+            ..folder.clone()
+        };
+        assert_eq!(given.build().unwrap().k_ratio, 0.5);
+        let err = Choices {
+            noise_estimate: Some(1.0),
+            ..folder
+        }
+        .build()
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("must be in [0, 1)"), "{err}");
     }
 }

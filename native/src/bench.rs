@@ -123,7 +123,7 @@ pub fn run(mut args: BenchArgs) -> Result<()> {
     let mut run_args = args.run.clone();
     run_args.training.epochs = Some(args.warmup + timed);
     let build = |method: Method| -> Result<_> {
-        let mut choices = run_args::choices(&run_args, method);
+        let mut choices = run_args::choices(&run_args, method)?;
         choices.architecture = args.model;
         choices.eval_batch_size = args.eval_batch;
         Ok(choices.build()?)

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use taks_core::choices::Choices;
 use taks_core::config::TrainConfig;
@@ -15,7 +15,7 @@ use taks_core::noise::NoiseKind;
 use crate::device::DeviceChoice;
 
 /// The flags that define a run, which `--resume` takes from the run's config.json.
-pub const RUN_SETTINGS: [&str; 19] = [
+pub const RUN_SETTINGS: [&str; 20] = [
     "dataset",
     "noise",
     "noise_rate",
@@ -23,6 +23,7 @@ pub const RUN_SETTINGS: [&str; 19] = [
     "test_limit",
     "k_ratio",
     "eta_ratio",
+    "gamma",
     "epochs",
     "seed",
     "batch_size",
@@ -95,6 +96,13 @@ pub struct RunArgs {
     /// paper's tuned value.
     #[arg(long)]
     pub eta_ratio: Option<f64>,
+    /// The fraction of labels you believe wrong (your own data, whose noise no recipe
+    /// states): a number, or an audit of the same data (its folder or summary.json),
+    /// whose estimated noise rate it takes. The k-ratio becomes 1 - gamma - 0.15 (at
+    /// least 0.05) and the baselines' forget rate gamma; --k-ratio and --forget-rate
+    /// given still win.
+    #[arg(long, value_name = "RATE|AUDIT")]
+    pub gamma: Option<String>,
     #[command(flatten)]
     pub training: TrainingArgs,
     #[command(flatten)]
@@ -109,6 +117,7 @@ impl RunArgs {
             test_limit: None,
             k_ratio: None,
             eta_ratio: None,
+            gamma: None,
             training,
             method_settings: MethodSettings::default(),
         }
@@ -196,10 +205,12 @@ pub struct MethodSettings {
 }
 
 /// The choices of `args` for `method`.
-pub fn choices(args: &RunArgs, method: Method) -> Choices {
+pub fn choices(args: &RunArgs, method: Method) -> Result<Choices> {
     let settings = &args.method_settings;
     let (data, training) = (&args.data, &args.training);
-    Choices {
+    let noise_estimate = args.gamma.as_deref().map(noise_estimate).transpose()?;
+    Ok(Choices {
+        noise_estimate,
         k_ratio: args.k_ratio,
         eta_ratio: args.eta_ratio,
         epochs: training.epochs,
@@ -214,11 +225,37 @@ pub fn choices(args: &RunArgs, method: Method) -> Choices {
         init_epoch: settings.init_epoch,
         precision: training.precision,
         ..Choices::new(data.dataset(), data.noise().0, data.noise().1, method)
-    }
+    })
 }
 
 pub fn build(args: &RunArgs, method: Method) -> Result<TrainConfig> {
-    Ok(choices(args, method).build()?)
+    Ok(choices(args, method)?.build()?)
+}
+
+/// gamma from `--gamma`: a number, or the estimated noise rate of the audit whose
+/// folder or summary.json it names.
+pub fn noise_estimate(given: &str) -> Result<f64> {
+    if let Ok(rate) = given.parse::<f64>() {
+        return Ok(rate);
+    }
+    let path = std::path::Path::new(given);
+    let summary = match path.is_dir() {
+        true => path.join("summary.json"),
+        false => path.to_path_buf(),
+    };
+    if !summary.is_file() {
+        bail!("--gamma {given}: neither a number nor an audit's folder or summary.json");
+    }
+    let text = std::fs::read_to_string(&summary)
+        .with_context(|| format!("cannot read {}", summary.display()))?;
+    let doc: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", summary.display()))?;
+    doc["estimated_noise_rate"].as_f64().with_context(|| {
+        format!(
+            "{}: no estimated_noise_rate (not the summary.json of taks audit)",
+            summary.display()
+        )
+    })
 }
 
 /// What a run started from pretrained weights leaves to the person (`--init`).
@@ -268,4 +305,34 @@ pub fn fine_tune(
     }
     config.validate()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--gamma` takes a number, or the estimate of an audit named by its folder or its
+    /// summary.json; anything else is refused with what it is not.
+    #[test]
+    fn gamma_is_a_number_or_an_audits_estimate() {
+        assert_eq!(noise_estimate("0.3").unwrap(), 0.3);
+        let dir = std::env::temp_dir().join(format!("taks-gamma-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("summary.json"),
+            r#"{"samples": 10, "estimated_noise_rate": 0.215}"#,
+        )
+        .unwrap();
+        assert_eq!(noise_estimate(dir.to_str().unwrap()).unwrap(), 0.215);
+        let file = dir.join("summary.json");
+        assert_eq!(noise_estimate(file.to_str().unwrap()).unwrap(), 0.215);
+        std::fs::write(&file, r#"{"test_accuracy": 0.9}"#).unwrap();
+        let err = noise_estimate(file.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no estimated_noise_rate"), "{err}");
+        let err = noise_estimate("half").unwrap_err().to_string();
+        assert!(err.contains("neither a number nor"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

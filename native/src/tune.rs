@@ -79,32 +79,6 @@ fn k_grid(gamma: f64) -> Vec<f64> {
         .collect()
 }
 
-/// gamma from `--gamma`: a number, or the estimated noise rate of the audit whose
-/// folder or summary.json it names.
-fn read_gamma(given: &str) -> Result<f64> {
-    if let Ok(rate) = given.parse::<f64>() {
-        return Ok(rate);
-    }
-    let path = Path::new(given);
-    let summary = match path.is_dir() {
-        true => path.join("summary.json"),
-        false => path.to_path_buf(),
-    };
-    if !summary.is_file() {
-        bail!("--gamma {given}: neither a number nor an audit's folder or summary.json");
-    }
-    let text = std::fs::read_to_string(&summary)
-        .with_context(|| format!("cannot read {}", summary.display()))?;
-    let doc: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not valid JSON", summary.display()))?;
-    doc["estimated_noise_rate"].as_f64().with_context(|| {
-        format!(
-            "{}: no estimated_noise_rate (not the summary.json of taks audit)",
-            summary.display()
-        )
-    })
-}
-
 /// Whether `--data` names a CSV table rather than a folder.
 fn is_table(path: &Path) -> bool {
     path.is_file()
@@ -156,7 +130,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
     let run = RunArgs::of(args.data.clone(), args.training.clone());
     let mut base = run_args::build(&run, taks_core::methods::Method::TAKS)?;
     let gamma = match &args.gamma {
-        Some(given) => read_gamma(given)?,
+        Some(given) => run_args::noise_estimate(given)?,
         None if base.dataset == DatasetKind::Folder && base.noise == NoiseKind::Clean => bail!(
             "the noise of your own folder is unknown: give --gamma, a guess at the mislabelled fraction or an audit of the folder's train/ (taks audit DIR/train, then --gamma AUDIT)"
         ),
@@ -368,29 +342,6 @@ pub fn run(args: TuneArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `--gamma` takes a number, or the estimate of an audit named by its folder or its
-    /// summary.json; anything else is refused with what it is not.
-    #[test]
-    fn gamma_is_a_number_or_an_audits_estimate() {
-        assert_eq!(read_gamma("0.3").unwrap(), 0.3);
-        let dir = std::env::temp_dir().join(format!("taks-gamma-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("summary.json"),
-            r#"{"samples": 10, "estimated_noise_rate": 0.215}"#,
-        )
-        .unwrap();
-        assert_eq!(read_gamma(dir.to_str().unwrap()).unwrap(), 0.215);
-        let file = dir.join("summary.json");
-        assert_eq!(read_gamma(file.to_str().unwrap()).unwrap(), 0.215);
-        std::fs::write(&file, r#"{"test_accuracy": 0.9}"#).unwrap();
-        let err = read_gamma(file.to_str().unwrap()).unwrap_err().to_string();
-        assert!(err.contains("no estimated_noise_rate"), "{err}");
-        let err = read_gamma("half").unwrap_err().to_string();
-        assert!(err.contains("neither a number nor"), "{err}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 
     #[test]
     fn k_grid_is_centred_on_one_minus_gamma() {

@@ -73,11 +73,14 @@ pub fn tuned_ratios(dataset: DatasetKind, noise: NoiseKind, rate: f64) -> (f64, 
     };
     table.unwrap_or_else(|| {
         let flipped = expected_flip_fraction(dataset, noise, rate);
-        (
-            (1.0 - flipped - 0.15).max(0.05),
-            if grey_28 { 0.005 } else { 0.001 },
-        )
+        (k_ratio_for(flipped), if grey_28 { 0.005 } else { 0.001 })
     })
+}
+
+/// The k-ratio for an expected flipped fraction where the authors tuned none: the
+/// pattern of their table, 1 - flipped - 0.15, at least 0.05.
+pub fn k_ratio_for(flipped: f64) -> f64 {
+    (1.0 - flipped - 0.15).max(0.05)
 }
 
 /// JoCoR's lambda in the authors' scripts: 0.9 (MNIST, CIFAR-10), 0.65 for CIFAR-10 at
