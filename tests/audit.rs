@@ -1237,7 +1237,8 @@ fn the_budget_picks_the_most_capable_network_that_fits() {
 }
 
 /// The audit's own settings reach it: `--image-size` is the network's input (the kept
-/// MLP's first layer takes that many pixels), `--report-rows` the report's table, and
+/// MLP's first layer takes that many pixels), `--report-rows` the report's table,
+/// `--seed` the settings the audit ran with, and
 /// `--label-column` the column a CSV's labels are read from, where another column is
 /// called `label`.
 #[test]
@@ -1259,8 +1260,11 @@ fn audit_settings_reach_the_audit() {
         "14x20",
         "--report-rows",
         "7",
+        "--seed",
+        "3",
         "-q",
     ]);
+    assert_eq!(summary(&out)["settings"]["seed"], 3);
     assert_eq!(
         summary(&out)["input"],
         serde_json::json!({"kind": "image", "channels": 1, "height": 20, "width": 14})

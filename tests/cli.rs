@@ -1950,7 +1950,7 @@ fn train_runs_in_mixed_precision_on_the_gpu() {
 }
 
 /// `taks bench-select` times each engine on each device for every size: one row each,
-/// k = floor(n * k-ratio), a positive median.
+/// k = floor(n * k-ratio), a positive median; burn's sort only up to `--sort-max`.
 #[test]
 fn bench_select_times_every_engine() {
     let out = taks(&[
@@ -1963,6 +1963,8 @@ fn bench_select_times_every_engine() {
         "2",
         "--devices",
         "cpu,gpu",
+        "--sort-max",
+        "100000",
     ]);
     assert_succeeded(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -1981,6 +1983,8 @@ fn bench_select_times_every_engine() {
                 && engines.iter().any(|e| e.starts_with("WGSL whole step")),
             "{stdout}"
         );
+        let sorted = engines.iter().any(|e| e.starts_with("burn argsort"));
+        assert_eq!(sorted, n == "50000", "--sort-max 100000: {stdout}");
         for row in &rows {
             assert_eq!(row[2], k, "{stdout}");
             let ms: f64 = row[5].parse().unwrap();

@@ -22,6 +22,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
+use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
 use taks_core::train::{ForwardRates, LaunchCounts, OpClocks, Trainer};
@@ -109,6 +110,17 @@ impl BenchArgs {
     }
 }
 
+/// The run `method` is timed as: the run flags, the network and scoring chunk named,
+/// and the warm-up and timed epochs (3 timed by default).
+pub fn config(args: &BenchArgs, method: Method) -> Result<TrainConfig> {
+    let mut run_args = args.run.clone();
+    run_args.training.epochs = Some(args.warmup + args.run.training.epochs.unwrap_or(3));
+    let mut choices = run_args::choices(&run_args, method)?;
+    choices.architecture = args.model;
+    choices.eval_batch_size = args.eval_batch;
+    Ok(choices.build()?)
+}
+
 pub fn run(mut args: BenchArgs) -> Result<()> {
     args.devices = args.devices()?;
     let timed = args.run.training.epochs.unwrap_or(3);
@@ -120,17 +132,9 @@ pub fn run(mut args: BenchArgs) -> Result<()> {
     }
     let methods = picks::methods(&args.methods);
     // Every method's settings, validated before anything is loaded or timed.
-    let mut run_args = args.run.clone();
-    run_args.training.epochs = Some(args.warmup + timed);
-    let build = |method: Method| -> Result<_> {
-        let mut choices = run_args::choices(&run_args, method)?;
-        choices.architecture = args.model;
-        choices.eval_batch_size = args.eval_batch;
-        Ok(choices.build()?)
-    };
     let mut configs = methods
         .iter()
-        .map(|&m| build(m))
+        .map(|&m| config(&args, m))
         .collect::<Result<Vec<_>>>()?;
     // A user's folder (`--data`): its network and input chosen once from its images, as
     // `train --data` chooses them, for every method.
@@ -157,7 +161,7 @@ pub fn run(mut args: BenchArgs) -> Result<()> {
             bail!("--torch needs the device named: cpu or gpu, not auto")
         }
         Some(python) => {
-            let mut config = build(Method::TAKS)?;
+            let mut config = config(&args, Method::TAKS)?;
             config.architecture = configs[0].architecture;
             config.folder_input = configs[0].folder_input;
             for &device in &args.devices {

@@ -14,6 +14,8 @@ mod device;
 mod docs_check;
 mod embed;
 mod experiment;
+#[cfg(test)]
+mod flags_check;
 mod folder_data;
 mod model_file;
 mod out_dir;

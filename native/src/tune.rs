@@ -126,9 +126,14 @@ fn read_training_set(config: &mut TrainConfig, args: &TuneArgs) -> Result<Datase
     Ok(train.truncated(config.train_limit.unwrap_or(usize::MAX)))
 }
 
-pub fn run(args: TuneArgs) -> Result<()> {
+/// The TAkS run every grid point varies (its k and eta ratios replaced).
+pub fn base_config(args: &TuneArgs) -> Result<TrainConfig> {
     let run = RunArgs::of(args.data.clone(), args.training.clone());
-    let mut base = run_args::build(&run, taks_core::methods::Method::TAKS)?;
+    run_args::build(&run, taks_core::methods::Method::TAKS)
+}
+
+pub fn run(args: TuneArgs) -> Result<()> {
+    let mut base = base_config(&args)?;
     let gamma = match &args.gamma {
         Some(given) => run_args::noise_estimate(given)?,
         None if base.dataset == DatasetKind::Folder && base.noise == NoiseKind::Clean => bail!(
