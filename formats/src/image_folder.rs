@@ -3,8 +3,11 @@
 //! `DATA/<class>/<any sub-folders>/<file>`: the class is the name of the top-level
 //! folder a file sits under, classes are ordered by name, and a sample's id is its path
 //! relative to `DATA` with `/` separators (what a person searches for in a file
-//! browser). PNG, JPEG and BMP are read, by content rather than by extension, through the
-//! `image` crate with only those three codecs compiled in.
+//! browser). PNG, JPEG and BMP are read, and WebP, GIF and TIFF where the `more-images`
+//! feature is on (the command line's build; [`FORMATS`]), by content rather than by
+//! extension, through the `image` crate with only those codecs compiled in. A folder
+//! entry that is not a regular file (a named pipe, a socket, a device) is skipped with
+//! what it is and never opened.
 //!
 //! Reading is two passes, both spread over the available cores and both keeping the
 //! files' order: [`scan`] lists the files and reads only their headers (size and colour),
@@ -50,6 +53,13 @@ pub struct ImageFile {
     pub data: Option<Arc<[u8]>>,
 }
 
+/// The image formats this build reads, as a person names them.
+pub const FORMATS: &str = if cfg!(feature = "more-images") {
+    "PNG, JPEG, BMP, WebP, GIF or TIFF"
+} else {
+    "PNG, JPEG or BMP"
+};
+
 /// Why a folder holds nothing to read, on disk or in memory.
 const NO_CLASS_FOLDERS: &str = "no class folders (expected DATA/<class>/<image files>)";
 
@@ -68,6 +78,30 @@ impl Skipped {
         let reason = reason.split_whitespace().collect::<Vec<_>>().join(" ");
         Self { id, reason }
     }
+}
+
+/// The skipped files counted by kind, most first: their extension (`3 .heic`), or what
+/// they are when they have none. One line for a run to print beside the count, so a
+/// person sees at once that a folder's phone photos (HEIC) or notes were left out.
+pub fn skipped_kinds(skipped: &[Skipped]) -> String {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for s in skipped {
+        let name = s.id.rsplit('/').next().unwrap_or(&s.id);
+        let kind = match name.rsplit_once('.') {
+            Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() => {
+                format!(".{}", ext.to_lowercase())
+            }
+            _ => "without an extension".to_string(),
+        };
+        *counts.entry(kind).or_default() += 1;
+    }
+    let mut counts: Vec<(String, usize)> = counts.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    counts
+        .iter()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What [`scan`] found.
@@ -535,7 +569,7 @@ fn header_of<R: BufRead + Seek>(
         .with_guessed_format()
         .map_err(|e| e.to_string())?;
     if reader.format().is_none() {
-        return Err("not a PNG, JPEG or BMP image".into());
+        return Err(format!("not a {FORMATS} image"));
     }
     let decoder = reader.into_decoder().map_err(|e| e.to_string())?;
     let (width, height) = image::ImageDecoder::dimensions(&decoder);

@@ -14,6 +14,7 @@ use taks_core::config::TrainConfig;
 use taks_core::data::cache::Cache;
 use taks_core::data::folder::Preparation;
 use taks_core::data::{Dataset, DatasetKind, Split, folder};
+use taks_core::formats::image_folder::{self, Skipped};
 use taks_core::nn::pretrained;
 
 /// What a run trains, validates and tests on.
@@ -78,6 +79,17 @@ fn builtin_card(config: &TrainConfig, split: &Split) -> ModelCard {
     )
 }
 
+/// "N files skipped: 3 .heic, 1 .txt", or that none were.
+pub fn skipped_line(skipped: &[Skipped]) -> String {
+    match skipped.len() {
+        0 => "0 files skipped".to_string(),
+        n => format!(
+            "{n} files skipped: {}",
+            image_folder::skipped_kinds(skipped)
+        ),
+    }
+}
+
 /// Read the data of `config` (after [`choose`] for a folder).
 pub fn load(config: &TrainConfig, dir: Option<&Path>) -> Result<RunData> {
     if config.dataset != DatasetKind::Folder {
@@ -112,13 +124,13 @@ pub fn load(config: &TrainConfig, dir: Option<&Path>) -> Result<RunData> {
         note.push('\n');
     }
     note += &format!(
-        "{}: {} classes; train {}, val {}, test {} samples ({} files skipped); {network}",
+        "{}: {} classes; train {}, val {}, test {} samples ({}); {network}",
         dir.display(),
         loaded.classes.len(),
         loaded.split.train.len(),
         loaded.val.len(),
         loaded.split.test.len(),
-        loaded.skipped.iter().sum::<usize>(),
+        skipped_line(&loaded.skipped.concat()),
     );
     let card = match input {
         [1, 1, _] => None,

@@ -112,7 +112,7 @@ impl Files {
                 classes: classes.len(),
             });
         }
-        Ok(standardised(parts, width, classes, [0; 3]))
+        Ok(standardised(parts, width, classes, Default::default()))
     }
 
     /// The classes and every split's class indices.

@@ -1,6 +1,6 @@
 //! A user's own data in the protocol of the paper's Clothing1M experiment: `DIR/train`
 //! (labels as given, noisy), `DIR/val` and `DIR/test` (as clean as the user has them),
-//! each a folder of class sub-folders of PNG, JPEG or BMP images, read as `taks audit`
+//! each a folder of class sub-folders of images, read as `taks audit`
 //! reads a folder ([`crate::formats::image_folder`]): junk and undecodable files are left
 //! out and counted.
 //!
@@ -19,7 +19,7 @@ use super::cache::{self, Cache};
 use super::normalisation::Normalisation;
 pub use super::splits::FolderSplit;
 use super::splits::{SPLITS, standardised, standardised_by};
-use crate::formats::image_folder::{self, Fit, Scan};
+use crate::formats::image_folder::{self, Fit, Scan, Skipped};
 use crate::nn::image_input;
 use crate::nn::{Architecture, pretrained};
 use crate::{Error, Result};
@@ -186,13 +186,13 @@ impl FolderScan {
         }
         let classes = scans[0].classes.clone();
         let mut parts = Vec::new();
-        let mut skipped = [0usize; 3];
+        let mut skipped: [Vec<Skipped>; 3] = Default::default();
         let mut notes = Vec::new();
         for (i, scan) in scans.into_iter().enumerate() {
             let decoded = cache::decode(scan.files, input, preparation.fit(), cache, &mut |n| {
                 notes.push(n)
             })?;
-            skipped[i] = scan.skipped.len() + decoded.skipped.len();
+            skipped[i] = scan.skipped.into_iter().chain(decoded.skipped).collect();
             if decoded.files.is_empty() {
                 return Err(Error::Config(format!(
                     "{}: none of its images could be decoded",
@@ -246,7 +246,7 @@ mod tests {
         assert_eq!(loaded.classes, ["cat", "dog"]);
         assert_eq!(loaded.split.train.len(), 4);
         assert_eq!((loaded.val.len(), loaded.split.test.len()), (4, 4));
-        assert_eq!(loaded.skipped, [1, 0, 0]);
+        assert_eq!(loaded.skipped.map(|s| s.len()), [1, 0, 0]);
         // Standardised with the training split's statistics: its mean is 0.
         let mean = loaded.split.train.samples.to_vec().iter().sum::<f32>() / 64.0;
         assert!(mean.abs() < 1e-5, "{mean}");

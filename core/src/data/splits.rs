@@ -4,6 +4,7 @@
 
 use super::normalisation::Normalisation;
 use super::{Dataset, Split};
+use crate::formats::image_folder::Skipped;
 
 /// The splits' names, in order: the sub-folders, or the `.npy` files' stems.
 pub(super) const SPLITS: [&str; 3] = ["train", "val", "test"];
@@ -16,8 +17,8 @@ pub struct FolderSplit {
     pub classes: Vec<String>,
     /// How every split was standardised (for a model card: new inputs the same way).
     pub normalisation: Normalisation,
-    /// Files left out, per split (train, val, test).
-    pub skipped: [usize; 3],
+    /// Files left out, and why, per split (train, val, test).
+    pub skipped: [Vec<Skipped>; 3],
     /// What the decoded cache did, for the output.
     pub notes: Vec<String>,
 }
@@ -28,7 +29,7 @@ pub(super) fn standardised(
     parts: Vec<Dataset>,
     groups: usize,
     classes: Vec<String>,
-    skipped: [usize; 3],
+    skipped: [Vec<Skipped>; 3],
 ) -> FolderSplit {
     let normalisation = parts[0].samples.fit_normalisation(groups);
     standardised_by(parts, normalisation, classes, skipped)
@@ -39,7 +40,7 @@ pub(super) fn standardised_by(
     mut parts: Vec<Dataset>,
     normalisation: Normalisation,
     classes: Vec<String>,
-    skipped: [usize; 3],
+    skipped: [Vec<Skipped>; 3],
 ) -> FolderSplit {
     for part in &mut parts {
         part.samples = part.samples.clone().standardised(normalisation.clone());

@@ -33,9 +33,9 @@ use read::{Source, read_source};
 
 #[derive(Args, Debug)]
 pub struct AuditArgs {
-    /// A folder of class sub-folders holding images (PNG, JPEG, BMP), a CSV file of
-    /// numeric feature columns and a label column, or a NumPy .npy matrix [samples,
-    /// features] of float16/32/64 (embeddings) with --labels.
+    /// A folder of class sub-folders holding images (PNG, JPEG, BMP, WebP, GIF, TIFF), a
+    /// CSV file of numeric feature columns and a label column, or a NumPy .npy matrix
+    /// [samples, features] of float16/32/64 (embeddings) with --labels.
     #[arg(required_unless_present = "dataset", conflicts_with = "dataset")]
     pub data: Option<PathBuf>,
     /// The labels of a .npy DATA, one per row: a .npy of integers, or a text file of

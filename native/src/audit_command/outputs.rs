@@ -70,8 +70,8 @@ pub fn write(
     }
     if !data.skipped.is_empty() {
         lines += &format!(
-            "\n{} files skipped (listed in summary.json)",
-            data.skipped.len()
+            "\n{} (listed in summary.json)",
+            crate::folder_data::skipped_line(&data.skipped)
         );
     }
     lines += &format!(
