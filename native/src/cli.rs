@@ -60,7 +60,7 @@ pub enum Command {
     #[command(allow_negative_numbers = true)]
     Audit(crate::audit_command::AuditArgs),
     /// Write the features a pretrained ResNet (torchvision's or timm's weights) gives
-    /// every image of a folder: embeddings.npy, labels.npy, labels.txt, ids.txt.
+    /// every image of a folder: embeddings.npy, labels.npy, labels.txt, ids.txt, config.json.
     ///
     /// Example: taks embed photos/ --init resnet50.pth --out photos-embedded
     ///
