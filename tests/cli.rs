@@ -889,7 +889,7 @@ fn a_killed_run_resumes_exactly() {
             "--device",
             "cpu",
             "--epochs",
-            "8",
+            "40",
             "--train-limit",
             "1500",
             "--test-limit",
@@ -911,7 +911,10 @@ fn a_killed_run_resumes_exactly() {
     assert_succeeded(&out);
 
     // The killed run keeps a checkpoint every third epoch only (`--checkpoint-every`),
-    // so it resumes from the last multiple of 3 and does the epochs after it again.
+    // so it resumes from the last multiple of 3 and does the epochs after it again. It
+    // is killed once it has written 4 of its 40 epochs: the 36 left take far longer than
+    // the 2 ms between looks on any machine (25 ms an epoch here), so the kill falls
+    // mid-run however fast the machine is (with 8 epochs a fast one finished first).
     let killed = scratch("killed");
     let mut child = Command::new(env!("CARGO_BIN_EXE_taks"))
         .args(args(&killed))
@@ -967,7 +970,7 @@ fn a_killed_run_resumes_exactly() {
             .collect()
     };
     let expected = table(&whole);
-    assert_eq!(expected.len(), 9, "header and 8 epochs");
+    assert_eq!(expected.len(), 41, "header and 40 epochs");
     assert_eq!(table(&killed), expected);
     assert_eq!(
         std::fs::read_to_string(killed.join("selected.csv")).unwrap(),
@@ -977,7 +980,7 @@ fn a_killed_run_resumes_exactly() {
     // Resuming a finished run changes nothing and says so.
     let again = taks(&["train", "--resume", killed.to_str().unwrap()]);
     assert_succeeded(&again);
-    assert!(String::from_utf8_lossy(&again.stderr).contains("after epoch 8 of 8"));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("after epoch 40 of 40"));
     assert_eq!(table(&killed), expected);
     std::fs::remove_dir_all(&whole).unwrap();
     std::fs::remove_dir_all(&killed).unwrap();
