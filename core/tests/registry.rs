@@ -67,6 +67,18 @@ fn every_registered_method_trains_an_epoch_and_resumes() {
         // is the uninterrupted run's.
         let saved = pollster::block_on(t.checkpoint(std::slice::from_ref(&first))).unwrap();
         let straight = pollster::block_on(t.run_epoch()).unwrap();
+        // Epoch 2 trains on the k-set the noise-risk chose after epoch 1, where epoch 1's
+        // was drawn at random: cleaner than the data (50.2% clean labels; a random k-set
+        // of 210 spreads by 0.035). Measured (seeded): TAkS 0.467 -> 0.567, Greedy and
+        // Naive 0.467 -> 0.648. A selector frozen after its first epoch keeps 0.467.
+        if spec.selects {
+            assert!(
+                straight.label_precision > 0.53,
+                "{method}: epoch 2's k-set is {} clean, epoch 1's {}",
+                straight.label_precision,
+                first.label_precision
+            );
+        }
         let floor = second_epoch_floor(method.name());
         assert!(
             straight.test_accuracy > floor,
@@ -91,9 +103,10 @@ fn every_registered_method_trains_an_epoch_and_resumes() {
 
 /// Each method's test accuracy after its second epoch must pass this: 0.08 under what it
 /// measured (seeded, the same every run on flex; in the comment), which is about three
-/// spreads of a binomial on these 200 test digits. Chance is 0.10 (a spread of 0.02).
-/// The methods that train on k samples of 600 (TAkS and its two ablations) learn the
-/// slowest.
+/// spreads of a binomial on these 200 test digits, and never under epoch 1's floor of
+/// 0.2. Chance is 0.10 (a spread of 0.02). The methods that train on k samples of 600
+/// (TAkS and its two ablations) learn the slowest; that they select, not only learn, is
+/// checked by their second k-set's label precision.
 fn second_epoch_floor(method: &str) -> f64 {
     match method {
         "standard" => 0.54,         // 0.620
@@ -103,8 +116,8 @@ fn second_epoch_floor(method: &str) -> f64 {
         "co-teaching-plus" => 0.31, // 0.398
         "jocor" => 0.30,            // 0.383
         "itlm" => 0.31,             // 0.390
-        "taks" => 0.185,            // 0.265
-        "greedy" | "naive" => 0.17, // 0.250
+        "taks" => 0.2,              // 0.265
+        "greedy" | "naive" => 0.2,  // 0.250
         other => panic!("no measured accuracy for {other}: measure it and add it here"),
     }
 }
