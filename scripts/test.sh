@@ -41,12 +41,18 @@ export SPIRV_VAL="$spirv_tools/cmeel.prefix/bin/spirv-val"
 # A filtered `cargo test` that fails when its filters match fewer than the tests it is
 # meant to run, so that a rename does not leave a pass that tests nothing:
 # `at_least N COMMAND...` adds up the "N passed" of every test binary it runs.
+# A test that cannot check its purpose on this machine (tests/skip/mod.rs) writes why to
+# $TAKS_SKIPPED: `at_least` does not count it, and the end of the script lists them all.
+export TAKS_SKIPPED
+TAKS_SKIPPED=$(mktemp)
 at_least() {
-    local want=$1 log ran
+    local want=$1 log ran skips_before
     shift
     log=$(mktemp)
+    skips_before=$(wc -l <"$TAKS_SKIPPED")
     "$@" 2>&1 | tee "$log"
     ran=$(awk '/^test result:/ { n += $4 } END { print n + 0 }' "$log")
+    ran=$((ran - ($(wc -l <"$TAKS_SKIPPED") - skips_before)))
     rm -f "$log"
     if [ "$ran" -lt "$want" ]; then
         echo "error: \`$*\` ran $ran tests, fewer than its $want" >&2
@@ -63,6 +69,11 @@ stop_beside() {
     local pid
     for pid in "${beside[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
     rm -rf "$logs"
+    if [ -s "$TAKS_SKIPPED" ]; then
+        echo "tests that checked nothing of their purpose on this machine (not counted):"
+        cat "$TAKS_SKIPPED"
+    fi
+    rm -f "$TAKS_SKIPPED"
 }
 trap stop_beside EXIT
 run_beside() {
@@ -128,12 +139,13 @@ cargo test --release --workspace --doc
 # they take where burn compiles to SPIR-V or MSL (`core/src/gpu/direct.rs`). burn's
 # SPIR-V itself runs on lavapipe only with a fix to cubecl (scripts/spirv-check.sh, by
 # hand: another burn build), so this is how that route is tested in every run. Same build.
-at_least 18 env TAKS_GPU_DIRECT=1 cargo test --release --workspace --test 'gpu_*'
+at_least 19 env TAKS_GPU_DIRECT=1 cargo test --release --workspace --test 'gpu_*'
 
 # The convolutions' tests once more with every convolution through taks's tiled matmul,
 # the patches implicit (`TAKS_GPU_MATMUL=tiled`, which `auto`, the default, chooses only
 # where it measures fastest: `core/src/ops/conv/implicit.rs`). Same build, a minute.
-at_least 14 env TAKS_GPU_MATMUL=tiled cargo test --release --workspace --lib -- ops::conv nn::scorer nn::cnn
+at_least 15 env TAKS_GPU_MATMUL=tiled cargo test --release --workspace --lib -- ops::conv nn::scorer nn::cnn \
+    plan::tests::the_switches_are_the_environment
 
 # The f16 product on cooperative matrices (`shaders/matmul_coop_f16.wgsl`), which Debian
 # 12's lavapipe lacks, run on Mesa 26's (scripts/lavapipe-coop.sh: fetched once, about
@@ -154,9 +166,12 @@ if [ "$(uname -m)" = x86_64 ] && grep -qw avx2 /proc/cpuinfo; then
         echo "error: \`taks probe-coop\` on Mesa 26's lavapipe did not pass: $said" >&2
         exit 1
     fi
-    on_mesa_26=(env TAKS_GPU_COOP=1 CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$PWD/scripts/lavapipe-coop.sh")
-    at_least 8 "${on_mesa_26[@]}" cargo test --release --workspace --lib -- --include-ignored \
+    # TAKS_EXPECT_COOP=1 tells the tests that this adapter has cooperative matrices, so
+    # they demand the kernel's launches rather than accept either outcome.
+    on_mesa_26=(env TAKS_GPU_COOP=1 TAKS_EXPECT_COOP=1 CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$PWD/scripts/lavapipe-coop.sh")
+    at_least 9 "${on_mesa_26[@]}" cargo test --release --workspace --lib -- --include-ignored \
         ops::matmul::coop ops::conv::train ops::conv::implicit::tests::f16 \
+        plan::tests::the_switches_are_the_environment \
         --skip an_adapter_without_cooperative_matrices
     at_least 1 "${on_mesa_26[@]}" TAKS_GPU_CONV=im2col \
         cargo test --release --workspace --lib -- ops::mixed_precision

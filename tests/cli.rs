@@ -7,6 +7,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 mod npy_file;
 use npy_file::write_npy;
+mod skip;
+use skip::skip;
 
 fn taks(args: &[&str]) -> Output {
     taks_with(&[], args)
@@ -725,7 +727,10 @@ fn experiment_and_audit_run_in_mixed_precision() {
     let first = grid(&["--precision", "f16"]);
     if String::from_utf8_lossy(&first.stderr).contains("shader-f16") {
         assert_user_error(&first, "shader-f16");
-        eprintln!("this adapter has no shader-f16: only its refusal is checked");
+        skip(
+            "experiment_and_audit_run_in_mixed_precision",
+            "the adapter has no shader-f16: only its refusal is checked",
+        );
         return;
     }
     assert_succeeded(&first);
@@ -1931,13 +1936,24 @@ fn train_runs_in_mixed_precision_on_the_gpu() {
     let (f16, result) = run("f16");
     if String::from_utf8_lossy(&result.stderr).contains("shader-f16") {
         assert_user_error(&result, "shader-f16");
+        skip(
+            "train_runs_in_mixed_precision_on_the_gpu",
+            "the adapter has no shader-f16: only its refusal is checked",
+        );
         return;
     }
     assert_succeeded(&result);
     let config = read_json(&f16.join("config.json"));
     assert_eq!(config["config"]["precision"], "f16", "{config}");
+    // Which line the device gives depends on the adapter, so the test is told which to
+    // expect: the test command's run on Mesa 26's lavapipe sets TAKS_EXPECT_COOP=1;
+    // elsewhere (Debian 12's lavapipe) the adapter has none.
     let device = config["device"].as_str().unwrap_or_default();
-    assert!(device.contains("cooperative matrices"), "{config}");
+    let expected = match std::env::var("TAKS_EXPECT_COOP").as_deref() {
+        Ok("1") => ", f16 products on cooperative matrices (",
+        _ => "TAKS_GPU_COOP=1, but this adapter has no cooperative matrices the kernel can use",
+    };
+    assert!(device.contains(expected), "{config}");
     let (f32_run, result) = run("f32");
     assert_succeeded(&result);
     let (a, b) = (
@@ -1948,7 +1964,8 @@ fn train_runs_in_mixed_precision_on_the_gpu() {
     // their rounding (measured on lavapipe: 0.330 both, the training losses 2.12442 and
     // 2.12448). Chance is 0.10, with a spread of 0.017 on 300 digits.
     assert!((a - b).abs() < 0.03, "f16 {a} against f32 {b}");
-    assert!(b > 0.2, "f32 {b}");
+    // Three spreads under what f32 measured (0.330), where chance is 0.10.
+    assert!(b > 0.28, "f32 {b}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -520,6 +520,25 @@ pub fn markdown() -> String {
 mod tests {
     use super::*;
 
+    /// The switches a process runs with are its environment's, read here directly: the
+    /// test command runs this under each switch it sets (`scripts/test.sh`), where a
+    /// plan that ignored one would pass every test that asks the plan what to expect.
+    #[test]
+    fn the_switches_are_the_environment() {
+        let on = |name: &str| std::env::var(name).is_ok_and(|v| v == "1");
+        let current = Switches::current();
+        assert_eq!(current.direct, on("TAKS_GPU_DIRECT"));
+        assert_eq!(current.coop, on("TAKS_GPU_COOP"));
+        let matmul = match std::env::var("TAKS_GPU_MATMUL").as_deref() {
+            Ok("burn") => GpuMatmul::Burn,
+            Ok("tiled") => GpuMatmul::Tiled,
+            _ => GpuMatmul::Auto,
+        };
+        assert_eq!(current.matmul, matmul);
+        let conv = std::env::var("TAKS_GPU_CONV").unwrap_or_else(|_| "auto".into());
+        assert_eq!(format!("{:?}", current.conv).to_lowercase(), conv);
+    }
+
     /// An environment that holds only `pairs`.
     fn lookup<'a>(pairs: &'a [(&str, &str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |name| {

@@ -235,6 +235,27 @@ fn select_matches_cpu() {
     }
 }
 
+/// taks's kernels go through wgpu directly exactly when `TAKS_GPU_DIRECT=1` (the test
+/// command's second pass over these tests, the route burn's SPIR-V and MSL builds take):
+/// read from the environment here, so a plan that ignored the switch fails the pass
+/// that sets it.
+#[test]
+fn kernels_go_direct_exactly_under_the_switch() {
+    let dev = device();
+    let values: Vec<f32> = (0..1000).map(|i| ((i * 37) % 1000) as f32).collect();
+    let t = Tensor::<1>::from_data(TensorData::new(values, [1000]), &dev);
+    let (sel, direct) = gpu::launches::direct_launches(&dev, || {
+        selection::select_k_smallest(&t, 10).expect("on a wgpu device")
+    });
+    assert_eq!(ints(sel.indices).len(), 10);
+    let switched = std::env::var("TAKS_GPU_DIRECT").is_ok_and(|v| v == "1");
+    if switched {
+        assert!(direct > 0, "TAKS_GPU_DIRECT=1, but no kernel went directly");
+    } else {
+        assert_eq!(direct, 0, "kernels went directly without TAKS_GPU_DIRECT=1");
+    }
+}
+
 #[test]
 fn risk_then_select_stays_on_device() {
     let dev = device();

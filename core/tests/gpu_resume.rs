@@ -6,6 +6,9 @@
 
 use std::path::Path;
 
+#[path = "../../tests/skip/mod.rs"]
+mod skip;
+
 use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::formats::checkpoint::Checkpoint;
@@ -38,7 +41,10 @@ fn resumes_exactly(precision: Precision) {
     // An adapter without the type refuses the run in one line (lavapipe has shader-f16);
     // `precision.rs`'s own test holds that refusal to the adapter's features.
     if let Err(refused) = precision.check(&device) {
-        eprintln!("skipped: {refused}");
+        skip::skip(
+            &format!("resumes_exactly({precision:?})"),
+            &refused.to_string(),
+        );
         return;
     }
     let trainer = || {

@@ -186,6 +186,14 @@ pub fn count<T>(device: &Device, work: impl FnOnce() -> T) -> (T, usize) {
     (out, t.kernels.values().sum::<usize>() + t.direct)
 }
 
+/// How many of `work`'s launches on this thread went through wgpu directly
+/// ([`super::direct`]) rather than through burn: all of taks's own under
+/// `TAKS_GPU_DIRECT=1` or off burn's WGSL compiler, none otherwise.
+pub fn direct_launches<T>(device: &Device, work: impl FnOnce() -> T) -> (T, usize) {
+    let (out, t) = tally(device, work);
+    (out, t.direct)
+}
+
 /// One of taks's shaders launched, through burn or through wgpu directly.
 pub(crate) fn count_ours(shader: &'static str) {
     with_tally(|t| *t.ours.entry(shader).or_default() += 1);

@@ -147,7 +147,24 @@ mod tests {
             .load_record(networks.clone().into_record())
             .fork(&flex);
         let f32s = step(&on_flex, &flex, Precision::F32);
-        let f16s = step(&networks, &train, Precision::F16);
+        let (f16s, kernels) = crate::gpu::launches::count_by_kernel(&device, || {
+            step(&networks, &train, Precision::F16)
+        });
+        // Its products on cooperative matrices exactly where the test command says the
+        // adapter has them (Mesa 26's lavapipe under TAKS_GPU_COOP=1: TAKS_EXPECT_COOP=1),
+        // and nowhere with the switch off: read from the environment here, not from the
+        // plan's switches, which are what is tested.
+        let coop: usize = kernels
+            .iter()
+            .filter(|(k, _)| k.starts_with("taks_matmul_coop"))
+            .map(|(_, n)| n)
+            .sum();
+        let env = |name: &str| std::env::var(name).is_ok_and(|v| v == "1");
+        if env("TAKS_EXPECT_COOP") {
+            assert!(coop > 0, "no product on cooperative matrices: {kernels:?}");
+        } else if !env("TAKS_GPU_COOP") {
+            assert_eq!(coop, 0, "{kernels:?}");
+        }
         // On wgpu: six convolutions (their biases get no gradient: the batch norm after
         // each takes them in its running mean only, in f16 as in f32), six batch norms'
         // gamma and beta, the linear layer's weight and bias. On flex burn adds the

@@ -341,7 +341,14 @@ mod tests {
         };
         let mut bucket = shape.clone();
         bucket.input[0] = 8;
-        let matmul = Switches::current().matmul;
+        // The switches as the environment sets them, read here rather than through the
+        // plan (`Switches::current`), which would pass a plan that never read them.
+        let matmul = match std::env::var("TAKS_GPU_MATMUL").as_deref() {
+            Ok("burn") => GpuMatmul::Burn,
+            Ok("tiled") => GpuMatmul::Tiled,
+            _ => GpuMatmul::Auto,
+        };
+        let coop = std::env::var("TAKS_GPU_COOP").is_ok_and(|v| v == "1");
         for (fastest, im2col, implicit) in [(Way::Implicit, 2.0, 1.0), (Way::Im2col, 1.0, 2.0)] {
             let m = Measured {
                 direct: 3.0,
@@ -363,7 +370,7 @@ mod tests {
         }
         // In 16 bits, im2col whatever was measured, unless cooperative matrices are
         // switched on (the plan's own tests hold every switch).
-        let expected_low = match (Switches::current().coop, matmul) {
+        let expected_low = match (coop, matmul) {
             (false, _) | (true, GpuMatmul::Burn) => Way::Im2col,
             (true, _) => Way::Implicit,
         };
