@@ -148,7 +148,11 @@ mod tests {
         let gpu = crate::gpu::direct::start().expect("a wgpu adapter").0;
         let adapter = crate::gpu::bridge::adapter_name(&gpu).expect("a wgpu adapter's name");
         assert!(Precision::F32.check(&gpu).is_ok());
-        let has_f16 = crate::gpu::bridge::supports_float(&gpu, FloatDType::F16) == Some(true);
+        // Whether the device has shader-f16, as wgpu itself reports its features, not
+        // through burn's `supports_float`, which `check` calls.
+        let has_f16 = crate::gpu::direct::features()
+            .expect("the device start made")
+            .contains(burn::backend::wgpu::wgpu::Features::SHADER_F16);
         match Precision::F16.check(&gpu) {
             Ok(()) => assert!(has_f16, "f16 allowed on {adapter} without shader-f16"),
             Err(e) => {

@@ -293,16 +293,15 @@ test('CPU fallback: the sample panel follows one digit, live and by keyboard', {
     // Slowed as on a busy machine: a panel waiting for its answer must not show another
     // digit's history meanwhile (this test failed that way under load).
     await slowWorker(page, 150);
-    await page.goto(`${origin}/index.html?backend=cpu&method=both&noise=symmetric&rate=0.5&epochs=12&train=2000&autostart=1`);
-    await page.waitForFunction(() => Number(document.getElementById('epoch').dataset.value) >= 2, null, { timeout: 120_000 });
-    // Open a mislabelled digit before the run ends (paused between epochs, so that no
-    // machine is too slow or too fast for "before the end"): its panel grows with the
-    // epochs after it resumes.
-    await page.click('#pause');
-    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'paused', null, { timeout: 60_000 });
+    // The run pauses itself after epoch 2 (`pause=2`): a pause pressed once the page
+    // showed epoch 2 reached a fast machine's worker after the last epoch.
+    await page.goto(`${origin}/index.html?backend=cpu&method=both&noise=symmetric&rate=0.5&epochs=12&train=2000&autostart=1&pause=2`);
+    // Open a mislabelled digit before the run ends: its panel grows with the epochs
+    // after it resumes.
+    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'paused', null, { timeout: 120_000 });
     const noisy = await page.evaluate(() => Number(document.querySelector('#grid .cell[data-clean="0"]').dataset.index));
     const early = await openSample(page, noisy, 2);
-    assert.ok(early.epochs < 12, `opened before the end (epoch ${early.epochs})`);
+    assert.equal(early.epochs, 2, 'opened where the run paused itself');
     await page.click('#resume');
     assert.notEqual(early.given, early.true, 'a mislabelled digit shows two labels');
     await page.waitForFunction(() => document.getElementById('status').dataset.state === 'done', null, { timeout: 150_000 });
@@ -363,15 +362,22 @@ test('CPU fallback: the grid and the sample panel agree for every digit', { time
   }
 });
 
-// The controls: pause stops the epochs, resume continues to the end, reset clears.
+// The controls: pause stops the epochs, resume continues to the end, reset clears. The
+// run first pauses itself after epoch 2 (`pause=2`) and is resumed; Pause is then pressed
+// while it runs, with 58 epochs to go: each ends in a timer of at least 4 ms, so no
+// machine finishes them before the press arrives (with 28 to go and Pause pressed on
+// seeing epoch 2, a fast one could).
 test('Pause, resume and reset', { timeout: 200_000 }, async () => {
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
   try {
     const page = await browser.newPage();
-    await page.goto(`${origin}/index.html?backend=cpu&method=taks&epochs=30&train=1000&autostart=1`);
+    await page.goto(`${origin}/index.html?backend=cpu&method=taks&epochs=60&train=500&autostart=1&pause=2`);
     const epoch = () => page.evaluate(() => Number(document.getElementById('epoch').dataset.value));
     const state = () => page.evaluate(() => document.getElementById('status').dataset.state);
-    await page.waitForFunction(() => Number(document.getElementById('epoch').dataset.value) >= 2, null, { timeout: 120_000 });
+    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'paused', null, { timeout: 120_000 });
+    assert.equal(await epoch(), 2, 'paused itself after epoch 2');
+    await page.click('#resume');
+    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'running', null, { timeout: 30_000 });
     await page.click('#pause');
     await page.waitForFunction(() => document.getElementById('status').dataset.state === 'paused', null, { timeout: 30_000 });
     const held = await epoch();
@@ -382,10 +388,10 @@ test('Pause, resume and reset', { timeout: 200_000 }, async () => {
     const panel = await openSample(page, digit, held);
     assert.equal(panel.epochs, held, 'the paused worker answers as of the epoch it holds');
     assert.equal(await epoch(), held, 'no epoch may finish while paused');
-    assert.ok(held < 30, `paused before the end (epoch ${held})`);
+    assert.ok(held > 2 && held < 60, `paused by the button, before the end (epoch ${held})`);
     await page.click('#resume');
     await page.waitForFunction(() => document.getElementById('status').dataset.state === 'done', null, { timeout: 150_000 });
-    assert.equal(await epoch(), 30);
+    assert.equal(await epoch(), 60);
     assert.equal(await page.textContent('#error'), '');
     await page.click('#reset');
     await page.waitForFunction(() => document.getElementById('status').dataset.state === 'idle', null, { timeout: 30_000 });

@@ -3,6 +3,8 @@
 //   ?preset=sym50|sym80|pair45 (a lesson: noise, rate, method, epochs; the rest below wins)
 //   ?noise=symmetric&rate=0.5&method=<any registered method>|both|all&k=0.35
 //    &eta=0.005&epochs=20&train=8000&seed=0&backend=auto|webgpu|cpu&autostart=1
+//    &pause=N (pause after epoch N: a lesson stops where it is to be discussed, and a
+//    test holds the run at a known epoch on any machine)
 // (both = TAkS and Standard side by side; all = TAkS, Standard, Co-teaching and JoCoR.)
 // The method picker and the results table list every method of the wasm module's
 // registry (taks_web.methods_json), which arrives with the backend.
@@ -249,7 +251,7 @@ async function start() {
   resetView(s.epochs);
   startedAt = performance.now();
   setStatus('running');
-  worker.postMessage({ type: 'start', settings: s });
+  worker.postMessage({ type: 'start', settings: s, pauseAfter });
 }
 
 // The registry's rows: the picker's "only" options and the table's rows, once.
@@ -559,6 +561,9 @@ function askDefaults() {
   if (worker) worker.postMessage({ type: 'defaults', noise: $('noise').value, rate: Number($('rate').value) });
 }
 
+// The epoch after which the run pauses itself (`?pause=N`), if any.
+let pauseAfter = null;
+
 function applyQuery() {
   const q = new URLSearchParams(location.search);
   if (q.has('preset')) { $('preset').value = q.get('preset'); applyPreset(q.get('preset')); }
@@ -566,6 +571,7 @@ function applyQuery() {
   for (const [param, id] of Object.entries(map)) if (q.has(param)) $(id).value = q.get(param);
   // A single method is an option only once the registry has arrived.
   if (q.has('method') && !CHOICES[q.get('method')]) wantedMethod = q.get('method');
+  if (q.has('pause')) pauseAfter = Number(q.get('pause'));
   return { explicitRatios: q.has('k') || q.has('eta'), autostart: q.get('autostart') === '1' };
 }
 

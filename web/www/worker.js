@@ -50,7 +50,9 @@ async function snapshot(epoch) {
 // One digit's history over the first `epoch` finished epochs of the run the grid shows.
 const history = (index, epoch) => JSON.parse(runs[0].run.sample_history(index, epoch));
 
-async function train(epochs) {
+// `pauseAfter`: the epoch after which the run pauses itself (the page's `?pause=N`), as
+// if Pause had been pressed during it.
+async function train(epochs, pauseAfter) {
   await snapshot(0);
   for (let epoch = 1; epoch <= epochs; epoch++) {
     for (const { method, run } of runs) {
@@ -60,6 +62,7 @@ async function train(epochs) {
     await snapshot(epoch);
     // Let pause/resume messages in between epochs (flex steps run synchronously).
     await new Promise((resolve) => setTimeout(resolve, 0));
+    if (epoch === pauseAfter) paused = true;
     if (paused) {
       post({ type: 'paused', epoch });
       await new Promise((resolve) => { wake = resolve; });
@@ -95,7 +98,7 @@ self.onmessage = async ({ data }) => {
       }
       case 'start':
         start(data.settings);
-        await train(data.settings.epochs);
+        await train(data.settings.epochs, data.pauseAfter);
         break;
       case 'sample':
         // Watch one digit (or none: index null). Answered at once as of the epoch the

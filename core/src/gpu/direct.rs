@@ -104,6 +104,13 @@ pub(crate) fn has_cooperative_f16(side: u32, subgroup: u32) -> bool {
     })
 }
 
+/// The features of the wgpu device [`start`] made, as wgpu reports them (`None` before
+/// it is made): what the tests hold burn's own reading of the device to.
+#[cfg(test)]
+pub(crate) fn features() -> Option<wgpu::Features> {
+    REGISTERED.get().map(|r| r.device.features())
+}
+
 /// Whether `client`'s launches go through [`launch`]: where burn does not compile WGSL
 /// itself (its SPIR-V or MSL compiler), or everywhere under `TAKS_GPU_DIRECT=1`
 /// ([`crate::plan::Switches::direct`]), so that this route is tested on the machines whose
