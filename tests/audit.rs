@@ -1478,8 +1478,9 @@ fn entries_that_are_not_files_never_hang_a_folder_reader() {
 
 /// WebP, GIF and TIFF files (phones, the web, microscopes) are read beside PNG, by
 /// content: 24 digits in four formats, a quarter each. What is left out is counted by
-/// kind in one line (an HEIC photo and a text file here), so a person sees which of
-/// their files were not read and why in summary.json.
+/// kind in one line, most first and extensions in any case together (an HEIC photo
+/// and two text files here), so a person sees which of their files were not read and why
+/// in summary.json.
 #[test]
 fn webp_gif_and_tiff_are_read_and_skips_are_counted_by_kind() {
     let dir = scratch("formats");
@@ -1501,6 +1502,7 @@ fn webp_gif_and_tiff_are_read_and_skips_are_counted_by_kind() {
     }
     let first = data.join(NAMES[given[0] as usize]);
     std::fs::write(first.join("photo.heic"), b"\0\0\0\x18ftypheic").unwrap();
+    std::fs::write(first.join("README.TXT"), "the first batch").unwrap();
     std::fs::write(first.join("notes.txt"), "scanned 2026").unwrap();
     let out = dir.join("audit");
     let printed = ok(&[
@@ -1517,7 +1519,7 @@ fn webp_gif_and_tiff_are_read_and_skips_are_counted_by_kind() {
         "-q",
     ]);
     assert!(
-        printed.contains("2 files skipped: 1 .heic, 1 .txt (listed in summary.json)"),
+        printed.contains("3 files skipped: 2 .txt, 1 .heic (listed in summary.json)"),
         "{printed}"
     );
     let ids: Vec<String> = read_suspects(&out)

@@ -1945,15 +1945,19 @@ fn train_runs_in_mixed_precision_on_the_gpu() {
     assert_succeeded(&result);
     let config = read_json(&f16.join("config.json"));
     assert_eq!(config["config"]["precision"], "f16", "{config}");
-    // Which line the device gives depends on the adapter, so the test is told which to
-    // expect: the test command's run on Mesa 26's lavapipe sets TAKS_EXPECT_COOP=1;
-    // elsewhere (Debian 12's lavapipe) the adapter has none.
+    // Which line the device gives depends on the adapter: told TAKS_EXPECT_COOP=1 (an
+    // adapter with cooperative matrices) or 0 (one without, as Debian 12's lavapipe), the
+    // test demands that line; untold, one of the two, each whole.
     let device = config["device"].as_str().unwrap_or_default();
-    let expected = match std::env::var("TAKS_EXPECT_COOP").as_deref() {
-        Ok("1") => ", f16 products on cooperative matrices (",
-        _ => "TAKS_GPU_COOP=1, but this adapter has no cooperative matrices the kernel can use",
-    };
-    assert!(device.contains(expected), "{config}");
+    let used = device.contains(", f16 products on cooperative matrices (");
+    let declined = device.contains(
+        "TAKS_GPU_COOP=1, but this adapter has no cooperative matrices the kernel can use",
+    );
+    match std::env::var("TAKS_EXPECT_COOP").as_deref() {
+        Ok("1") => assert!(used, "{config}"),
+        Ok("0") => assert!(declined, "{config}"),
+        _ => assert!(used != declined, "{config}"),
+    }
     let (f32_run, result) = run("f32");
     assert_succeeded(&result);
     let (a, b) = (
@@ -1964,8 +1968,9 @@ fn train_runs_in_mixed_precision_on_the_gpu() {
     // their rounding (measured on lavapipe: 0.330 both, the training losses 2.12442 and
     // 2.12448). Chance is 0.10, with a spread of 0.017 on 300 digits.
     assert!((a - b).abs() < 0.03, "f16 {a} against f32 {b}");
-    // Three spreads under what f32 measured (0.330), where chance is 0.10.
-    assert!(b > 0.28, "f32 {b}");
+    // Three spreads (0.027 each on 300 digits) under what f32 measured (0.330), where
+    // chance is 0.10.
+    assert!(b > 0.25, "f32 {b}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -2257,7 +2262,8 @@ fn a_failed_write_names_the_write_and_the_file_once() {
 
 /// `--device auto --precision f16` (the README's GPU line) on a machine without a GPU
 /// (here: the Vulkan loader pointed at no driver) trains in f32 on the CPU and says so
-/// in one line, where it stopped with an error; config.json records the f32 it ran.
+/// in one line, where it stopped with an error; config.json records the f32 it ran. The
+/// audit does the same.
 /// `--device cpu` with f16 is still refused (the corpus's `precision-on-cpu`).
 #[test]
 fn auto_without_a_gpu_trains_mixed_precision_runs_in_f32_and_says_so() {
@@ -2296,6 +2302,35 @@ fn auto_without_a_gpu_trains_mixed_precision_runs_in_f32_and_says_so() {
     assert!(
         matches!(config["config"]["precision"].as_str(), None | Some("f32")),
         "{config}"
+    );
+    // The audit likewise.
+    let audit = dir.join("audit");
+    let out = taks_with(
+        &no_driver,
+        &[
+            "audit",
+            "--dataset",
+            "mnist-digits",
+            "--train-limit",
+            "200",
+            "--epochs",
+            "1",
+            "--model",
+            "mlp",
+            "--device",
+            "auto",
+            "--precision",
+            "f16",
+            "-q",
+            "--out",
+            audit.to_str().unwrap(),
+        ],
+    );
+    assert_succeeded(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--precision f16: --device auto found no GPU, so the CPU trains in f32"),
+        "{stderr}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -76,7 +76,7 @@ pub struct BenchArgs {
     /// Time on generated images instead of the dataset's files: N training samples of
     /// C x H x W (e.g. 50000x3x32x32 for CIFAR's shape, 2000x3x224x224 for ResNet-18's),
     /// ten classes. The dataset still names the noise recipe and the paper's settings.
-    #[arg(long, value_name = "NxCxHxW")]
+    #[arg(long, value_name = "NxCxHxW", conflicts_with = "data")]
     pub generated: Option<crate::bench_data::Generated>,
     /// Network to time. Default: the dataset's (the MLP for 28x28 grey, else the CNN).
     #[arg(long, value_enum)]

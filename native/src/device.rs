@@ -35,7 +35,7 @@ struct Adapter {
 }
 
 /// The adapters wgpu can see. On a machine without `XDG_RUNTIME_DIR` (ssh, containers,
-/// CI) they are listed by a short child process (`taks list-adapters`, hidden) with
+/// CI) they are listed by a short child process (`taks list-adapters`) with
 /// `NODEVICE_SELECT=1`: Mesa's Vulkan device-selection layer, which every Mesa install
 /// loads into any Vulkan program, otherwise asks the Wayland library for a display, and
 /// that library prints `error: XDG_RUNTIME_DIR is invalid or not set in the
@@ -121,7 +121,8 @@ pub fn fall_back_to_f32(
     ))
 }
 
-/// The hidden subcommand the child runs (the name of `Command::ListAdapters`).
+/// The subcommand that lists the adapters, which taks also runs as a child on headless
+/// machines (the name of `Command::ListAdapters`).
 pub const LIST_ADAPTERS: &str = "list-adapters";
 
 /// `taks list-adapters`: one line per adapter, `hardware` or `software`, a tab, the name.

@@ -1,5 +1,5 @@
 //! `taks predict --model DIR INPUTS...`: the kept model of an audit or of a `taks train`
-//! run on a folder, on new inputs.
+//! run, on new inputs.
 //!
 //! Inputs are prepared exactly as `model.json` says the run prepared its data (resized,
 //! or centre-cropped as torchvision does for a network fine-tuned from pretrained weights). For an
@@ -29,7 +29,7 @@ use taks_core::audit::suspects::csv_field;
 #[derive(Args, Debug)]
 pub struct PredictArgs {
     /// The folder holding model.json and model.safetensors: the output of `taks audit`,
-    /// or a `taks train` run on a folder of images.
+    /// or a `taks train` run (not one on embeddings).
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
     /// Image files, folders of images, CSV files, or .npy feature matrices.

@@ -175,7 +175,8 @@ pub struct TrainingArgs {
     #[arg(long)]
     pub decay_start: Option<usize>,
     /// Compute device: auto (a hardware GPU if present, else CPU), gpu (wgpu, even a
-    /// software adapter) or cpu (burn's flex backend). Default: auto.
+    /// software adapter) or cpu (burn's flex backend). Default: auto (bench: cpu, and
+    /// --devices names several).
     #[arg(long, value_enum)]
     pub device: Option<DeviceChoice>,
     /// The arithmetic of a training step: f32, or mixed precision (f16 or bf16 forward
