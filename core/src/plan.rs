@@ -525,16 +525,11 @@ mod tests {
     /// plan that ignored one would pass every test that asks the plan what to expect.
     #[test]
     fn the_switches_are_the_environment() {
-        let on = |name: &str| std::env::var(name).is_ok_and(|v| v == "1");
+        use crate::test_support::{matmul_switch, switch_on};
         let current = Switches::current();
-        assert_eq!(current.direct, on("TAKS_GPU_DIRECT"));
-        assert_eq!(current.coop, on("TAKS_GPU_COOP"));
-        let matmul = match std::env::var("TAKS_GPU_MATMUL").as_deref() {
-            Ok("burn") => GpuMatmul::Burn,
-            Ok("tiled") => GpuMatmul::Tiled,
-            _ => GpuMatmul::Auto,
-        };
-        assert_eq!(current.matmul, matmul);
+        assert_eq!(current.direct, switch_on("TAKS_GPU_DIRECT"));
+        assert_eq!(current.coop, switch_on("TAKS_GPU_COOP"));
+        assert_eq!(current.matmul, matmul_switch());
         let conv = std::env::var("TAKS_GPU_CONV").unwrap_or_else(|_| "auto".into());
         assert_eq!(format!("{:?}", current.conv).to_lowercase(), conv);
     }

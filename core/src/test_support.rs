@@ -6,6 +6,7 @@ use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Distribution, Tensor, TensorData};
 
 use crate::nn::Mlp;
+use crate::plan::GpuMatmul;
 use crate::rng::SplitMix64;
 
 /// A tensor's values on the host, as f32.
@@ -147,4 +148,19 @@ pub(crate) fn mlp(inputs: usize, classes: usize, seed: u64, device: &Device) -> 
         linear(inputs, 256, seed, device),
         linear(256, classes, seed.wrapping_add(2), device),
     )
+}
+
+/// Whether the environment sets the switch `name` to 1, read directly: what the tests of
+/// the switches expect, not what the plan (`Switches::current`) made of them.
+pub(crate) fn switch_on(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1")
+}
+
+/// `TAKS_GPU_MATMUL` as the environment sets it, read directly (see [`switch_on`]).
+pub(crate) fn matmul_switch() -> GpuMatmul {
+    match std::env::var("TAKS_GPU_MATMUL").as_deref() {
+        Ok("burn") => GpuMatmul::Burn,
+        Ok("tiled") => GpuMatmul::Tiled,
+        _ => GpuMatmul::Auto,
+    }
 }

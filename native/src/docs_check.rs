@@ -19,7 +19,7 @@ const FIRST_SCREEN_LINES: usize = 60;
 
 /// The workspace: cargo's crate folder at run time (a shared target folder may hold a
 /// binary built from another checkout), the compile-time one otherwise.
-fn root() -> PathBuf {
+pub(super) fn root() -> PathBuf {
     PathBuf::from(
         std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
     )

@@ -13,12 +13,12 @@
 //! A test module only: nothing here is part of the binary.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
 use clap::{CommandFactory, Parser};
 use serde_json::{Value, json};
 
 use crate::cli::{Cli, Command};
+use crate::docs_check::root;
 use crate::{bench, run_args, tune};
 
 /// Flags that define a run: (flag, value given, the config's field, the value the
@@ -45,16 +45,6 @@ const RUN_NAMES: [(&str, &str, &str); 3] = [
     ("--noise", "pairflip", "noise"),
     ("--precision", "f16", "precision"),
 ];
-
-/// The workspace's root.
-fn root() -> PathBuf {
-    PathBuf::from(
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()),
-    )
-    .parent()
-    .expect("native/ sits in the workspace")
-    .to_path_buf()
-}
 
 /// Every visible subcommand with its visible long flags.
 fn flags() -> BTreeMap<String, BTreeSet<String>> {

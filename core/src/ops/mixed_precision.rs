@@ -159,10 +159,10 @@ mod tests {
             .filter(|(k, _)| k.starts_with("taks_matmul_coop"))
             .map(|(_, n)| n)
             .sum();
-        let env = |name: &str| std::env::var(name).is_ok_and(|v| v == "1");
-        if env("TAKS_EXPECT_COOP") {
+        use crate::test_support::switch_on;
+        if switch_on("TAKS_EXPECT_COOP") {
             assert!(coop > 0, "no product on cooperative matrices: {kernels:?}");
-        } else if !env("TAKS_GPU_COOP") {
+        } else if !switch_on("TAKS_GPU_COOP") {
             assert_eq!(coop, 0, "{kernels:?}");
         }
         // On wgpu: six convolutions (their biases get no gradient: the batch norm after

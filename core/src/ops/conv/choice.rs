@@ -343,12 +343,8 @@ mod tests {
         bucket.input[0] = 8;
         // The switches as the environment sets them, read here rather than through the
         // plan (`Switches::current`), which would pass a plan that never read them.
-        let matmul = match std::env::var("TAKS_GPU_MATMUL").as_deref() {
-            Ok("burn") => GpuMatmul::Burn,
-            Ok("tiled") => GpuMatmul::Tiled,
-            _ => GpuMatmul::Auto,
-        };
-        let coop = std::env::var("TAKS_GPU_COOP").is_ok_and(|v| v == "1");
+        let matmul = crate::test_support::matmul_switch();
+        let coop = crate::test_support::switch_on("TAKS_GPU_COOP");
         for (fastest, im2col, implicit) in [(Way::Implicit, 2.0, 1.0), (Way::Im2col, 1.0, 2.0)] {
             let m = Measured {
                 direct: 3.0,
