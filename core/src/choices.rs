@@ -78,7 +78,7 @@ impl Choices {
         if let Some(gamma) = self.noise_estimate {
             if !(0.0..1.0).contains(&gamma) {
                 return Err(crate::Error::Config(format!(
-                    "a noise estimate of {gamma} must be in [0, 1)"
+                    "gamma {gamma} (a noise estimate) must be in [0, 1)"
                 )));
             }
             c.k_ratio = k_ratio_for(gamma);
