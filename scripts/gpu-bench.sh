@@ -29,20 +29,23 @@
 #      without a graph in f16) beside PyTorch's autocast to f16 with its gradient scaler
 #      and its TF32 defaults (F16=only runs these three alone: a second call on a
 #      15-minute lease);
-#   7b. when COOP=1, the tensor-core steps in one device call of 8 minutes of limits
+#   7b. when COOP=1, the tensor-core steps in one device call of 6.5 minutes of limits
 #      (COOP=only runs these alone): the driver check of the kernel on cooperative
 #      matrices alone (`taks probe-coop`, at most 30 s), then, if it passed, the CNN and
 #      ResNet-18 in mixed precision with every convolution an implicit GEMM on cooperative
 #      matrices (TAKS_GPU_COOP=1 TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col,
 #      core/src/ops/conv/implicit.rs), each with its per-op clock (`--clock`) and beside
-#      PyTorch's autocast f16 and its TF32 defaults in the same process; then the per-op
-#      clock of the same networks' f16 steps without them (burn's f16 kernels), on small
-#      sets; a short table of every step's epochs and ratios last;
+#      PyTorch's autocast f16 and its TF32 defaults in the same process; a short table of
+#      every step's epochs and ratios last;
 #   7c. when CLOCK=1, the per-op GPU clock (`taks bench --clock`, core/src/gpu/clock.rs) of
-#      a warm f32 CNN and ResNet-18 step and scoring chunk, timed by device timestamps,
-#      by op and layer shape with each op's TFLOP/s and GB/s; on small sets (the clock
-#      times one step, not an epoch) and without PyTorch (CLOCK=only runs these alone:
-#      210 s of limits);
+#      a warm CNN and ResNet-18 step and scoring chunk, in f32 and in f16, timed by device
+#      timestamps, by op and layer shape with each op's TFLOP/s and GB/s; on small sets
+#      (the clock times one step, not an epoch) and without PyTorch (CLOCK=only runs these
+#      alone: 540 s of limits, one device call);
+#      (A machine whose `taks list-adapters` finds no GPU though nvidia-smi sees one has
+#      no Vulkan loader, or the driver's ICD file outside the loader's paths: install
+#      libvulkan1, or unpack it and the glvnd libraries, and set VK_DRIVER_FILES to the
+#      driver's nvidia_icd.json, as on the H100 of 2026-12-06.)
 #   8. when EMBED=1, `taks embed` of 2,000 224x224 PNGs with a ResNet-18 on the GPU
 #      against PyTorch's eval loop on CUDA, after checking its features against
 #      torchvision's (scripts/torchvision-parity.py --device gpu).
@@ -174,8 +177,9 @@ if [ -n "${COOP:-}" ]; then
     # The check `taks` makes before it trusts the driver with the kernel
     # (native/src/coop_probe.rs: its self-check in a child process), run apart with a
     # limit of its own first, so that a driver that crashes or hangs on it costs at most
-    # 30 s and a line; then the steps. Limits not measured on a GPU: the f16 steps' of
-    # F16=1, less burn's tuning of its matmuls, and 50 s for each small clocked run.
+    # 30 s and a line; then the steps. Limits: the f16 steps' of F16=1, less burn's
+    # tuning of its matmuls (not measured on a GPU: on an H100 the self-check failed,
+    # 2026-12-06).
     echo "== coop-probe: TAKS_GPU_COOP=1 $TAKS probe-coop" | tee "$OUT/coop-probe.md"
     probe=$(TAKS_GPU_COOP=1 timeout $((30 * LIMIT_SCALE)) "$TAKS" probe-coop 2>&1)
     echo "$probe (exit $?)" | tee -a "$OUT/coop-probe.md"
@@ -190,14 +194,16 @@ if [ -n "${COOP:-}" ]; then
             tee -a "$OUT/coop-probe.md"
         failed=1
     fi
-    step cnn-32x32-f16-clock 50 "$TAKS" "${CLOCK_CNN[@]}" --precision f16
-    step resnet18-224x224-f16-clock 50 "$TAKS" "${CLOCK_RESNET[@]}" --precision f16
 fi
 if [ -n "${CLOCK:-}" ]; then
-    # Limits not measured on a GPU: a first process (convolution timings, autotune) on a
-    # tenth of the CNN's set, then the two clocked runs of a step and a chunk.
-    step cnn-32x32-clock 90 "$TAKS" "${CLOCK_CNN[@]}"
-    step resnet18-224x224-clock 120 "$TAKS" "${CLOCK_RESNET[@]}"
+    # A first process each (convolution timings, autotune) on a tenth of the CNN's set,
+    # then the two clocked runs of a step and a chunk, in f32 and in f16: on an H100
+    # (2026-12-06) 102 s, 55 s (its f16 shapes already timed), 138 s and 60 s (its
+    # 128-image shapes timed by a run cut short).
+    step cnn-32x32-clock 130 "$TAKS" "${CLOCK_CNN[@]}"
+    step resnet18-224x224-clock 100 "$TAKS" "${CLOCK_RESNET[@]}"
+    step cnn-32x32-f16-clock 170 "$TAKS" "${CLOCK_CNN[@]}" --precision f16
+    step resnet18-224x224-f16-clock 140 "$TAKS" "${CLOCK_RESNET[@]}" --precision f16
 fi
 
 if [ -n "${EMBED:-}" ]; then
