@@ -309,6 +309,8 @@ pub enum Kernel {
     TiledMatmul,
     /// The f16 matrix product on cooperative matrices (tensor cores).
     CoopMatmul,
+    /// burn's matmul with its depth split into a batch of ranges (split-K).
+    DepthSplit,
     /// `relu(h + shortcut)`, forward and backward.
     Residual,
     /// The MLP's training step written out on the host.
@@ -403,6 +405,14 @@ pub const KERNELS: &[Row] = &[
         place: Place::Wgpu,
         dtypes: F16,
         chosen: "under `TAKS_GPU_COOP=1`, a mixed-precision step's im2col products and implicit convolutions, where the adapter has cooperative matrices and their self-check at start-up passed",
+    },
+    Row {
+        kernel: Kernel::DepthSplit,
+        op: "matmul",
+        variant: "burn's, its depth split into a batch of ranges (split-K), the ranges added in f32",
+        place: Place::Wgpu,
+        dtypes: F32_F16,
+        chosen: "a product that burn's matmul runs with few output blocks and a deep sum: a convolution's weight gradient by im2col",
     },
     Row {
         kernel: Kernel::Residual,
@@ -746,6 +756,7 @@ mod tests {
             BatchNorm,
             TiledMatmul,
             CoopMatmul,
+            DepthSplit,
             Residual,
             MlpStepHost,
             MlpStepGpu,
@@ -763,13 +774,14 @@ mod tests {
             BatchNorm => 4,
             TiledMatmul => 5,
             CoopMatmul => 6,
-            Residual => 7,
-            MlpStepHost => 8,
-            MlpStepGpu => 9,
-            CrossEntropy => 10,
-            AdamHost => 11,
-            AdamGpu => 12,
-            Selection => 13,
+            DepthSplit => 7,
+            Residual => 8,
+            MlpStepHost => 9,
+            MlpStepGpu => 10,
+            CrossEntropy => 11,
+            AdamHost => 12,
+            AdamGpu => 13,
+            Selection => 14,
         };
         for (i, &kernel) in all.iter().enumerate() {
             assert_eq!(place(kernel), i, "{kernel:?}");

@@ -14,6 +14,7 @@
 //! lavapipe.
 
 pub mod coop;
+pub(crate) mod depth_split;
 
 use burn::tensor::{DType, Tensor};
 
@@ -265,7 +266,7 @@ pub(super) fn launch(
     // of one split for the kernel on cooperative matrices, which adds no bias.
     let cooperative = kernel.is_cooperative();
     let (splits, chunk) = match cooperative {
-        true => coop::split_depth(tiles, [rows, cols, depth], coop::step(kernel)),
+        true => depth_split::split_depth(tiles, [rows, cols, depth], coop::step(kernel)),
         false => (1, depth),
     };
     let (word_7, word_8) = match cooperative {

@@ -226,8 +226,10 @@ fn product(
     if Switches::current().tiled_patches(a.dtype()) {
         return matmul::matmul(a, b, bias, relu);
     }
-    // The plan's f16 products on cooperative matrices (`None` in every other case).
-    let y = matmul::coop::product(a, b).unwrap_or_else(|| a.clone().matmul(b.clone()));
+    // The plan's f16 products on cooperative matrices (`None` in every other case), else
+    // burn's matmul, its depth split where the product is deep and its output small (a
+    // weight gradient: `matmul::depth_split`).
+    let y = matmul::coop::product(a, b).unwrap_or_else(|| matmul::depth_split::product(a, b));
     if !f32s {
         let y = match bias {
             Some(b) => y.clone() + b.clone().cast(y.dtype()).unsqueeze::<2>(),
@@ -412,6 +414,40 @@ mod tests {
             let (dx, dw) = backward_in_parts(&x, &w, &dy_last, g, [false, true], 1).unwrap();
             assert!(dx.is_none() && dw.is_some());
         }
+    }
+
+    /// A weight gradient deep enough to split its depth (8 images of 16x16, 4 -> 4
+    /// channels: a 4 x 36 output summed over 2,048 positions, in four ranges of burn's
+    /// matmul, `matmul::depth_split`) is still burn's `conv2d_weight_backward`.
+    #[test]
+    fn a_deep_weight_gradient_splits_and_is_burns() {
+        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+        let (n, c, side, o) = (8, 4, 16, 4);
+        let (x, w) = operands([n, c, side, o], 3, 9, &device);
+        let g = Geometry {
+            kernel: [3, 3],
+            stride: [1, 1],
+            padding: [1, 1],
+        };
+        let dy = random(
+            [n, o, side, side],
+            Distribution::Normal(0.0, 1.0),
+            11,
+            &device,
+        );
+        let rows = rows_of(dy.clone()).transpose();
+        let patches = im2col(&x, g).unwrap();
+        assert_eq!(matmul::depth_split::splits_for(&rows, &patches), 4);
+        let options = ConvOptions::new([1, 1], [1, 1], [1, 1], 1);
+        let (_, expected) = flex_conv2d_backward(&x, &w, &dy, options);
+        let (_, dw) = conv2d_backward(&x, &w, &dy, g, false, true).unwrap();
+        let got = host(dw.unwrap());
+        assert_eq!(got.len(), expected.len());
+        let worst = got
+            .iter()
+            .zip(&expected)
+            .fold(0.0f32, |m, (a, e)| m.max((a - e).abs()));
+        assert!(worst < 1e-3, "off by {worst}");
     }
 
     /// Off wgpu there is nothing to launch: the caller runs the convolution itself.

@@ -3,7 +3,7 @@
 //! ([`super::Operand`]'s patches, `crate::ops::conv::implicit`), on a GPU's matrix units
 //! (tensor cores), f16 operands of any strides, f32 sums and an f16 result, in one launch
 //! per product (two where a deep product with few output blocks splits its depth:
-//! [`split_depth`]), where the adapter offers wgpu's cooperative matrices. The launch
+//! [`super::depth_split::split_depth`]), where the adapter offers wgpu's cooperative matrices. The launch
 //! itself is [`super::launch`], shared with the tiled f32 kernel, whose words it reads.
 //!
 //! Why: PyTorch's f16 (autocast) convolutions run on tensor cores, several times the
@@ -35,33 +35,6 @@ use crate::plan::{Kernel, Place, Switches};
 
 /// The rows and columns of the output one workgroup computes.
 pub(super) const BLOCK: [usize; 2] = [128, 64];
-
-/// Splitting K aims at this many workgroups for a product (an H100 has 132 multiprocessors,
-/// each running several workgroups of 256 at once)...
-const WORKGROUPS_WANTED: usize = 512;
-/// ... each split at least this many staging steps deep (fewer would spend more on
-/// writing and adding the splits' sums than the splitting gains) ...
-const STEPS_PER_SPLIT: usize = 16;
-/// ... and the splits' f32 sums within this many bytes.
-const PARTIAL_BYTES: usize = 64 << 20;
-
-/// How a product of `[m, n, depth]` that fills `blocks` blocks of the output splits its
-/// depth on a kernel that stages `step` of it at a time: `(splits, depth of one split)`,
-/// the latter a multiple of `step` (`(1, depth)` where it does not split). A product with
-/// enough blocks to fill a GPU, or too shallow to share out, is not split.
-pub(super) fn split_depth(blocks: usize, [m, n, depth]: [usize; 3], step: usize) -> (usize, usize) {
-    let by_depth = depth / (STEPS_PER_SPLIT * step);
-    let by_memory = PARTIAL_BYTES / (4 * m * n).max(1);
-    let splits = WORKGROUPS_WANTED
-        .div_ceil(blocks.max(1))
-        .min(by_depth)
-        .min(by_memory);
-    if splits <= 1 {
-        return (1, depth);
-    }
-    let chunk = depth.div_ceil(splits).next_multiple_of(step);
-    (depth.div_ceil(chunk), chunk)
-}
 
 /// The depth `kernel` stages at a time: two of its cooperative matrices' side.
 pub(super) fn step(kernel: Shader) -> usize {
@@ -347,21 +320,10 @@ mod tests {
         assert!(ours.iter().any(|&v| v != ours[0]));
     }
 
-    /// A product with few blocks of output and a deep sum (a convolution's weight
-    /// gradient) splits its depth into ranges that cover it exactly, in whole steps; one
-    /// with blocks enough, a shallow one, or one whose splits' sums would pass the
-    /// memory allowed, does not.
+    /// The depth each variant stages at a time, by which its splits of K are counted
+    /// ([`super::super::depth_split::split_depth`]).
     #[test]
-    fn a_deep_product_with_few_blocks_splits_its_depth() {
-        // The CNN's second layer's weight gradient at batch 128: 64 x 576, depth 131,072.
-        let (splits, chunk) = split_depth(9, [64, 576, 131_072], 32);
-        assert_eq!(splits, 57);
-        assert_eq!(chunk % 32, 0);
-        assert!(splits * chunk >= 131_072 && (splits - 1) * chunk < 131_072);
-        // A forward pass of 4,096 blocks, a shallow product, and a huge output: no split.
-        assert_eq!(split_depth(4096, [131_072, 64, 576], 32), (1, 576));
-        assert_eq!(split_depth(1, [64, 64, 511], 32), (1, 511));
-        assert_eq!(split_depth(2, [8192, 8192, 1 << 20], 32), (1, 1 << 20));
+    fn each_variant_stages_two_of_its_sides() {
         assert_eq!((step(MATMUL_COOP_8), step(MATMUL_COOP_16)), (16, 32));
     }
 
@@ -460,7 +422,8 @@ mod tests {
                 let (x, y) = (on_device(&a, [m, k], ta), on_device(&b, [k, n], tb));
                 let (ours, launched) =
                     crate::gpu::launches::count(&device, || product(&x, &y).expect("taken"));
-                let split = split_depth(2, [m, n, k], step(kernel)).0 > 1;
+                let split =
+                    super::super::depth_split::split_depth(2, [m, n, k], step(kernel)).0 > 1;
                 assert_eq!(split, k == 1000, "{m}x{k}x{n}");
                 let launches = if split { 2 } else { 1 };
                 assert_eq!(launched, launches, "{m}x{k}x{n}, transposed {ta} {tb}");
