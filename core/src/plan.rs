@@ -132,8 +132,8 @@ pub struct Switches {
     /// `TAKS_GPU_COOP=1`: a mixed-precision step's matrix products on cooperative
     /// matrices ([`Kernel::CoopMatmul`]) where the adapter has them and their self-check
     /// passed. Off by default: on an H200 the kernel's first version made the f16 epochs
-    /// slower than burn's f16 matmul, and the present one has not met a GPU
-    /// (docs/benchmarks.md).
+    /// slower than burn's f16 matmul, and the present one failed its self-check on an
+    /// H100 (docs/benchmarks.md).
     pub coop: bool,
 }
 

@@ -13,8 +13,10 @@
 //! lists, so that the tests run the kernel on a CPU (scripts/lavapipe-coop.sh); WebGPU
 //! has no cooperative matrices. Why behind a switch: on an H200 an earlier version of
 //! the kernel (operands copied into padded tensors, the result cast) made the f16
-//! epochs slower than burn's f16 matmul, and this one has not met a GPU yet
-//! (docs/benchmarks.md, "Mixed precision and cooperative matrices on an H200"). So it
+//! epochs slower than burn's f16 matmul (docs/benchmarks.md, "Mixed precision and
+//! cooperative matrices on an H200"), and this one failed its self-check on an H100
+//! (docs/gpu.md says what is suspected: naga's workgroup accesses under Vulkan's memory
+//! model). So it
 //! runs only under `TAKS_GPU_COOP=1` ([`crate::plan::Switches::coop`]), on a device that
 //! has a variant's shape and subgroup size, and once its [`self_check`] passed: products
 //! and a convolution of known values against the exact ones, the verdict kept for the process (which has
