@@ -44,12 +44,14 @@ mod forward_rates;
 mod label_counts;
 mod launches;
 pub(crate) mod loss_scale;
+mod to_the_end;
 
 pub use first_stage::Preparation;
 pub use forward_rates::ForwardRates;
 use label_counts::label_precision_recall;
 pub use launches::{LaunchCounts, OpClocks};
 pub use loss_scale::LossScale;
+pub use to_the_end::{After, Next, Quietly, Watch};
 
 use evaluate::score;
 

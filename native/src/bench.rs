@@ -25,7 +25,7 @@ use clap::{Args, ValueEnum};
 use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
-use taks_core::train::{ForwardRates, LaunchCounts, OpClocks, Trainer};
+use taks_core::train::{ForwardRates, LaunchCounts, OpClocks, Quietly, Trainer};
 
 use crate::device::{self, DeviceChoice};
 use crate::picks::MethodPick;
@@ -205,19 +205,18 @@ pub fn run(mut args: BenchArgs) -> Result<()> {
         for config in &configs {
             let mut trainer = Trainer::new(config.clone(), split.clone(), &chosen.device)?;
             pollster::block_on(trainer.run_first_stage())?;
-            let mut seconds = Vec::new();
-            let mut first = f64::NAN;
-            let mut accuracy = f64::NAN;
-            while !trainer.is_done() {
-                let m = pollster::block_on(trainer.run_epoch())?;
-                accuracy = m.test_accuracy;
-                if m.epoch == 1 {
-                    first = m.epoch_seconds;
-                }
-                if m.epoch > args.warmup {
-                    seconds.push(m.epoch_seconds);
-                }
-            }
+            let mut history = Vec::new();
+            pollster::block_on(trainer.run_to_end(&mut history, &mut Quietly))?;
+            let accuracy = history.last().map_or(f64::NAN, |m| m.test_accuracy);
+            let first = history
+                .iter()
+                .find(|m| m.epoch == 1)
+                .map_or(f64::NAN, |m| m.epoch_seconds);
+            let seconds: Vec<f64> = history
+                .iter()
+                .filter(|m| m.epoch > args.warmup)
+                .map(|m| m.epoch_seconds)
+                .collect();
             let launches = match choice {
                 DeviceChoice::Cpu => None,
                 _ => Some(pollster::block_on(trainer.count_launches())?),

@@ -138,15 +138,7 @@ pub fn embed(args: &EmbedArgs) -> Result<Embedded> {
         512
     };
 
-    let bar = crate::train_command::progress_bar(scan.files.len(), args.quiet);
-    if let Some(bar) = &bar {
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} images  [{elapsed} < {eta}]",
-            )
-            .expect("valid template"),
-        );
-    }
+    let bar = crate::progress::bar(scan.files.len(), args.quiet, crate::progress::IMAGES);
     let mut matrix = MatrixWriter::create(&out.join(MARKER), width)?;
     let mut kept: Vec<&ImageFile> = Vec::new();
     let mut skipped = 0usize;

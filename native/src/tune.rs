@@ -23,13 +23,13 @@ use taks_core::config::TrainConfig;
 use taks_core::data::{Dataset, DatasetKind};
 use taks_core::formats::csv_table;
 use taks_core::holdout::noisy_holdout;
-use taks_core::metrics::summarize;
+use taks_core::metrics::{EpochMetrics, summarize};
 use taks_core::nn::Architecture;
 use taks_core::noise::{NoiseKind, expected_flip_fraction, inject};
-use taks_core::train::Trainer;
+use taks_core::train::{After, Next, Trainer};
 
 use crate::run_args::{DataArgs, RunArgs, TrainingArgs};
-use crate::{device, folder_data, run_args, train_command};
+use crate::{device, folder_data, progress, run_args};
 
 #[derive(clap::Args, Debug)]
 pub struct TuneArgs {
@@ -241,7 +241,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
     if !todo.is_empty() {
         let chosen = device::choose(args.training.device())?;
         say(format!("device: {}", chosen.description));
-        let bar = train_command::progress_bar(todo.len() * base.epochs, args.quiet);
+        let bar = progress::bar(todo.len() * base.epochs, args.quiet, progress::EPOCHS);
         for (i, c) in todo.iter().enumerate() {
             if let Some(bar) = &bar {
                 bar.set_message(format!(
@@ -259,12 +259,13 @@ pub fn run(args: TuneArgs) -> Result<()> {
                 &chosen.device,
             )?;
             let mut history = Vec::new();
-            while !trainer.is_done() {
-                history.push(pollster::block_on(trainer.run_epoch())?);
+            let mut ticked = After(|_: &Trainer, _: &[EpochMetrics]| {
                 if let Some(bar) = &bar {
                     bar.inc(1);
                 }
-            }
+                Ok::<_, anyhow::Error>(Next::Go)
+            });
+            pollster::block_on(trainer.run_to_end(&mut history, &mut ticked))?;
             let s = summarize(&history).context("no epoch finished")?;
             let row = [
                 c.k_ratio,

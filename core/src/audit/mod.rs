@@ -41,7 +41,7 @@ use crate::nn::{Architecture, Classifier};
 use crate::noise::{NoiseKind, NoisyLabels};
 use crate::precision::Precision;
 use crate::selection::Engine;
-use crate::train::Trainer;
+use crate::train::{After, Next, Trainer, Watch};
 use crate::{Error, Result};
 
 pub use estimate::NoiseEstimate;
@@ -63,6 +63,36 @@ fn k_ratio_from(rate: f64, n: usize) -> f64 {
 
 /// Samples up to which an audit runs its full default epochs ([`AuditSettings::for_samples`]).
 pub const FULL_EPOCHS_UP_TO: usize = 200_000;
+
+/// The audit's TAkS run watched: how many epochs trained on each sample (each epoch's
+/// k-set counted before it trains), and every epoch reported as it ends.
+struct Counted<'a, R> {
+    selected_epochs: Vec<u32>,
+    report: &'a mut R,
+}
+
+impl<R: FnMut(Stage, &EpochMetrics)> Watch for Counted<'_, R> {
+    type Error = Error;
+
+    fn wants_k_set(&self) -> bool {
+        true
+    }
+
+    fn before(&mut self, _epoch: usize, k_set: &[u32]) -> Result<()> {
+        for &i in k_set {
+            self.selected_epochs[i as usize] += 1;
+        }
+        Ok(())
+    }
+
+    fn after(&mut self, _: &Trainer, history: &[EpochMetrics]) -> Result<Next> {
+        (self.report)(
+            Stage::Selection,
+            history.last().expect("an epoch just ended"),
+        );
+        Ok(Next::Go)
+    }
+}
 
 /// The test slice every epoch reports agreement on: at most this many samples, spread
 /// over the data, scored against their given labels.
@@ -247,11 +277,14 @@ pub async fn run(
             },
             device,
         )?;
-        while !probe.is_done() {
-            let m = probe.run_epoch().await?;
-            report(Stage::Probe(fold), &m);
-            probe_history.push(m);
-        }
+        let mut reported = After(|_: &Trainer, history: &[EpochMetrics]| {
+            report(
+                Stage::Probe(fold),
+                history.last().expect("an epoch just ended"),
+            );
+            Ok::<_, Error>(Next::Go)
+        });
+        probe.run_to_end(&mut probe_history, &mut reported).await?;
         let held_out = probe.probabilities(&data.subset(&held).samples).await?;
         for (row, &i) in held_out.chunks_exact(data.classes).zip(&held) {
             probabilities[i * data.classes..(i + 1) * data.classes].copy_from_slice(row);
@@ -272,17 +305,13 @@ pub async fn run(
     };
     let mut taks = Trainer::with_labels(config, split, labels.clone(), device)?;
     let k = taks.k();
-    let mut selected_epochs = vec![0u32; n];
+    let mut counted = Counted {
+        selected_epochs: vec![0u32; n],
+        report: &mut report,
+    };
     let mut history = Vec::new();
-    while !taks.is_done() {
-        let selector = taks.selector().expect("TAkS has a selector");
-        for i in selector.current_indices_host().await? {
-            selected_epochs[i as usize] += 1;
-        }
-        let m = taks.run_epoch().await?;
-        report(Stage::Selection, &m);
-        history.push(m);
-    }
+    taks.run_to_end(&mut history, &mut counted).await?;
+    let selected_epochs = counted.selected_epochs;
     let cumulative = taks
         .selector()
         .expect("TAkS has a selector")

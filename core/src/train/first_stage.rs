@@ -5,9 +5,10 @@
 use burn::tensor::activation::softmax;
 use web_time::Instant;
 
-use super::{Trainer, evaluate::score};
+use super::{After, Next, Trainer, evaluate::score};
 use crate::Result;
 use crate::methods::Method;
+use crate::metrics::EpochMetrics;
 use crate::selection::read_floats;
 
 /// What a first stage found (F-correction's: see [`crate::methods::f_correction`]).
@@ -48,14 +49,16 @@ impl Trainer {
         config.method = Method::STANDARD;
         let mut stage = Trainer::with_labels(config, split, labels, &self.device)?;
         let (mut best_accuracy, mut best_epoch, mut best) = (-1.0, 0, stage.networks());
-        while !stage.is_done() {
-            // Boxed: a Trainer's step awaiting another Trainer's step is a recursive future.
-            let m = Box::pin(stage.run_epoch()).await?;
+        let mut keep_the_best = After(|stage: &Trainer, history: &[EpochMetrics]| {
+            let m = history.last().expect("an epoch just ended");
             // `<=` as the authors' code: a later epoch wins a tie.
             if best_accuracy <= m.test_accuracy {
                 (best_accuracy, best_epoch, best) = (m.test_accuracy, m.epoch, stage.networks());
             }
-        }
+            Ok::<_, crate::Error>(Next::Go)
+        });
+        // Boxed: a Trainer's epoch awaiting another Trainer's is a recursive future.
+        Box::pin(stage.run_to_end(&mut Vec::new(), &mut keep_the_best)).await?;
         let logits = score(
             best.first(),
             &self.train.samples,

@@ -18,12 +18,10 @@
 //! grid's is an error, never silently mixed into a table.
 
 use std::collections::HashMap;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use indicatif::{ProgressBar, ProgressStyle};
 use taks_core::choices::Choices;
 use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
@@ -35,7 +33,7 @@ use web_time::Instant;
 use crate::device::{self, DeviceChoice};
 use crate::folder_data::{self, RunData};
 use crate::picks::{self, MethodPick};
-use crate::{plot, run_args, table, train_command};
+use crate::{plot, progress, run_args, run_folder, table};
 
 mod tables;
 
@@ -262,14 +260,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
     ));
     if let Some(chosen) = chosen {
         say(format!("device: {}", chosen.description));
-        let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
-            let bar = ProgressBar::new((todo.len() * epochs) as u64);
-            bar.set_style(
-                ProgressStyle::with_template("{bar:30} {msg}  [{elapsed} elapsed, {eta} left]")
-                    .expect("valid template"),
-            );
-            bar
-        });
+        let bar = progress::bar(todo.len() * epochs, args.quiet, progress::RUNS);
         let mut loaded: HashMap<DatasetKind, RunData> = HashMap::new();
         for (i, cell) in todo.iter().enumerate() {
             let c = &cell.config;
@@ -299,15 +290,15 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
             std::fs::create_dir_all(&cell.dir)
                 .with_context(|| format!("creating {}", cell.dir.display()))?;
             let started = Instant::now();
-            let checkpoint = train_command::saved_checkpoint(&cell.dir, c)
+            let checkpoint = run_folder::saved_checkpoint(&cell.dir, c)
                 .with_context(|| format!("run {name}"))?;
-            let options = train_command::Options {
+            let options = run_folder::Options {
                 checkpoint_every: 1,
                 data_dir: dirs.get(&c.dataset).cloned(),
                 init: init.clone(),
                 ..Default::default()
             };
-            let (_, summary) = train_command::train_into(
+            let (_, summary) = run_folder::train_into(
                 c,
                 data,
                 checkpoint,
@@ -315,7 +306,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
                 &cell.dir,
                 &options,
                 &mut |event| {
-                    if let (train_command::Event::Epoch(_), Some(bar)) = (event, &bar) {
+                    if let (run_folder::Event::Epoch(_), Some(bar)) = (event, &bar) {
                         bar.inc(1);
                     }
                 },
