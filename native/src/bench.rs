@@ -18,36 +18,22 @@
 //! counted and the forward passes timed after the timed epochs, so neither costs the
 //! timings anything.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
+use taks_core::data::Split;
 use taks_core::methods::Method;
-use taks_core::train::{ForwardRates, LaunchCounts, OpClocks, Quietly, Trainer};
+use taks_core::train::{Quietly, Trainer};
 
-use crate::device::{self, DeviceChoice};
+use crate::bench_report::{self, DeviceRows, Timed, fastest, mean};
+use crate::bench_torch::TorchEpochs;
+use crate::device::{self, Chosen, DeviceChoice};
 use crate::picks::MethodPick;
 use crate::run_args::RunArgs;
 use crate::{bench_torch, folder_data, picks, run_args};
-
-/// One timed run.
-struct Timed {
-    method: Method,
-    n: usize,
-    k: usize,
-    /// The first epoch of the process (compilation and tuning included).
-    first: f64,
-    mean: f64,
-    min: f64,
-    /// Test accuracy after the last epoch: what a change of arithmetic (`--precision`)
-    /// must keep.
-    accuracy: f64,
-    launches: Option<LaunchCounts>,
-    rates: Option<ForwardRates>,
-    clocks: Option<OpClocks>,
-}
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -131,56 +117,9 @@ pub fn run(mut args: BenchArgs) -> Result<()> {
         bail!("--clock times GPU kernels: add gpu to --devices");
     }
     let methods = picks::methods(&args.methods);
-    // Every method's settings, validated before anything is loaded or timed.
-    let mut configs = methods
-        .iter()
-        .map(|&m| config(&args, m))
-        .collect::<Result<Vec<_>>>()?;
-    // A user's folder (`--data`): its network and input chosen once from its images, as
-    // `train --data` chooses them, for every method.
-    let dir = args.run.data.data_dir();
-    let folder = args.generated.is_none() && configs[0].dataset == DatasetKind::Folder;
-    if folder {
-        if let Some(model) = args.model {
-            bail!(
-                "--model {}: a folder's network is chosen from its images, as for taks train --data",
-                model.name()
-            );
-        }
-        let chosen = folder_data::chosen(configs[0].clone(), dir.as_deref())?;
-        for config in &mut configs {
-            config.architecture = chosen.architecture;
-            config.folder_input = chosen.folder_input;
-        }
-    }
-    let torch_config = match &args.torch {
-        Some(_) if !methods.contains(&Method::TAKS) => {
-            bail!("--torch compares the TAkS epoch: add taks to --methods")
-        }
-        Some(_) if args.devices.contains(&DeviceChoice::Auto) => {
-            bail!("--torch needs the device named: cpu or gpu, not auto")
-        }
-        Some(python) => {
-            let mut config = config(&args, Method::TAKS)?;
-            config.architecture = configs[0].architecture;
-            config.folder_input = configs[0].folder_input;
-            for &device in &args.devices {
-                bench_torch::check(python, device == DeviceChoice::Gpu)?;
-            }
-            Some(config)
-        }
-        None => None,
-    };
-    let split = match args.generated {
-        Some(generated) => generated.split(configs[0].seed),
-        None => {
-            let data = folder_data::load(&configs[0], dir.as_deref())?;
-            if let Some(note) = data.note {
-                eprintln!("{note}");
-            }
-            data.split
-        }
-    };
+    let configs = configs(&args, &methods)?;
+    let torch = torch_config(&args, &methods, &configs[0])?;
+    let split = split(&args, &configs[0])?;
     let mut gpu = None;
     let mut tables = Vec::new();
     for &choice in &args.devices {
@@ -188,267 +127,184 @@ pub fn run(mut args: BenchArgs) -> Result<()> {
             (DeviceChoice::Gpu, Some(g)) => g,
             _ => device::choose(choice)?,
         };
-        let device_name = choice
-            .to_possible_value()
-            .expect("every device choice has a name")
-            .get_name()
-            .to_string();
-        // Before anything is printed: a precision the device cannot run is one line.
-        configs[0].precision.check(&chosen.device)?;
-        eprintln!("device: {}", chosen.description);
-        let [c, h, w] = split.train.shape;
-        eprintln!(
-            "network: {} on {c}x{h}x{w} samples",
-            configs[0].architecture.name()
-        );
-        let mut results = Vec::new();
-        for config in &configs {
-            let mut trainer = Trainer::new(config.clone(), split.clone(), &chosen.device)?;
-            pollster::block_on(trainer.run_first_stage())?;
-            let mut history = Vec::new();
-            pollster::block_on(trainer.run_to_end(&mut history, &mut Quietly))?;
-            let accuracy = history.last().map_or(f64::NAN, |m| m.test_accuracy);
-            let first = history
-                .iter()
-                .find(|m| m.epoch == 1)
-                .map_or(f64::NAN, |m| m.epoch_seconds);
-            let seconds: Vec<f64> = history
-                .iter()
-                .filter(|m| m.epoch > args.warmup)
-                .map(|m| m.epoch_seconds)
-                .collect();
-            let launches = match choice {
-                DeviceChoice::Cpu => None,
-                _ => Some(pollster::block_on(trainer.count_launches())?),
-            };
-            let rates = match args.forward_rates {
-                true => Some(pollster::block_on(trainer.forward_rates())?),
-                false => None,
-            };
-            // Twice, the second kept: the first meets kernels not compiled or tuned yet.
-            let clocks = match (args.clock, choice) {
-                (true, DeviceChoice::Gpu) => {
-                    pollster::block_on(trainer.clock_ops())?;
-                    Some(pollster::block_on(trainer.clock_ops())?)
-                }
-                _ => None,
-            };
-            results.push(Timed {
-                method: config.method,
-                n: trainer.train_len(),
-                k: trainer.k(),
-                first,
-                mean: mean(&seconds),
-                min: fastest(&seconds),
-                accuracy,
-                launches,
-                rates,
-                clocks,
-            });
-        }
-        // On CUDA: like for like first (full FP32, or autocast to the run's type), then
-        // PyTorch's defaults (TF32).
-        let mut torch = Vec::new();
-        if let (Some(python), Some(config)) = (&args.torch, &torch_config) {
-            let trainer = Trainer::new(config.clone(), split.clone(), &chosen.device)?;
-            let (shape, cuda) = (split.train.shape, choice == DeviceChoice::Gpu);
-            for arithmetic in bench_torch::arithmetics(config.precision, cuda) {
-                torch.push(bench_torch::run(
-                    python,
-                    &trainer,
-                    shape,
-                    cuda,
-                    arithmetic,
-                    args.warmup,
-                    timed,
-                )?);
+        let rows = time_device(&args, choice, &chosen, &configs, &split)?;
+        let torch = match (&args.torch, &torch) {
+            (Some(python), Some(config)) => {
+                time_torch(python, choice, &chosen, config, &split, args.warmup, timed)?
             }
-        }
-        tables.push((device_name, results, torch));
+            _ => Vec::new(),
+        };
+        tables.push(DeviceRows { torch, ..rows });
         if choice == DeviceChoice::Gpu {
             gpu = Some(chosen);
         }
     }
-
-    let shape = split.train.shape;
-    println!(
-        "| device | method | n | k | first epoch s | mean epoch s | min epoch s | x T (vs standard) |"
-    );
-    println!("|---|---|---|---|---|---|---|---|");
-    for (device_name, results, torch) in &tables {
-        let standard = results
-            .iter()
-            .find(|r| r.method == Method::STANDARD)
-            .map(|r| r.mean);
-        for r in results {
-            let ratio = standard
-                .map(|s| format!("{:.2}", r.mean / s))
-                .unwrap_or_else(|| "-".into());
-            println!(
-                "| {device_name} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {ratio} |",
-                r.method.name(),
-                r.n,
-                r.k,
-                r.first,
-                r.mean,
-                r.min
-            );
-        }
-        for t in torch {
-            let min = fastest(&t.epoch_seconds);
-            println!(
-                "| {device_name} | PyTorch {} loop ({}) on {} (train {:.3} + score {:.3}) | {} | {} | - | {:.3} | {min:.3} | - |",
-                t.torch,
-                t.arithmetic(),
-                t.device,
-                mean(&t.train_seconds),
-                mean(&t.score_seconds),
-                t.n,
-                t.k,
-                mean(&t.epoch_seconds),
-            );
-        }
-    }
-    let accuracies: Vec<String> = tables
-        .iter()
-        .flat_map(|(d, results, _)| results.iter().map(move |r| (d, r)))
-        .map(|(d, r)| format!("{d} {} {:.2}%", r.method.name(), 100.0 * r.accuracy))
-        .collect();
-    println!(
-        "\ntest accuracy after the last epoch ({}): {}",
-        configs[0].precision.name(),
-        accuracies.join(", ")
-    );
-    for (device_name, results, torch) in &tables {
-        let Some(taks) = results.iter().find(|r| r.method == Method::TAKS) else {
-            continue;
-        };
-        println!();
-        for t in torch {
-            let torch_mean = mean(&t.epoch_seconds);
-            println!(
-                "taks / PyTorch ({}), TAkS epoch on {device_name}: {:.2} ({:.3} s / {torch_mean:.3} s)",
-                t.arithmetic(),
-                taks.mean / torch_mean,
-                taks.mean
-            );
-        }
-        // An epoch is linear in n at a fixed k-ratio (training k samples, scoring all n);
-        // at 224x224 colour this is the paper's largest run, Clothing1M (a million photos,
-        // ResNet-18, 15 epochs).
-        let per_million = taks.mean * 1e6 / taks.n as f64;
-        let clothing = if shape == [3, 224, 224] {
-            format!(
-                " (the paper's Clothing1M run, 15 epochs: {:.1} h)",
-                per_million * 15.0 / 3600.0
-            )
-        } else {
-            String::new()
-        };
-        println!(
-            "TAkS epoch per million samples of this shape on {device_name}: {per_million:.0} s{clothing}"
-        );
-    }
-    let counted: Vec<_> = tables
-        .iter()
-        .flat_map(|(d, results, _)| results.iter().map(move |r| (d, r)))
-        .filter_map(|(d, r)| r.launches.as_ref().map(|l| (d, r.method, l)))
-        .collect();
-    if !counted.is_empty() {
-        println!("\n| device | method | kernel launches per training step | per scoring chunk |");
-        println!("|---|---|---|---|");
-        for (device_name, method, l) in &counted {
-            println!(
-                "| {device_name} | {} | {} | {} |",
-                method.name(),
-                l.training_step,
-                l.scoring_chunk
-            );
-        }
-        // What a step and a scoring chunk are made of: the kernels launched most.
-        let most = |kernels: &[(String, usize)]| {
-            kernels
-                .iter()
-                .take(12)
-                .map(|(name, n)| format!("{name} x{n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        for (device_name, method, l) in &counted {
-            println!(
-                "\nmost launched kernels of a {} training step on {device_name}: {}",
-                method.name(),
-                most(&l.training_step_kernels)
-            );
-            println!(
-                "most launched kernels of a {} scoring chunk on {device_name}: {}",
-                method.name(),
-                most(&l.scoring_chunk_kernels)
-            );
-        }
-    }
-    // The scoring pass against a training step's forward pass, per sample.
-    if args.forward_rates {
-        println!(
-            "\n| device | method | training step's forward, samples/s | scoring pass, samples/s | scoring / training |"
-        );
-        println!("|---|---|---|---|---|");
-        for (device_name, results, _) in &tables {
-            for (r, rates) in results.iter().filter_map(|r| Some((r, r.rates?))) {
-                println!(
-                    "| {device_name} | {} | {:.0} | {:.0} | {:.2} |",
-                    r.method.name(),
-                    rates.training,
-                    rates.scoring,
-                    rates.scoring / rates.training
-                );
-            }
-        }
-    }
-    for (device_name, results, _) in &tables {
-        for r in results {
-            if let Some(clocks) = &r.clocks {
-                crate::bench_clock::print(device_name, r.method.name(), clocks);
-            }
-        }
-    }
-    // On a GPU under TAKS_GPU_CONV=auto: which forward kernel each convolution shape met
-    // in this process measured faster.
-    let measured = taks_core::ops::conv::measured_shapes();
-    if !measured.is_empty() {
-        println!(
-            "\n| convolution shape (input -> channels, kernel/stride) | burn's kernel ms | im2col + matmul ms | implicit ms | runs |"
-        );
-        println!("|---|---|---|---|---|");
-        let ms = |s: f64| match s.is_finite() {
-            true => format!("{:.3}", s * 1e3),
-            false => "-".to_string(),
-        };
-        for (shape, m) in measured {
-            let earlier = if m.earlier {
-                " (an earlier run's timing)"
-            } else {
-                ""
-            };
-            println!(
-                "| {shape} | {} | {} | {} | {}{earlier} |",
-                ms(m.direct),
-                ms(m.im2col),
-                ms(m.implicit),
-                m.fastest().name()
-            );
-        }
-    }
+    let precision = configs[0].precision.name();
+    bench_report::print(&tables, split.train.shape, precision, args.forward_rates);
     Ok(())
 }
 
-/// The mean of the timed epochs' seconds, for taks's rows and PyTorch's alike (the
-/// `--torch` test, handing known times, holds both rows' figures to it).
-fn mean(seconds: &[f64]) -> f64 {
-    seconds.iter().sum::<f64>() / seconds.len() as f64
+/// Every method's settings, validated before anything is loaded or timed; for a user's
+/// folder (`--data`), its network and input chosen once from its images, as `train
+/// --data` chooses them, for every method.
+fn configs(args: &BenchArgs, methods: &[Method]) -> Result<Vec<TrainConfig>> {
+    let mut configs = methods
+        .iter()
+        .map(|&m| config(args, m))
+        .collect::<Result<Vec<_>>>()?;
+    if args.generated.is_some() || configs[0].dataset != DatasetKind::Folder {
+        return Ok(configs);
+    }
+    if let Some(model) = args.model {
+        bail!(
+            "--model {}: a folder's network is chosen from its images, as for taks train --data",
+            model.name()
+        );
+    }
+    let chosen = folder_data::chosen(configs[0].clone(), args.run.data.data_dir().as_deref())?;
+    for config in &mut configs {
+        config.architecture = chosen.architecture;
+        config.folder_input = chosen.folder_input;
+    }
+    Ok(configs)
 }
 
-/// The fastest of the timed epochs.
-fn fastest(seconds: &[f64]) -> f64 {
-    seconds.iter().cloned().fold(f64::INFINITY, f64::min)
+/// TAkS's settings for the PyTorch loop (`--torch`), on `first`'s network, once the
+/// Python was checked on every device named.
+fn torch_config(
+    args: &BenchArgs,
+    methods: &[Method],
+    first: &TrainConfig,
+) -> Result<Option<TrainConfig>> {
+    let Some(python) = &args.torch else {
+        return Ok(None);
+    };
+    if !methods.contains(&Method::TAKS) {
+        bail!("--torch compares the TAkS epoch: add taks to --methods");
+    }
+    if args.devices.contains(&DeviceChoice::Auto) {
+        bail!("--torch needs the device named: cpu or gpu, not auto");
+    }
+    let mut config = config(args, Method::TAKS)?;
+    config.architecture = first.architecture;
+    config.folder_input = first.folder_input;
+    for &device in &args.devices {
+        bench_torch::check(python, device == DeviceChoice::Gpu)?;
+    }
+    Ok(Some(config))
+}
+
+/// The samples timed: generated ones (`--generated`) or the data the flags name.
+fn split(args: &BenchArgs, first: &TrainConfig) -> Result<Split> {
+    if let Some(generated) = args.generated {
+        return Ok(generated.split(first.seed));
+    }
+    let data = folder_data::load(first, args.run.data.data_dir().as_deref())?;
+    if let Some(note) = data.note {
+        eprintln!("{note}");
+    }
+    Ok(data.split)
+}
+
+/// Every method timed on one device, one after the other.
+fn time_device(
+    args: &BenchArgs,
+    choice: DeviceChoice,
+    chosen: &Chosen,
+    configs: &[TrainConfig],
+    split: &Split,
+) -> Result<DeviceRows> {
+    // Before anything is printed: a precision the device cannot run is one line.
+    configs[0].precision.check(&chosen.device)?;
+    eprintln!("device: {}", chosen.description);
+    let [c, h, w] = split.train.shape;
+    eprintln!(
+        "network: {} on {c}x{h}x{w} samples",
+        configs[0].architecture.name()
+    );
+    let results = configs
+        .iter()
+        .map(|config| time_method(args, choice, chosen, config, split))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(DeviceRows {
+        device_name: choice
+            .to_possible_value()
+            .expect("every device choice has a name")
+            .get_name()
+            .to_string(),
+        results,
+        torch: Vec::new(),
+    })
+}
+
+/// One method's run: its epochs to the end, then (outside the timings) its launches,
+/// forward rates and per-op clock where asked for.
+fn time_method(
+    args: &BenchArgs,
+    choice: DeviceChoice,
+    chosen: &Chosen,
+    config: &TrainConfig,
+    split: &Split,
+) -> Result<Timed> {
+    let mut trainer = Trainer::new(config.clone(), split.clone(), &chosen.device)?;
+    pollster::block_on(trainer.run_first_stage())?;
+    let mut history = Vec::new();
+    pollster::block_on(trainer.run_to_end(&mut history, &mut Quietly))?;
+    let seconds: Vec<f64> = history
+        .iter()
+        .filter(|m| m.epoch > args.warmup)
+        .map(|m| m.epoch_seconds)
+        .collect();
+    let launches = match choice {
+        DeviceChoice::Cpu => None,
+        _ => Some(pollster::block_on(trainer.count_launches())?),
+    };
+    let rates = match args.forward_rates {
+        true => Some(pollster::block_on(trainer.forward_rates())?),
+        false => None,
+    };
+    // Twice, the second kept: the first meets kernels not compiled or tuned yet.
+    let clocks = match (args.clock, choice) {
+        (true, DeviceChoice::Gpu) => {
+            pollster::block_on(trainer.clock_ops())?;
+            Some(pollster::block_on(trainer.clock_ops())?)
+        }
+        _ => None,
+    };
+    Ok(Timed {
+        method: config.method,
+        n: trainer.train_len(),
+        k: trainer.k(),
+        first: history
+            .iter()
+            .find(|m| m.epoch == 1)
+            .map_or(f64::NAN, |m| m.epoch_seconds),
+        mean: mean(&seconds),
+        min: fastest(&seconds),
+        accuracy: history.last().map_or(f64::NAN, |m| m.test_accuracy),
+        launches,
+        rates,
+        clocks,
+    })
+}
+
+/// The same TAkS epoch as a tight PyTorch loop on the same device: on CUDA like for
+/// like first (full FP32, or autocast to the run's type), then PyTorch's defaults (TF32).
+fn time_torch(
+    python: &Path,
+    choice: DeviceChoice,
+    chosen: &Chosen,
+    config: &TrainConfig,
+    split: &Split,
+    warmup: usize,
+    timed: usize,
+) -> Result<Vec<TorchEpochs>> {
+    let trainer = Trainer::new(config.clone(), split.clone(), &chosen.device)?;
+    let (shape, cuda) = (split.train.shape, choice == DeviceChoice::Gpu);
+    bench_torch::arithmetics(config.precision, cuda)
+        .into_iter()
+        .map(|arithmetic| {
+            bench_torch::run(python, &trainer, shape, cuda, arithmetic, warmup, timed)
+        })
+        .collect()
 }

@@ -5,6 +5,7 @@ mod audit_command;
 mod bench;
 mod bench_clock;
 mod bench_data;
+mod bench_report;
 mod bench_select;
 mod bench_torch;
 mod cli;

@@ -14,8 +14,9 @@
 //!   cumulative risk and k-set ([`Rule::selector`]) and the first stage's fit.
 //!
 //! [`Rule::is_mean_cross_entropy`] is not a difference in the method but a promise about
-//! its loss, which lets the loop take a faster route to the same gradients (the MLP on
-//! the CPU, without an autodiff graph).
+//! its loss, which lets the loop take a faster route to the same gradients (the MLP's
+//! hand-written step, host loops on the CPU and matmuls and three kernels on wgpu,
+//! without an autodiff graph: `crate::ops::mlp_step`).
 
 use burn::tensor::{Device, Int, Tensor};
 
@@ -111,7 +112,8 @@ pub trait Rule: Send + Sync {
 
     /// True when [`Rule::batch`] is the plain mean cross-entropy of the first network,
     /// every sample used and no gate: then the training loop may compute the step's
-    /// gradients without an autodiff graph where it can (the MLP on the CPU).
+    /// gradients without an autodiff graph where it can (the MLP's hand-written step, on
+    /// the CPU and on wgpu).
     fn is_mean_cross_entropy(&self) -> bool {
         false
     }

@@ -184,7 +184,10 @@ mod tests {
             distinct.dedup();
             assert!(set.len() == k && distinct.len() == k && set.iter().all(|&i| (i as usize) < n));
         }
-        assert_eq!(watch.k_sets[0].1, first, "epoch 1's k-set, handed before it trains");
+        assert_eq!(
+            watch.k_sets[0].1, first,
+            "epoch 1's k-set, handed before it trains"
+        );
         assert_ne!(
             watch.k_sets[0].1, watch.k_sets[1].1,
             "epoch 2 trains on its own k-set"
