@@ -25,6 +25,7 @@ pub mod optim;
 pub mod params;
 pub mod plan;
 pub mod precision;
+pub(crate) mod read_back;
 pub mod regret;
 pub mod rng;
 pub mod selection;

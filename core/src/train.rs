@@ -31,9 +31,10 @@ use crate::metrics::EpochMetrics;
 use crate::nn::Networks;
 use crate::noise::{NoiseKind, NoisyLabels, inject};
 use crate::optim::{Adam, schedule};
+use crate::read_back::read_floats;
 use crate::regret::{fpl_bound, paper_bound};
 use crate::rng::SplitMix64;
-use crate::selection::{Objective, Selector, read_floats};
+use crate::selection::{Objective, Selector};
 use crate::{Error, Result};
 
 pub mod checkpoint;

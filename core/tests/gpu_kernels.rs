@@ -45,7 +45,7 @@ fn risk_row(row: &[f32], label: i32, l: f32, p: RiskParams, i: u32) -> (f32, f32
     let theta = reference::noise_risk(row, row.len(), &[label as u32])[0];
     let new_l = l + theta;
     let obj = match p.mode {
-        RiskMode::Taks => new_l + p.eta * gaussian(p.seed, p.epoch, i),
+        RiskMode::Perturbed => new_l + p.eta * gaussian(p.seed, p.epoch, i),
         RiskMode::Greedy => theta,
     };
     (theta, new_l, obj)
@@ -103,7 +103,7 @@ fn noise_risk_matches_cpu() {
                 seed: 7,
                 epoch: 0,
                 eta: 0.5,
-                mode: RiskMode::Taks,
+                mode: RiskMode::Perturbed,
             },
         ),
         (
@@ -112,7 +112,7 @@ fn noise_risk_matches_cpu() {
                 seed: 42,
                 epoch: 3,
                 eta: 2.0,
-                mode: RiskMode::Taks,
+                mode: RiskMode::Perturbed,
             },
         ),
         (
@@ -121,7 +121,7 @@ fn noise_risk_matches_cpu() {
                 seed: 42,
                 epoch: 3,
                 eta: 0.0,
-                mode: RiskMode::Taks,
+                mode: RiskMode::Perturbed,
             },
         ),
         (
@@ -139,7 +139,7 @@ fn noise_risk_matches_cpu() {
                 seed: 0xdead_beef,
                 epoch: 17,
                 eta: 0.7,
-                mode: RiskMode::Taks,
+                mode: RiskMode::Perturbed,
             },
         ),
     ] {
@@ -276,7 +276,7 @@ fn risk_then_select_stays_on_device() {
         seed: 3,
         epoch: 1,
         eta: 0.1,
-        mode: RiskMode::Taks,
+        mode: RiskMode::Perturbed,
     };
     let out = selection::noise_risk_objective(&x, &y, &l, params).unwrap();
     let sel = selection::select_k_smallest(&out.objective, 1234).unwrap();
@@ -348,7 +348,7 @@ fn other_devices_fall_back() {
         seed: 0,
         epoch: 0,
         eta: 1.0,
-        mode: RiskMode::Taks,
+        mode: RiskMode::Perturbed,
     };
     assert!(!gpu::supports(&l));
     assert!(gpu::supports(&Tensor::<1>::zeros([2], &device())));
@@ -374,7 +374,7 @@ fn autodiff_inputs_and_empty_shapes() {
         seed: 1,
         epoch: 2,
         eta: 0.3,
-        mode: RiskMode::Taks,
+        mode: RiskMode::Perturbed,
     };
     let out =
         selection::noise_risk_objective(&x, &y, &l, p).expect("autodiff on wgpu is still wgpu");

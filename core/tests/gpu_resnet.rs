@@ -10,8 +10,8 @@
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use taks_core::methods::small_loss::cross_entropy;
 use taks_core::nn::{Architecture, Classifier};
+use taks_core::ops::cross_entropy::per_sample;
 use taks_core::optim::Adam;
 use taks_core::params::{float_tensors, replace_float_tensors};
 use taks_core::rng::SplitMix64;
@@ -57,7 +57,7 @@ fn one_step(mut net: Classifier, device: &Device) -> Step {
     let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [BATCH]), device);
 
     let logits = net.forward(x.clone());
-    let loss = cross_entropy(logits.clone(), &y).mean();
+    let loss = per_sample(logits.clone(), &y).mean();
     let loss_value = loss.clone().into_data().try_to_vec::<f32>().unwrap()[0];
     // After the training-mode pass, so both eval passes see the same running statistics.
     let before = host(net.valid().forward(x.clone().without_autodiff()));

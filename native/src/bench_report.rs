@@ -247,7 +247,7 @@ fn convolution_timings() {
         };
         println!(
             "| {shape} | {} | {} | {} | {}{earlier} |",
-            ms(m.direct),
+            ms(m.burn),
             ms(m.im2col),
             ms(m.implicit),
             m.fastest().name()

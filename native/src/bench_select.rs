@@ -124,7 +124,7 @@ pub fn run(args: BenchSelectArgs) -> Result<()> {
                     seed: 1,
                     epoch: 1,
                     eta: 1.0,
-                    mode: RiskMode::Taks,
+                    mode: RiskMode::Perturbed,
                 };
                 let ms = time(args.repeats, || {
                     let r = selection::noise_risk_objective(&logits, &labels, &objective, params)

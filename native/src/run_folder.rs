@@ -239,7 +239,7 @@ impl Watch for Written<'_, '_> {
         self.files
             .metrics
             .write_all(format!("{}\n", m.csv_row()).as_bytes())?;
-        if trainer.epoch() % self.files.checkpoint_every == 0 || trainer.is_done() {
+        if trainer.epoch().is_multiple_of(self.files.checkpoint_every) || trainer.is_done() {
             save_checkpoint(trainer, history, &self.files.out.join(CHECKPOINT))?;
         }
         (self.report)(Event::Epoch(m));

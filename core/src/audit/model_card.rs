@@ -24,7 +24,7 @@ use crate::formats::tensors::{self, Tensor};
 use crate::nn::torch_names::{pytorch_name, transposed};
 use crate::nn::{Architecture, Classifier};
 use crate::params::float_tensors;
-use crate::selection::read_floats;
+use crate::read_back::read_floats;
 
 pub const WEIGHTS: &str = "model.safetensors";
 pub const DESCRIPTION: &str = "model.json";

@@ -37,8 +37,8 @@ pub(super) fn exchange(ce1: Tensor<1>, ce2: Tensor<1>, keep: usize) -> (Tensor<1
 impl Rule for CoTeaching {
     fn batch(&self, logits: &[Tensor<2>], labels: &Tensor<1, Int>, at: BatchAt) -> Batch {
         let [batch, _] = logits[0].dims();
-        let ce1 = small_loss::cross_entropy(logits[0].clone(), labels);
-        let ce2 = small_loss::cross_entropy(logits[1].clone(), labels);
+        let ce1 = crate::ops::cross_entropy::per_sample(logits[0].clone(), labels);
+        let ce2 = crate::ops::cross_entropy::per_sample(logits[1].clone(), labels);
         let (loss, picks) = exchange(ce1, ce2, num_remember(batch, at.forget_rate));
         Batch {
             loss,

@@ -42,8 +42,8 @@ impl Rule for CoTeachingPlus {
     fn batch(&self, logits: &[Tensor<2>], labels: &Tensor<1, Int>, at: BatchAt) -> Batch {
         let [batch, _] = logits[0].dims();
         if at.epoch < self.init_epoch {
-            let ce1 = small_loss::cross_entropy(logits[0].clone(), labels);
-            let ce2 = small_loss::cross_entropy(logits[1].clone(), labels);
+            let ce1 = crate::ops::cross_entropy::per_sample(logits[0].clone(), labels);
+            let ce2 = crate::ops::cross_entropy::per_sample(logits[1].clone(), labels);
             let (loss, picks) =
                 co_teaching::exchange(ce1, ce2, num_remember(batch, at.forget_rate));
             return Batch {
@@ -53,8 +53,8 @@ impl Rule for CoTeachingPlus {
             };
         }
         let d = disagreement(&logits[0], &logits[1]);
-        let ce1 = small_loss::cross_entropy(softmax(logits[0].clone(), 1), labels);
-        let ce2 = small_loss::cross_entropy(softmax(logits[1].clone(), 1), labels);
+        let ce1 = crate::ops::cross_entropy::per_sample(softmax(logits[0].clone(), 1), labels);
+        let ce2 = crate::ops::cross_entropy::per_sample(softmax(logits[1].clone(), 1), labels);
 
         let count = d.clone().sum();
         let has_d = count.clone().greater_elem(0.5).float();

@@ -9,7 +9,7 @@
 
 use burn::tensor::{Int, Tensor};
 
-use super::{Batch, BatchAt, EpochSize, MethodSpec, Rule, small_loss};
+use super::{Batch, BatchAt, EpochSize, MethodSpec, Rule};
 
 pub(crate) const SPEC: MethodSpec = MethodSpec {
     name: "decouple",
@@ -39,7 +39,8 @@ impl Rule for Decouple {
         // Mean over D; a count of 0 divides by 1 (the gate then drops the step).
         let denominator = count.clone().clamp_min(1.0);
         let mean_over_d = |net: &Tensor<2>| {
-            (small_loss::cross_entropy(net.clone(), labels) * d.clone()).sum() / denominator.clone()
+            (crate::ops::cross_entropy::per_sample(net.clone(), labels) * d.clone()).sum()
+                / denominator.clone()
         };
         Batch {
             loss: mean_over_d(&logits[0]) + mean_over_d(&logits[1]),

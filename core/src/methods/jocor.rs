@@ -32,8 +32,8 @@ impl Rule for Jocor {
         let [batch, _] = logits[0].dims();
         let (a, b) = (logits[0].clone(), logits[1].clone());
         let lambda = self.lambda as f32;
-        let per_sample = (small_loss::cross_entropy(a.clone(), labels)
-            + small_loss::cross_entropy(b.clone(), labels))
+        let per_sample = (crate::ops::cross_entropy::per_sample(a.clone(), labels)
+            + crate::ops::cross_entropy::per_sample(b.clone(), labels))
         .mul_scalar(1.0 - lambda)
             + (small_loss::kl_divergence(b.clone(), a.clone()) + small_loss::kl_divergence(a, b))
                 .mul_scalar(lambda);

@@ -11,14 +11,6 @@
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Int, Tensor};
 
-/// Cross-entropy of each sample, `[B]`, from logits `[B, C]` and labels `[B]`.
-/// On a wgpu device one kernel each way ([`crate::ops::cross_entropy`]), elsewhere burn's
-/// log-softmax and gather.
-pub fn cross_entropy(logits: Tensor<2>, labels: &Tensor<1, Int>) -> Tensor<1> {
-    crate::ops::cross_entropy::on_gpu(&logits, labels)
-        .unwrap_or_else(|| crate::ops::cross_entropy::composed(logits, labels.clone()))
-}
-
 /// KL(p || q) per sample, `[B]`, with p = softmax(`p_logits`) and q = softmax(`q_logits`):
 /// the authors' `kl_loss_compute(q_logits, p_logits)`. Neither side is detached.
 pub fn kl_divergence(p_logits: Tensor<2>, q_logits: Tensor<2>) -> Tensor<1> {
@@ -58,7 +50,9 @@ pub fn rank(values: Tensor<1>, among: Option<Tensor<1>>) -> Tensor<1> {
     before.sum_dim(1).reshape([b])
 }
 
-/// 1.0 for the `keep` samples of smallest `values` (see [`rank`]), 0.0 elsewhere.
+/// 1.0 for the `keep` samples of smallest `values` (see [`rank`]), 0.0 elsewhere: a
+/// batch's small-loss choice as a mask, on the device, for the baselines. The k-set of
+/// all n samples is the selection's: [`crate::selection::k_smallest_indices`].
 pub fn smallest(values: Tensor<1>, keep: usize) -> Tensor<1> {
     rank(values, None).lower_elem(keep as f32).float()
 }
@@ -100,7 +94,10 @@ mod tests {
             &device,
         );
         let labels = Tensor::<1, Int>::from_data(TensorData::new(vec![0i32, 2], [2]), &device);
-        let ce = host(cross_entropy(logits.clone(), &labels));
+        let ce = host(crate::ops::cross_entropy::per_sample(
+            logits.clone(),
+            &labels,
+        ));
         let lse = (2.0f32.exp() + 1.0 + (-1.0f32).exp()).ln();
         assert!((ce[0] - (lse - 2.0)).abs() < 1e-5);
         assert!((ce[1] - 3.0f32.ln()).abs() < 1e-5);

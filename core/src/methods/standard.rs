@@ -3,7 +3,7 @@
 
 use burn::tensor::{Int, Tensor};
 
-use super::{Batch, BatchAt, EpochSize, MethodSpec, Rule, small_loss};
+use super::{Batch, BatchAt, EpochSize, MethodSpec, Rule};
 
 pub(crate) const SPEC: MethodSpec = MethodSpec {
     name: "standard",
@@ -22,7 +22,7 @@ pub(super) struct Standard;
 /// every method whose difference lies only in which samples an epoch trains on.
 pub(super) fn mean_cross_entropy(logits: &[Tensor<2>], labels: &Tensor<1, Int>) -> Batch {
     Batch {
-        loss: small_loss::cross_entropy(logits[0].clone(), labels).mean(),
+        loss: crate::ops::cross_entropy::per_sample(logits[0].clone(), labels).mean(),
         picked: None,
         apply: None,
     }

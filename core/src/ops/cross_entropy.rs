@@ -1,7 +1,7 @@
 //! Each sample's cross-entropy on a wgpu device, forward and backward in one launch each
 //! (`shaders/cross_entropy.wgsl`, `shaders/cross_entropy_grad.wgsl`), and its CPU twin,
-//! burn's composition ([`composed`]); [`crate::methods::small_loss::cross_entropy`] takes one or
-//! the other.
+//! burn's composition ([`composed`]); [`per_sample`], which every method's loss calls,
+//! takes one or the other.
 //!
 //! Why: every method's loss is built from the per-sample cross-entropy. As burn composes
 //! it (log-softmax's maximum, shift, exponentials, sum, log and second shift, then a
@@ -44,6 +44,13 @@ pub trait FusedCrossEntropy: Backend {
     /// is [`gradient`], on the inner backend.
     fn fused_cross_entropy(logits: FloatTensor<Self>, labels: IntTensor<Self>)
     -> FloatTensor<Self>;
+}
+
+/// Cross-entropy of each sample, `[B]`, from logits `[B, C]` and labels `[B]`: on a wgpu
+/// device one kernel each way ([`on_gpu`]), elsewhere burn's log-softmax and gather
+/// ([`composed`]).
+pub fn per_sample(logits: Tensor<2>, labels: &Tensor<1, Int>) -> Tensor<1> {
+    on_gpu(&logits, labels).unwrap_or_else(|| composed(logits, labels.clone()))
 }
 
 /// `cross_entropy(logits, labels)` in one launch, with a backward pass of one launch,

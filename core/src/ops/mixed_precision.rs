@@ -61,8 +61,8 @@ mod tests {
     use burn::tensor::{Device, Distribution, Int, TensorData};
 
     use super::*;
-    use crate::methods::small_loss::cross_entropy;
     use crate::nn::{Architecture, Networks};
+    use crate::ops::cross_entropy::per_sample;
     use crate::precision::Precision;
     use crate::test_support::{host, random};
     use crate::train::LossScale;
@@ -129,7 +129,7 @@ mod tests {
             );
             let logits = networks.forward_in(x, precision).remove(0);
             assert_eq!(logits.dtype(), burn::tensor::DType::F32, "{precision:?}");
-            let loss = cross_entropy(logits, &labels).mean();
+            let loss = per_sample(logits, &labels).mean();
             let scale = match precision.scales_loss() {
                 true => LossScale::START,
                 false => 1.0,

@@ -27,7 +27,7 @@ pub mod adam;
 pub(crate) mod batch_norm;
 pub(crate) mod channels_last;
 pub mod conv;
-pub(crate) mod cross_entropy;
+pub mod cross_entropy;
 pub(crate) mod flex_buffers;
 pub(crate) mod layer_kernels;
 pub mod matmul;

@@ -8,10 +8,11 @@
 
 use burn::tensor::{DType, Int, Tensor, TensorData};
 
-use super::{Objective, Params, Update, read_floats};
+use super::{Objective, Params, Update};
 use super::{RiskMode, RiskParams, noise_risk_objective, select_k_smallest};
 use crate::noise::NoisyLabels;
 use crate::plan::{Kernel, Place};
+use crate::read_back::read_floats;
 use crate::{Error, Result};
 
 pub(super) struct GpuEngine {
@@ -49,7 +50,7 @@ impl GpuEngine {
     ) -> Result<(Update, Tensor<1, Int>)> {
         let (mode, eta) = match selection.objective {
             Objective::Greedy => (RiskMode::Greedy, 0.0),
-            Objective::Perturbed { eta } => (RiskMode::Taks, eta as f32),
+            Objective::Perturbed { eta } => (RiskMode::Perturbed, eta as f32),
         };
         let params = RiskParams {
             seed: selection.seed,

@@ -12,9 +12,9 @@ use crate::gpu::kernels::{NOISE_RISK, WORKGROUP};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum RiskMode {
-    /// TAkS / Follow-the-Perturbed-Leader: `L + theta + eta * r`; `eta = 0` is
-    /// Follow-the-Leader ("naive").
-    Taks = 0,
+    /// Follow-the-Perturbed-Leader, [`crate::selection::Objective::Perturbed`]:
+    /// `L + theta + eta * r`; TAkS's, and at `eta = 0` Follow-the-Leader (Naive's).
+    Perturbed = 0,
     /// Greedy: the current epoch's `theta` alone.
     Greedy = 1,
 }

@@ -26,6 +26,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use crate::noise::NoisyLabels;
+use crate::read_back::read_floats;
 use crate::rng::SplitMix64;
 use crate::{Error, Result};
 
@@ -240,27 +241,11 @@ impl Selector {
     }
 }
 
-/// Read a float tensor to the host (never blocking, so it works on WebGPU too).
-pub(crate) async fn read_floats<const D: usize>(t: Tensor<D>, what: &str) -> Result<Vec<f32>> {
-    t.into_data_async()
-        .await
-        .map_err(|e| Error::Device(format!("reading {what}: {e:?}")))?
-        .try_into_vec()
-        .map_err(|e| Error::Device(format!("{what} are not f32: {e:?}")))
-}
-
-/// Read an index tensor to the host (never blocking).
-pub(crate) async fn read_indices(t: Tensor<1, Int>, what: &str) -> Result<Vec<u32>> {
-    Ok(t.into_data_async()
-        .await
-        .map_err(|e| Error::Device(format!("reading {what}: {e:?}")))?
-        .iter::<i64>()
-        .map(|i| i as u32)
-        .collect())
-}
-
 /// The indices of the `k` smallest `values` `[n]`, ascending (ties by index, NaN
-/// largest): by the WGSL radix select where `values` live on wgpu, else on the host.
+/// largest): by the WGSL radix select where `values` live on wgpu
+/// ([`gpu_select::select_k_smallest`]), else on the host
+/// ([`cpu_reference::k_smallest`]); the one entry point for a k-set of n samples (a
+/// batch's small-loss mask is [`crate::methods::small_loss::smallest`]).
 pub async fn k_smallest_indices(values: Tensor<1>, k: usize) -> Result<Tensor<1, Int>> {
     if let Some(selection) = select_k_smallest(&values, k) {
         return Ok(selection.indices);

@@ -26,8 +26,8 @@ use crate::config::TrainConfig;
 use crate::metrics::EpochMetrics;
 use crate::optim::Moments;
 use crate::params::{float_tensors, replace_float_tensors};
+use crate::read_back::read_floats;
 use crate::rng::SplitMix64;
-use crate::selection::read_floats;
 use crate::{Error, Result};
 
 /// The checkpoint's JSON state: everything that is not a tensor.

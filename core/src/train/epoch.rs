@@ -23,7 +23,9 @@ impl Trainer {
         let rule = self.rule.as_ref().expect("prepared before the first epoch");
         Ok(match rule.epoch_set() {
             EpochSet::All => (0..self.train.len as u32).collect(),
-            EpochSet::Given(indices) => selection::read_indices(indices, "the k-set").await?,
+            EpochSet::Given(indices) => {
+                crate::read_back::read_indices(indices, "the k-set").await?
+            }
             EpochSet::SmallestLoss { keep } => {
                 let networks = self.networks();
                 let logits = score(
@@ -32,9 +34,9 @@ impl Trainer {
                     self.config.eval_batch_size,
                     &self.device,
                 );
-                let loss = methods::small_loss::cross_entropy(logits, &self.train.labels);
+                let loss = crate::ops::cross_entropy::per_sample(logits, &self.train.labels);
                 let kept = selection::k_smallest_indices(loss, keep).await?;
-                selection::read_indices(kept, "the smallest-loss set").await?
+                crate::read_back::read_indices(kept, "the smallest-loss set").await?
             }
         })
     }

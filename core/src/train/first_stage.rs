@@ -9,7 +9,7 @@ use super::{After, Next, Trainer, evaluate::score};
 use crate::Result;
 use crate::methods::Method;
 use crate::metrics::EpochMetrics;
-use crate::selection::read_floats;
+use crate::read_back::read_floats;
 
 /// What a first stage found (F-correction's: see [`crate::methods::f_correction`]).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

@@ -124,7 +124,7 @@ impl DeviceLossScale {
     /// The scale as the host keeps it, and the steps skipped on the device since this
     /// was made. Reads the words back.
     pub(crate) async fn read(&self) -> Result<(LossScale, usize)> {
-        let words = crate::selection::read_floats(self.words.clone(), "the loss scale").await?;
+        let words = crate::read_back::read_floats(self.words.clone(), "the loss scale").await?;
         Ok(self.state_in(&words))
     }
 

@@ -44,7 +44,8 @@ pub(crate) struct ConvShape {
 /// adapter.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Measured {
-    pub direct: f64,
+    /// burn's own kernel (on the WGSL compiler a direct convolution).
+    pub burn: f64,
     pub im2col: f64,
     pub implicit: f64,
     /// Read from an earlier process's timings ([`super::timings`]), not measured
@@ -55,7 +56,7 @@ pub struct Measured {
 impl Measured {
     /// Nothing measured yet: every way infinitely slow.
     const NONE: Measured = Measured {
-        direct: f64::INFINITY,
+        burn: f64::INFINITY,
         im2col: f64::INFINITY,
         implicit: f64::INFINITY,
         earlier: false,
@@ -63,7 +64,7 @@ impl Measured {
 
     fn of(&self, way: Way) -> f64 {
         match way {
-            Way::Burn => self.direct,
+            Way::Burn => self.burn,
             Way::Im2col => self.im2col,
             Way::Implicit => self.implicit,
         }
@@ -72,7 +73,7 @@ impl Measured {
     #[cfg(not(target_arch = "wasm32"))]
     fn of_mut(&mut self, way: Way) -> &mut f64 {
         match way {
-            Way::Burn => &mut self.direct,
+            Way::Burn => &mut self.burn,
             Way::Im2col => &mut self.im2col,
             Way::Implicit => &mut self.implicit,
         }
@@ -151,14 +152,14 @@ fn chosen(shape: ConvShape, device: &Device, run: &dyn Fn(Way) -> Option<Tensor<
     // Where nothing can be measured (the device cannot be waited for): burn's kernel,
     // without asking again for this shape.
     let m = measure(device, Switches::current().conv_ways(shape.low), run).unwrap_or(Measured {
-        direct: 0.0,
+        burn: 0.0,
         ..Measured::NONE
     });
     if let Ok(mut all) = MEASURED.lock() {
         all.insert(shape.clone(), m);
     }
     if let Some(adapter) = &adapter
-        && m.direct > 0.0
+        && m.burn > 0.0
     {
         timings::append(adapter, shape.kept(m));
     }
@@ -196,7 +197,7 @@ impl ConvShape {
             padding: self.padding,
             epilogue: self.epilogue.to_string(),
             low: self.low,
-            direct_s: m.direct,
+            burn_s: m.burn,
             im2col_s: m.im2col.is_finite().then_some(m.im2col),
             implicit_s: m.implicit.is_finite().then_some(m.implicit),
         }
@@ -216,7 +217,7 @@ impl ConvShape {
             low: k.low,
         };
         let mut measured = Measured {
-            direct: k.direct_s,
+            burn: k.burn_s,
             earlier: true,
             ..Measured::NONE
         };
@@ -311,8 +312,8 @@ mod tests {
     /// The fastest way wins; burn's kernel on a tie or where nothing ran.
     #[test]
     fn the_fastest_way_wins() {
-        let m = |direct, im2col, implicit| Measured {
-            direct,
+        let m = |burn, im2col, implicit| Measured {
+            burn,
             im2col,
             implicit,
             earlier: false,
@@ -347,7 +348,7 @@ mod tests {
         let coop = crate::test_support::switch_on("TAKS_GPU_COOP");
         for (fastest, im2col, implicit) in [(Way::Implicit, 2.0, 1.0), (Way::Im2col, 1.0, 2.0)] {
             let m = Measured {
-                direct: 3.0,
+                burn: 3.0,
                 im2col,
                 implicit,
                 earlier: false,
@@ -376,7 +377,7 @@ mod tests {
         MEASURED.lock().unwrap().insert(
             low_bucket.clone(),
             Measured {
-                direct: 3.0,
+                burn: 3.0,
                 im2col: 2.0,
                 implicit: 1.0,
                 earlier: false,
@@ -401,7 +402,7 @@ mod tests {
             low: false,
         };
         let full = Measured {
-            direct: 3.0,
+            burn: 3.0,
             im2col: 2.0,
             implicit: 1.0,
             earlier: false,
@@ -499,8 +500,8 @@ mod tests {
         let read = MEASURED.lock().unwrap().get(&shape).copied().unwrap();
         assert!(read.earlier && !kept.earlier);
         assert_eq!(
-            (read.direct, read.im2col, read.implicit),
-            (kept.direct, kept.im2col, kept.implicit)
+            (read.burn, read.im2col, read.implicit),
+            (kept.burn, kept.im2col, kept.implicit)
         );
         assert_eq!(read.fastest(), kept.fastest());
         let gap: f32 = (first - second).abs().max().into_scalar();

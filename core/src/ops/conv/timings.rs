@@ -45,7 +45,9 @@ pub(crate) struct Kept {
     /// Timed in a 16-bit type (absent, so false, from an older version's lines).
     #[serde(default)]
     pub low: bool,
-    pub direct_s: f64,
+    /// burn's own kernel; `direct_s` in an earlier version's lines.
+    #[serde(alias = "direct_s")]
+    pub burn_s: f64,
     /// `None` where im2col was not measured (not a candidate, or it cannot run).
     #[serde(default)]
     pub im2col_s: Option<f64>,
@@ -75,7 +77,7 @@ pub(crate) fn load(adapter: &str) -> Vec<Kept> {
         .filter_map(|line| serde_json::from_str::<Line>(line).ok())
         .filter(|l| l.adapter == adapter && l.taks == env!("CARGO_PKG_VERSION"))
         .map(|l| l.kept)
-        .filter(|k| k.direct_s.is_finite())
+        .filter(|k| k.burn_s.is_finite())
         .collect()
 }
 

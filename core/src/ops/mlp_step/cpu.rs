@@ -238,8 +238,8 @@ pub(super) mod tests {
     use burn::tensor::{Device, Distribution, TensorData};
 
     use super::*;
-    use crate::methods::small_loss::cross_entropy;
     use crate::nn::Mlp;
+    use crate::ops::cross_entropy::per_sample;
     use crate::test_support::{host, mlp, random};
 
     /// The hand-written gradients against burn's autodiff on the same batch.
@@ -263,7 +263,7 @@ pub(super) mod tests {
         let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [batch]), device);
 
         let by_hand = step(&mlp, x.clone(), y.clone()).expect("the device's by-hand path");
-        let loss = cross_entropy(mlp.forward(x.clone()), &y).mean();
+        let loss = per_sample(mlp.forward(x.clone()), &y).mean();
         let mut autodiff = GradientsParams::from_grads(loss.clone().backward(), &mlp);
         let expected_loss = loss.into_data().iter::<f32>().next().unwrap();
         let got_loss = by_hand.loss_sum.into_data().iter::<f32>().next().unwrap() / batch as f32;
@@ -351,7 +351,7 @@ pub(super) mod tests {
         );
         let labels = vec![worst0 as i64, worst1 as i64];
         let y = Tensor::<1, Int>::from_data(TensorData::new(labels, [2]), device);
-        let expected = cross_entropy(mlp.forward(x.clone()), &y).mean();
+        let expected = per_sample(mlp.forward(x.clone()), &y).mean();
         let expected = expected.into_data().iter::<f32>().next().unwrap();
         let step = step(&mlp, x, y).expect("the device's by-hand path");
         let got = step.loss_sum.into_data().iter::<f32>().next().unwrap() / 2.0;

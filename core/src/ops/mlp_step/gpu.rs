@@ -123,7 +123,7 @@ mod tests {
         use burn::tensor::{DType, Distribution, TensorData};
 
         use crate::gpu::launches::count_by_kernel;
-        use crate::methods::small_loss::cross_entropy;
+        use crate::ops::cross_entropy::per_sample;
         use crate::ops::layer_kernels::ScaleAt;
         use crate::test_support::{host, kernels_named, mlp, random};
 
@@ -164,7 +164,7 @@ mod tests {
         let logits = mlp
             .forward(x.clone().cast(FloatDType::F16))
             .cast(FloatDType::F32);
-        let mean = cross_entropy(logits, &y).mean();
+        let mean = per_sample(logits, &y).mean();
         let expected_loss = host(mean.clone().detach().without_autodiff())[0];
         let got_loss = host(step.loss_sum)[0] / batch as f32;
         assert!(
