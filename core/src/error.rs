@@ -19,6 +19,10 @@ pub enum Error {
     /// The requested compute device is missing or failed.
     #[error("device error: {0}")]
     Device(String),
+    /// What a person named cannot be read as they named it (a flag that does not fit
+    /// the data, a file that is not there): the message is the whole line.
+    #[error("{0}")]
+    Input(String),
 }
 
 impl Error {

@@ -26,6 +26,7 @@ pub mod images;
 pub mod input;
 pub mod model_card;
 pub mod network;
+pub mod source;
 pub mod suspects;
 
 use burn::tensor::Device;

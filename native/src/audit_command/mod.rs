@@ -29,7 +29,7 @@ use web_time::Instant;
 use crate::device::{self, DeviceChoice};
 use crate::out_dir;
 
-use read::{Source, read_source};
+use taks_core::audit::source::{Source, read_source};
 
 #[derive(Args, Debug)]
 pub struct AuditArgs {
@@ -151,59 +151,7 @@ pub fn parse_size(text: &str) -> std::result::Result<(u32, u32), String> {
 }
 
 pub fn run(args: AuditArgs) -> Result<()> {
-    let mut settings_check = Vec::new();
-    // clap's `requires` is not checked against an argument that conflicts with a
-    // present one (DATA), so these are checked here.
-    let builtin_only = [
-        ("--data-dir", args.data_dir.is_some()),
-        ("--noise", args.noise.is_some()),
-        ("--noise-rate", args.noise_rate.is_some()),
-        ("--train-limit", args.train_limit.is_some()),
-    ];
-    if args.dataset.is_none()
-        && let Some((flag, _)) = builtin_only.iter().find(|(_, given)| *given)
-    {
-        settings_check.push(format!("{flag} is for --dataset; DATA is audited as it is"));
-    }
-    if args.epochs == Some(0) || args.probe_epochs == Some(0) {
-        settings_check.push("--epochs and --probe-epochs must be at least 1".to_string());
-    }
-    if let Some(folds) = args.probe_folds.filter(|&f| f < 2) {
-        settings_check.push(format!("--probe-folds {folds} must be at least 2"));
-    }
-    if let Some(k) = args.k_ratio
-        && !(k > 0.0 && k <= 1.0)
-    {
-        settings_check.push(format!("--k-ratio {k} must be in (0, 1]"));
-    }
-    if let Some(e) = args.eta_ratio
-        && !(e >= 0.0 && e.is_finite())
-    {
-        settings_check.push(format!("--eta-ratio {e} must be a finite number >= 0"));
-    }
-    if !(args.budget > 0.0 && args.budget.is_finite()) {
-        settings_check.push(format!(
-            "--budget {} must be a positive number of seconds",
-            args.budget
-        ));
-    }
-    if args.batch_size == 0 {
-        settings_check.push("--batch-size must be at least 1".into());
-    }
-    if !(args.lr > 0.0 && args.lr.is_finite()) {
-        settings_check.push(format!("--lr {} must be positive", args.lr));
-    }
-    if let Some(rate) = args.noise_rate
-        && !(0.0..=1.0).contains(&rate)
-    {
-        settings_check.push(format!("--noise-rate {rate} must be in [0, 1]"));
-    }
-    if args.train_limit == Some(0) {
-        settings_check.push("--train-limit must be at least 1".into());
-    }
-    if let Some(first) = settings_check.first() {
-        bail!("{first}");
-    }
+    check_flags(&args)?;
     let started = Instant::now();
     let (mut args, backbone) = match &args.init {
         Some(_) => {
@@ -220,30 +168,9 @@ pub fn run(args: AuditArgs) -> Result<()> {
         }
         None => (args, None),
     };
-    let say = |line: String| {
-        if !args.quiet {
-            eprintln!("{line}");
-        }
-    };
-    let source = read_source(&args)?;
-    match &source {
-        Source::Ready(data) => {
-            audit::enough(&data.source, &data.labels.noisy_labels, &data.skipped)?
-        }
-        // Decoding may skip more files; checked again after it.
-        Source::Images(images) => {
-            audit::enough(images.source(), &images.labels(), images.skipped())?
-        }
-    }
-    if let Some(k) = args.k_ratio
-        && let Source::Ready(data) = &source
-        && (data.ids.len() as f64 * k).floor() < 1.0
-    {
-        bail!(
-            "--k-ratio {k} of {} samples selects nothing",
-            data.ids.len()
-        );
-    }
+    let spec = read::spec(&args);
+    let source = read_source(&spec)?;
+    check_source(&source, args.k_ratio)?;
     let chosen = device::choose(args.device)?;
     let mut precision = args.precision.unwrap_or_default();
     if let Some(line) = device::fall_back_to_f32(args.device, &chosen, &mut precision) {
@@ -254,11 +181,16 @@ pub fn run(args: AuditArgs) -> Result<()> {
     precision.check(&chosen.device)?;
     let default = format!("audits/{}", source.name());
     let out = out_dir::prepare(args.out.as_deref(), &default, "suspects.csv", "an audit")?;
+    let say = |line: String| {
+        if !args.quiet {
+            eprintln!("{line}");
+        }
+    };
     let mut data = match source {
         Source::Ready(data) => *data,
         Source::Images(images) => {
             let timing = settings_for(&args, Architecture::Mlp, images.labels().len());
-            let data = images.finish(&args, &timing, &chosen.device, say)?;
+            let data = pollster::block_on(images.finish(&spec, &timing, &chosen.device, say))?;
             audit::enough(&data.source, &data.labels.noisy_labels, &data.skipped)?;
             data
         }
@@ -289,22 +221,9 @@ pub fn run(args: AuditArgs) -> Result<()> {
         data.labels.clone(),
         &settings,
         &chosen.device,
-        |stage, m| {
-            let name = match stage {
-                Stage::Probe(fold) => format!("probe {}/{}", fold + 1, settings.probe_folds),
-                Stage::Selection => "taks     ".to_string(),
-            };
-            say(format!(
-                "{name} epoch {:>3}: loss {:.4}  agreement with given labels {:.2}%  {} samples  {:.2}s",
-                m.epoch,
-                m.train_loss,
-                m.test_accuracy * 100.0,
-                m.selected,
-                m.epoch_seconds
-            ));
-        },
+        |stage, m| say(epoch_line(stage, m, settings.probe_folds)),
     ))?;
-    let audit_seconds = audit_started.elapsed().as_secs_f64();
+    let seconds = (read_seconds, audit_started.elapsed().as_secs_f64());
     let written = outputs::write(
         &out,
         &data,
@@ -312,11 +231,103 @@ pub fn run(args: AuditArgs) -> Result<()> {
         &settings,
         &args,
         &chosen.description,
-        read_seconds,
-        audit_seconds,
+        seconds,
     )?;
     println!("{written}");
     Ok(())
+}
+
+/// The flags' values that no data could make sense of, checked before anything is read.
+/// (clap's `requires` is not checked against an argument that conflicts with a present
+/// one, DATA, so the built-in set's flags are checked here.)
+fn check_flags(args: &AuditArgs) -> Result<()> {
+    let builtin_only = [
+        ("--data-dir", args.data_dir.is_some()),
+        ("--noise", args.noise.is_some()),
+        ("--noise-rate", args.noise_rate.is_some()),
+        ("--train-limit", args.train_limit.is_some()),
+    ];
+    if args.dataset.is_none()
+        && let Some((flag, _)) = builtin_only.iter().find(|(_, given)| *given)
+    {
+        bail!("{flag} is for --dataset; DATA is audited as it is");
+    }
+    if args.epochs == Some(0) || args.probe_epochs == Some(0) {
+        bail!("--epochs and --probe-epochs must be at least 1");
+    }
+    if let Some(folds) = args.probe_folds.filter(|&f| f < 2) {
+        bail!("--probe-folds {folds} must be at least 2");
+    }
+    if let Some(k) = args.k_ratio
+        && !(k > 0.0 && k <= 1.0)
+    {
+        bail!("--k-ratio {k} must be in (0, 1]");
+    }
+    if let Some(e) = args.eta_ratio
+        && !(e >= 0.0 && e.is_finite())
+    {
+        bail!("--eta-ratio {e} must be a finite number >= 0");
+    }
+    if !(args.budget > 0.0 && args.budget.is_finite()) {
+        bail!(
+            "--budget {} must be a positive number of seconds",
+            args.budget
+        );
+    }
+    if args.batch_size == 0 {
+        bail!("--batch-size must be at least 1");
+    }
+    if !(args.lr > 0.0 && args.lr.is_finite()) {
+        bail!("--lr {} must be positive", args.lr);
+    }
+    if let Some(rate) = args.noise_rate
+        && !(0.0..=1.0).contains(&rate)
+    {
+        bail!("--noise-rate {rate} must be in [0, 1]");
+    }
+    if args.train_limit == Some(0) {
+        bail!("--train-limit must be at least 1");
+    }
+    Ok(())
+}
+
+/// Whether the data read so far can be audited at all (enough samples of enough classes;
+/// a `k_ratio` that selects someone), before a device is opened or a folder made.
+/// An image folder is checked again once decoded, which may skip more files.
+fn check_source(source: &Source, k_ratio: Option<f64>) -> Result<()> {
+    match source {
+        Source::Ready(data) => {
+            audit::enough(&data.source, &data.labels.noisy_labels, &data.skipped)?;
+            if let Some(k) = k_ratio
+                && (data.ids.len() as f64 * k).floor() < 1.0
+            {
+                bail!(
+                    "--k-ratio {k} of {} samples selects nothing",
+                    data.ids.len()
+                );
+            }
+        }
+        Source::Images(images) => {
+            audit::enough(images.source(), &images.labels(), images.skipped())?
+        }
+    }
+    Ok(())
+}
+
+/// One epoch of the audit's probes or of its TAkS run, as a line.
+fn epoch_line(stage: Stage, m: &taks_core::metrics::EpochMetrics, folds: usize) -> String {
+    let name = match stage {
+        Stage::Probe(fold) => format!("probe {}/{folds}", fold + 1),
+        Stage::Selection => "taks     ".to_string(),
+    };
+    format!(
+        "{name} epoch {:>3}: loss {:.4}  agreement with given labels {:.2}%  {} samples  {:.2}s",
+        m.epoch,
+        m.train_loss,
+        m.test_accuracy * 100.0,
+        m.selected,
+        m.epoch_seconds
+    )
 }
 
 /// The audit's settings from the flags, for `architecture`.

@@ -8,12 +8,11 @@ use taks_core::audit::suspects::{suspect_order, suspects_csv};
 use taks_core::audit::{AuditOutcome, AuditSettings};
 use taks_core::formats::atomic::write_atomically;
 
-use super::read::AuditData;
 use super::summary::{AuditSummary, Seconds};
 use super::{AuditArgs, report};
 use crate::model_file::{self, ModelCard};
+use taks_core::audit::source::AuditData;
 
-#[allow(clippy::too_many_arguments)]
 pub fn write(
     out: &Path,
     data: &AuditData,
@@ -21,8 +20,7 @@ pub fn write(
     settings: &AuditSettings,
     args: &AuditArgs,
     device: &str,
-    read_seconds: f64,
-    audit_seconds: f64,
+    (read_seconds, audit_seconds): (f64, f64),
 ) -> Result<String> {
     let order = suspect_order(&outcome.samples);
     let csv = suspects_csv(&data.ids, &data.classes, &outcome.samples, None);

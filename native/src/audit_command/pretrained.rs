@@ -9,25 +9,11 @@
 //! `--budget`).
 
 use anyhow::{Result, bail};
-use serde::Serialize;
+use taks_core::audit::source::Backbone;
 
 use super::AuditArgs;
 use crate::embed::{EmbedArgs, embed};
 use crate::out_dir;
-
-/// What an audit with `--init` ran on, and why not on a fine-tuned backbone: written into
-/// `summary.json` and the report.
-#[derive(Debug, Clone, Serialize)]
-pub struct Backbone {
-    /// The weights file.
-    pub weights: String,
-    pub network: &'static str,
-    /// Features per image.
-    pub features: usize,
-    /// Whether the backbone was fine-tuned on the folder (never, here).
-    pub fine_tuned: bool,
-    pub why: &'static str,
-}
 
 /// Why the audit does not fine-tune, in the summary's words.
 const WHY: &str = "the audit runs an MLP on the pretrained backbone's features, which costs seconds; fine-tuning the backbone with TAkS (taks train --init) costs hours on a CPU, so --budget does not choose it";

@@ -8,7 +8,7 @@ use taks_core::audit::network::Choice;
 use taks_core::audit::{AuditOutcome, AuditSettings};
 use taks_core::formats::image_folder::Skipped;
 
-use super::read::AuditData;
+use taks_core::audit::source::{AuditData, Backbone};
 
 #[derive(Debug, Serialize)]
 pub struct AuditSummary {
@@ -24,7 +24,7 @@ pub struct AuditSummary {
     pub colour_note: Option<String>,
     /// The pretrained backbone whose features were audited (`--init`), and why it was
     /// not fine-tuned.
-    pub backbone: Option<super::pretrained::Backbone>,
+    pub backbone: Option<Backbone>,
     pub estimated_noise_rate: f64,
     pub estimate_method: &'static str,
     pub k: usize,
