@@ -2,13 +2,14 @@
 //! [`crate::run_folder::train_into`] (which writes the run folder as it trains and
 //! resumes it), and print each epoch and the closing lines.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use clap::Args;
+use taks_core::config::TrainConfig;
 use taks_core::methods::Method;
-use taks_core::metrics::EpochMetrics;
+use taks_core::metrics::{EpochMetrics, Summary};
 
 use crate::folder_data;
 use crate::run_args::{RUN_SETTINGS, RunArgs};
@@ -55,23 +56,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
     if args.checkpoint_every == 0 {
         bail!("--checkpoint-every must be at least 1 (epochs between checkpoints)");
     }
-    let (mut config, data_dir, save_selections) = match &args.resume {
-        Some(dir) => {
-            let (config, data_dir) = read_run_config(dir)?;
-            let data_dir = args.run.data.data_dir().or(data_dir);
-            (config, data_dir, dir.join("selected.csv").exists())
-        }
-        None => {
-            let config = run_args::build(&args.run, args.method)?;
-            if args.save_selections && !config.method.uses_selector() {
-                bail!(
-                    "--save-selections needs a method with an epoch-level selection (taks, greedy, naive), not {}",
-                    config.method.name()
-                );
-            }
-            (config, args.run.data.data_dir(), args.save_selections)
-        }
-    };
+    let (mut config, data_dir, save_selections) = settings(&args)?;
     let init = match &args.init {
         Some(path) => {
             let given = run_args::Given {
@@ -104,31 +89,11 @@ pub fn run(args: TrainArgs) -> Result<()> {
         }
         Some(_) => None,
     };
-    let out = match &args.resume {
-        Some(dir) => dir.clone(),
-        None => {
-            let default = format!(
-                "runs/{}-{}{:.0}-{}-seed{}",
-                config.dataset.name(),
-                config.noise.name(),
-                config.noise_rate * 100.0,
-                config.method.name(),
-                config.seed
-            );
-            out_dir::prepare(args.out.as_deref(), &default, "metrics.csv", "a run")?
-        }
-    };
+    let out = out_folder(&args, &config)?;
     let say = |line: String| {
         if !args.quiet {
             eprintln!("{line}");
         }
-    };
-    let bar = progress::bar(config.epochs, args.quiet, progress::EPOCHS);
-    let options = Options {
-        save_selections,
-        checkpoint_every: args.checkpoint_every,
-        data_dir: data_dir.clone(),
-        init,
     };
     if let Some(note) = &data.note {
         say(note.clone());
@@ -137,6 +102,13 @@ pub fn run(args: TrainArgs) -> Result<()> {
         eprintln!("{line}");
     }
     let keeps_model = data.card.is_some();
+    let options = Options {
+        save_selections,
+        checkpoint_every: args.checkpoint_every,
+        data_dir,
+        init,
+    };
+    let bar = progress::bar(config.epochs, args.quiet, progress::EPOCHS);
     let (_, summary) = train_into(
         &config,
         data,
@@ -162,6 +134,47 @@ pub fn run(args: TrainArgs) -> Result<()> {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+    report(&out, config, summary, keeps_model);
+    Ok(())
+}
+
+/// The run's settings, its data folder and whether it saves its k-sets: a resumed run's
+/// from its config.json (a data folder given now wins), else from the flags.
+fn settings(args: &TrainArgs) -> Result<(TrainConfig, Option<PathBuf>, bool)> {
+    if let Some(dir) = &args.resume {
+        let (config, data_dir) = read_run_config(dir)?;
+        let data_dir = args.run.data.data_dir().or(data_dir);
+        return Ok((config, data_dir, dir.join("selected.csv").exists()));
+    }
+    let config = run_args::build(&args.run, args.method)?;
+    if args.save_selections && !config.method.uses_selector() {
+        bail!(
+            "--save-selections needs a method with an epoch-level selection (taks, greedy, naive), not {}",
+            config.method.name()
+        );
+    }
+    Ok((config, args.run.data.data_dir(), args.save_selections))
+}
+
+/// The run folder: the resumed one, else `--out` or one named after the run, made.
+fn out_folder(args: &TrainArgs, config: &TrainConfig) -> Result<PathBuf> {
+    if let Some(dir) = &args.resume {
+        return Ok(dir.clone());
+    }
+    let default = format!(
+        "runs/{}-{}{:.0}-{}-seed{}",
+        config.dataset.name(),
+        config.noise.name(),
+        config.noise_rate * 100.0,
+        config.method.name(),
+        config.seed
+    );
+    out_dir::prepare(args.out.as_deref(), &default, "metrics.csv", "a run")
+}
+
+/// The closing lines: the paper's Best and Last where there is a validation set, the
+/// run's row, and the files written.
+fn report(out: &Path, config: TrainConfig, summary: Summary, keeps_model: bool) {
     if let (Some(epoch), Some(best), Some(last)) = (
         summary.best_val_epoch,
         summary.test_accuracy_at_best_val,
@@ -185,7 +198,6 @@ pub fn run(args: TrainArgs) -> Result<()> {
         "wrote {}/{{metrics.csv,config.json,summary.json,plot.svg,{CHECKPOINT}{model}}}",
         out.display()
     );
-    Ok(())
 }
 
 /// One epoch as a line of text.

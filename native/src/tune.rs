@@ -13,21 +13,24 @@
 //! tuned on, or a CSV table as `taks audit` reads it) the noise is unknown, so gamma must
 //! be given: a guess, or the estimate of an audit of the same data.
 
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use indicatif::ProgressBar;
 use serde_json::json;
 use taks_core::audit::input;
 use taks_core::config::TrainConfig;
-use taks_core::data::{Dataset, DatasetKind};
+use taks_core::data::{Dataset, DatasetKind, Split};
 use taks_core::formats::csv_table;
 use taks_core::holdout::noisy_holdout;
 use taks_core::metrics::{EpochMetrics, summarize};
 use taks_core::nn::Architecture;
-use taks_core::noise::{NoiseKind, expected_flip_fraction, inject};
+use taks_core::noise::{NoiseKind, NoisyLabels, expected_flip_fraction, inject};
 use taks_core::train::{After, Next, Trainer};
 
+use crate::device::Chosen;
 use crate::run_args::{DataArgs, RunArgs, TrainingArgs};
 use crate::{device, folder_data, progress, run_args};
 
@@ -134,6 +137,78 @@ pub fn base_config(args: &TuneArgs) -> Result<TrainConfig> {
 
 pub fn run(args: TuneArgs) -> Result<()> {
     let mut base = base_config(&args)?;
+    let gamma = gamma_of(&args, &base)?;
+    // Before the data is read and the folder made: a precision the device cannot run.
+    if !base.precision.is_f32() {
+        base.precision
+            .check(&device::choose(args.training.device())?.device)?;
+    }
+    // Read before the folder is made: data that cannot be read leaves nothing behind.
+    let train_set = read_training_set(&mut base, &args)?;
+    let grid = grid_of(&base, &args, gamma)?;
+    let (mut rows, mut csv) = open_out(&args, &base, gamma)?;
+    let labels = inject(
+        &train_set.labels,
+        train_set.classes,
+        base.noise,
+        base.noise_rate,
+        base.dataset,
+        base.seed,
+    )?;
+    let holdout = noisy_holdout(&train_set, &labels, 0.2, base.seed).into_split();
+    let say = |line: String| {
+        if !args.quiet {
+            eprintln!("{line}");
+        }
+    };
+    let todo: Vec<_> = grid.iter().filter(|c| !done(c, &rows)).collect();
+    say(format!(
+        "tuning TAkS on {} (noise {} {}): {} of {} grid points to run, {} training / {} noisy validation samples",
+        base.dataset.name(),
+        base.noise.name(),
+        base.noise_rate,
+        todo.len(),
+        grid.len(),
+        holdout.0.train.len(),
+        holdout.0.test.len()
+    ));
+    if !todo.is_empty() {
+        let chosen = device::choose(args.training.device())?;
+        say(format!("device: {}", chosen.description));
+        let bar = progress::bar(todo.len() * base.epochs, args.quiet, progress::EPOCHS);
+        for (i, c) in todo.iter().enumerate() {
+            if let Some(bar) = &bar {
+                bar.set_message(format!(
+                    "point {}/{}: k-ratio {} eta-ratio {}",
+                    i + 1,
+                    todo.len(),
+                    c.k_ratio,
+                    c.eta_ratio
+                ));
+            }
+            let row = run_point(c, &holdout, &chosen, bar.as_ref(), &mut csv)?;
+            let line = format!(
+                "k-ratio {} eta-ratio {}: noisy-validation accuracy {:.2}%",
+                c.k_ratio,
+                c.eta_ratio,
+                row[2] * 100.0
+            );
+            match &bar {
+                Some(bar) => bar.println(line),
+                None => say(line),
+            }
+            rows.push(row);
+        }
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+    }
+    report(&args, &grid, &rows, gamma)
+}
+
+/// The noise estimate the k-ratios are centred on: `--gamma`, else the built-in set's
+/// injected noise; a folder of one's own has no known noise, so it needs `--gamma`.
+fn gamma_of(args: &TuneArgs, base: &TrainConfig) -> Result<f64> {
     let gamma = match &args.gamma {
         Some(given) => run_args::noise_estimate(given)?,
         None if base.dataset == DatasetKind::Folder && base.noise == NoiseKind::Clean => bail!(
@@ -144,13 +219,12 @@ pub fn run(args: TuneArgs) -> Result<()> {
     if !(0.0..1.0).contains(&gamma) {
         bail!("--gamma {gamma} must be in [0, 1)");
     }
-    // Before the data is read and the folder made: a precision the device cannot run.
-    if !base.precision.is_f32() {
-        base.precision
-            .check(&device::choose(args.training.device())?.device)?;
-    }
-    // Read before the folder is made: data that cannot be read leaves nothing behind.
-    let train_set = read_training_set(&mut base, &args)?;
+    Ok(gamma)
+}
+
+/// Every grid point's settings: `base` at each k-ratio (`--k-ratios`, else around
+/// `gamma`) and each eta-ratio, each checked.
+fn grid_of(base: &TrainConfig, args: &TuneArgs, gamma: f64) -> Result<Vec<TrainConfig>> {
     let ks = if args.k_ratios.is_empty() {
         k_grid(gamma)
     } else {
@@ -170,7 +244,12 @@ pub fn run(args: TuneArgs) -> Result<()> {
             grid.push(c);
         }
     }
+    Ok(grid)
+}
 
+/// The output folder: its config.json written, or checked to be this tuning's (a
+/// resumed one); the rows tune.csv already holds, and the file opened to append to.
+fn open_out(args: &TuneArgs, base: &TrainConfig, gamma: f64) -> Result<(Vec<[f64; 6]>, File)> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let config_path = args.out.join("config.json");
@@ -190,7 +269,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
         std::fs::write(&config_path, serde_json::to_string_pretty(&identity)?)?;
     }
     let csv_path = args.out.join("tune.csv");
-    let mut rows: Vec<[f64; 6]> = match std::fs::read_to_string(&csv_path) {
+    let rows: Vec<[f64; 6]> = match std::fs::read_to_string(&csv_path) {
         Ok(text) => text
             .lines()
             .skip(1)
@@ -204,102 +283,57 @@ pub fn run(args: TuneArgs) -> Result<()> {
             Vec::new()
         }
     };
-    let mut csv = std::fs::OpenOptions::new()
+    let csv = std::fs::OpenOptions::new()
         .append(true)
         .open(&csv_path)
         .with_context(|| format!("opening {}", csv_path.display()))?;
+    Ok((rows, csv))
+}
 
-    let labels = inject(
-        &train_set.labels,
-        train_set.classes,
-        base.noise,
-        base.noise_rate,
-        base.dataset,
-        base.seed,
-    )?;
-    let (holdout, holdout_labels) = noisy_holdout(&train_set, &labels, 0.2, base.seed).into_split();
-    let say = |line: String| {
-        if !args.quiet {
-            eprintln!("{line}");
-        }
-    };
-    let done = |c: &TrainConfig, rows: &[[f64; 6]]| {
-        rows.iter()
-            .any(|r| (r[0] - c.k_ratio).abs() < 1e-9 && (r[1] - c.eta_ratio).abs() < 1e-12)
-    };
-    let todo: Vec<_> = grid.iter().filter(|c| !done(c, &rows)).collect();
-    say(format!(
-        "tuning TAkS on {} (noise {} {}): {} of {} grid points to run, {} training / {} noisy validation samples",
-        base.dataset.name(),
-        base.noise.name(),
-        base.noise_rate,
-        todo.len(),
-        grid.len(),
-        holdout.train.len(),
-        holdout.test.len()
-    ));
-    if !todo.is_empty() {
-        let chosen = device::choose(args.training.device())?;
-        say(format!("device: {}", chosen.description));
-        let bar = progress::bar(todo.len() * base.epochs, args.quiet, progress::EPOCHS);
-        for (i, c) in todo.iter().enumerate() {
-            if let Some(bar) = &bar {
-                bar.set_message(format!(
-                    "point {}/{}: k-ratio {} eta-ratio {}",
-                    i + 1,
-                    todo.len(),
-                    c.k_ratio,
-                    c.eta_ratio
-                ));
-            }
-            let mut trainer = Trainer::with_labels(
-                (*c).clone(),
-                holdout.clone(),
-                holdout_labels.clone(),
-                &chosen.device,
-            )?;
-            let mut history = Vec::new();
-            let mut ticked = After(|_: &Trainer, _: &[EpochMetrics]| {
-                if let Some(bar) = &bar {
-                    bar.inc(1);
-                }
-                Ok::<_, anyhow::Error>(Next::Go)
-            });
-            pollster::block_on(trainer.run_to_end(&mut history, &mut ticked))?;
-            let s = summarize(&history).context("no epoch finished")?;
-            let row = [
-                c.k_ratio,
-                c.eta_ratio,
-                s.test_accuracy,
-                s.best_test_accuracy,
-                s.label_precision,
-                s.label_recall,
-            ];
-            let line = format!(
-                "{},{},{:.6},{:.6},{:.6},{:.6}",
-                row[0], row[1], row[2], row[3], row[4], row[5]
-            );
-            writeln!(csv, "{line}")?;
-            csv.flush()?;
-            // Keep what the file says, so a resumed tuning chooses exactly as this one.
-            let row = parse_row(&line).expect("a row just formatted parses");
-            let line = format!(
-                "k-ratio {} eta-ratio {}: noisy-validation accuracy {:.2}%",
-                c.k_ratio,
-                c.eta_ratio,
-                s.test_accuracy * 100.0
-            );
-            match &bar {
-                Some(bar) => bar.println(line),
-                None => say(line),
-            }
-            rows.push(row);
-        }
+/// Whether grid point `c` has a row among `rows`.
+fn done(c: &TrainConfig, rows: &[[f64; 6]]) -> bool {
+    rows.iter()
+        .any(|r| (r[0] - c.k_ratio).abs() < 1e-9 && (r[1] - c.eta_ratio).abs() < 1e-12)
+}
+
+/// One grid point trained on the hold-out split (`holdout`: the training part and the
+/// noisy validation part, with the labels), its row appended to `csv` and returned as
+/// the file says it, so that a resumed tuning chooses exactly as this one.
+fn run_point(
+    c: &TrainConfig,
+    (holdout, labels): &(Split, NoisyLabels),
+    chosen: &Chosen,
+    bar: Option<&ProgressBar>,
+    csv: &mut File,
+) -> Result<[f64; 6]> {
+    let mut trainer =
+        Trainer::with_labels(c.clone(), holdout.clone(), labels.clone(), &chosen.device)?;
+    let mut history = Vec::new();
+    let mut ticked = After(|_: &Trainer, _: &[EpochMetrics]| {
         if let Some(bar) = bar {
-            bar.finish_and_clear();
+            bar.inc(1);
         }
-    }
+        Ok::<_, anyhow::Error>(Next::Go)
+    });
+    pollster::block_on(trainer.run_to_end(&mut history, &mut ticked))?;
+    let s = summarize(&history).context("no epoch finished")?;
+    let line = format!(
+        "{},{},{:.6},{:.6},{:.6},{:.6}",
+        c.k_ratio,
+        c.eta_ratio,
+        s.test_accuracy,
+        s.best_test_accuracy,
+        s.label_precision,
+        s.label_recall
+    );
+    writeln!(csv, "{line}")?;
+    csv.flush()?;
+    Ok(parse_row(&line).expect("a row just formatted parses"))
+}
 
+/// The choice (the grid point of best noisy-validation accuracy) into choice.json, and
+/// the grid as a table.
+fn report(args: &TuneArgs, grid: &[TrainConfig], rows: &[[f64; 6]], gamma: f64) -> Result<()> {
     let in_grid: Vec<&[f64; 6]> = rows
         .iter()
         .filter(|r| grid.iter().any(|c| done(c, &[**r])))

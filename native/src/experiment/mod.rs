@@ -22,15 +22,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
+use indicatif::ProgressBar;
 use taks_core::choices::Choices;
 use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
+use taks_core::formats::state_dict::StateDict;
+use taks_core::methods::Method;
+use taks_core::metrics::Summary;
 use taks_core::nn::{Architecture, pretrained};
 use taks_core::noise::NoiseKind;
 use taks_core::precision::Precision;
 use web_time::Instant;
 
-use crate::device::{self, DeviceChoice};
+use crate::device::{self, Chosen, DeviceChoice};
 use crate::folder_data::{self, RunData};
 use crate::picks::{self, MethodPick};
 use crate::{plot, progress, run_args, run_folder, table};
@@ -142,6 +146,58 @@ fn noise_label(kind: NoiseKind, rate: f64) -> String {
 }
 
 pub fn run(args: ExperimentArgs) -> Result<()> {
+    let (args, grid) = grid_of(args)?;
+    let cells = cells_of(&args, &grid)?;
+    let todo: Vec<&Cell> = cells
+        .iter()
+        .map(|c| finished(c).map(|done| (c, done)))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .filter(|(_, done)| !done)
+        .map(|(c, _)| c)
+        .collect();
+    // Before anything is printed or a run folder made: the device, and a precision it
+    // cannot run.
+    let chosen = match todo.is_empty() {
+        true => None,
+        false => {
+            let chosen = device::choose(args.device)?;
+            args.precision.unwrap_or_default().check(&chosen.device)?;
+            Some(chosen)
+        }
+    };
+    say(
+        &args,
+        format!(
+            "{} runs ({} already finished in {}), {} epochs each",
+            cells.len(),
+            cells.len() - todo.len(),
+            args.out.display(),
+            grid.epochs
+        ),
+    );
+    if let Some(chosen) = chosen {
+        run_cells(&args, &grid, &todo, cells.len(), &chosen)?;
+    }
+    write_tables(&args, &grid, &cells)
+}
+
+/// What the grid crosses, from the flags: each dataset once, the noises, the methods,
+/// each dataset's folder, the pretrained weights (read once, shared by every run).
+struct Grid {
+    epochs: usize,
+    /// Whether `--epochs` was given (a fine-tuning run keeps its schedule's otherwise).
+    epochs_given: bool,
+    datasets: Vec<DatasetKind>,
+    noises: Vec<(NoiseKind, f64)>,
+    methods: Vec<Method>,
+    dirs: HashMap<DatasetKind, PathBuf>,
+    init: Option<(PathBuf, Arc<StateDict>)>,
+}
+
+/// The grid the flags name, and the flags with `--epochs` settled (15 fine-tuning a
+/// pretrained network, else the paper's 200).
+fn grid_of(args: ExperimentArgs) -> Result<(ExperimentArgs, Grid)> {
     let epochs_given = args.epochs.is_some();
     let epochs = args
         .epochs
@@ -167,7 +223,6 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         .iter()
         .map(|n| parse_noise(n.trim()))
         .collect::<Result<_>>()?;
-    let methods = picks::methods(&args.methods);
     let mut dirs: HashMap<DatasetKind, PathBuf> = HashMap::new();
     for item in &args.data_dir {
         let (name, dir) = item
@@ -175,22 +230,33 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
             .with_context(|| format!("--data-dir '{item}' is not DATASET=DIR"))?;
         dirs.insert(name.parse()?, PathBuf::from(dir));
     }
-
-    // Every cell's settings, validated before anything runs. A folder's network and
-    // input are chosen once, from its training images.
-    let mut cells = Vec::new();
-    let mut folder_choice: Option<(Architecture, [usize; 3])> = None;
-    // The weights are read once and shared by every run.
     let init = match &args.init {
         Some(path) => Some((path.clone(), Arc::new(pretrained::read(path)?))),
         None => None,
     };
-    for &dataset in &datasets {
-        for &(noise, rate) in &noises {
-            for &method in &methods {
+    let grid = Grid {
+        epochs,
+        epochs_given,
+        datasets,
+        noises,
+        methods: picks::methods(&args.methods),
+        dirs,
+        init,
+    };
+    Ok((args, grid))
+}
+
+/// Every cell's settings and run folder, validated before anything runs. A folder's
+/// network and input are chosen once, from its training images.
+fn cells_of(args: &ExperimentArgs, grid: &Grid) -> Result<Vec<Cell>> {
+    let mut cells = Vec::new();
+    let mut folder_choice: Option<(Architecture, [usize; 3])> = None;
+    for &dataset in &grid.datasets {
+        for &(noise, rate) in &grid.noises {
+            for &method in &grid.methods {
                 for &seed in &args.seeds {
                     let mut config = Choices {
-                        epochs: Some(epochs),
+                        epochs: Some(grid.epochs),
                         seed: Some(seed),
                         train_limit: args.train_limit,
                         test_limit: args.test_limit,
@@ -198,10 +264,10 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
                         ..Choices::new(dataset, noise, rate, method)
                     }
                     .build()?;
-                    if let Some((path, state)) = &init {
+                    if let Some((path, state)) = &grid.init {
                         let given = run_args::Given {
                             schedule: false,
-                            epochs: epochs_given,
+                            epochs: grid.epochs_given,
                         };
                         run_args::fine_tune(&mut config, path, state, given)?;
                     }
@@ -211,7 +277,8 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
                         config.architecture = architecture;
                         config.folder_input = Some(input);
                     }
-                    folder_data::choose(&mut config, dirs.get(&dataset).map(PathBuf::as_path))?;
+                    let dir = grid.dirs.get(&dataset).map(PathBuf::as_path);
+                    folder_data::choose(&mut config, dir)?;
                     if let Some(input) = config.folder_input {
                         folder_choice = Some((config.architecture, input));
                     }
@@ -227,116 +294,121 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
             }
         }
     }
-    let todo: Vec<&Cell> = cells
-        .iter()
-        .map(|c| finished(c).map(|done| (c, done)))
-        .collect::<Result<Vec<_>>>()?
-        .into_iter()
-        .filter(|(_, done)| !done)
-        .map(|(c, _)| c)
-        .collect();
+    Ok(cells)
+}
 
-    // Before anything is printed or a run folder made: the device, and a precision it
-    // cannot run.
-    let chosen = match todo.is_empty() {
-        true => None,
-        false => {
-            let chosen = device::choose(args.device)?;
-            args.precision.unwrap_or_default().check(&chosen.device)?;
-            Some(chosen)
-        }
-    };
-    let total = cells.len();
+/// A line for a person, unless `--quiet`.
+fn say(args: &ExperimentArgs, line: String) {
+    if !args.quiet {
+        eprintln!("{line}");
+    }
+}
+
+/// The runs not finished yet, one after the other on `chosen` (each dataset read once),
+/// a line for each as it ends.
+fn run_cells(
+    args: &ExperimentArgs,
+    grid: &Grid,
+    todo: &[&Cell],
+    total: usize,
+    chosen: &Chosen,
+) -> Result<()> {
+    say(args, format!("device: {}", chosen.description));
+    let bar = progress::bar(todo.len() * grid.epochs, args.quiet, progress::RUNS);
+    let mut loaded: HashMap<DatasetKind, RunData> = HashMap::new();
     let reused = total - todo.len();
-    let say = |line: String| {
-        if !args.quiet {
-            eprintln!("{line}");
+    for (i, cell) in todo.iter().enumerate() {
+        let c = &cell.config;
+        let name = format!(
+            "{} {} {} seed{}",
+            c.dataset.name(),
+            noise_label(c.noise, c.noise_rate),
+            c.method.name(),
+            c.seed
+        );
+        let run_no = reused + i + 1;
+        if let Some(bar) = &bar {
+            bar.set_message(format!("run {run_no}/{total}: {name}"));
         }
-    };
-    say(format!(
-        "{total} runs ({reused} already finished in {}), {} epochs each",
-        args.out.display(),
-        epochs
-    ));
-    if let Some(chosen) = chosen {
-        say(format!("device: {}", chosen.description));
-        let bar = progress::bar(todo.len() * epochs, args.quiet, progress::RUNS);
-        let mut loaded: HashMap<DatasetKind, RunData> = HashMap::new();
-        for (i, cell) in todo.iter().enumerate() {
-            let c = &cell.config;
-            let name = format!(
-                "{} {} {} seed{}",
-                c.dataset.name(),
-                noise_label(c.noise, c.noise_rate),
-                c.method.name(),
-                c.seed
-            );
-            let run_no = reused + i + 1;
-            if let Some(bar) = &bar {
-                bar.set_message(format!("run {run_no}/{total}: {name}"));
-            }
-            let data = match loaded.get(&c.dataset) {
-                Some(data) => data.clone(),
-                None => {
-                    let data = folder_data::load(c, dirs.get(&c.dataset).map(PathBuf::as_path))?;
-                    if let Some(note) = &data.note {
-                        say(note.clone());
-                    }
-                    loaded.insert(c.dataset, data.clone());
-                    data
+        let data = match loaded.get(&c.dataset) {
+            Some(data) => data.clone(),
+            None => {
+                let dir = grid.dirs.get(&c.dataset).map(PathBuf::as_path);
+                let data = folder_data::load(c, dir)?;
+                if let Some(note) = &data.note {
+                    say(args, note.clone());
                 }
-            };
-            // An unfinished folder is a run that was cut off: it resumes.
-            std::fs::create_dir_all(&cell.dir)
-                .with_context(|| format!("creating {}", cell.dir.display()))?;
-            let started = Instant::now();
-            let checkpoint = run_folder::saved_checkpoint(&cell.dir, c)
-                .with_context(|| format!("run {name}"))?;
-            let options = run_folder::Options {
-                checkpoint_every: 1,
-                data_dir: dirs.get(&c.dataset).cloned(),
-                init: init.clone(),
-                ..Default::default()
-            };
-            let (_, summary) = run_folder::train_into(
-                c,
-                data,
-                checkpoint,
-                &chosen,
-                &cell.dir,
-                &options,
-                &mut |event| {
-                    if let (run_folder::Event::Epoch(_), Some(bar)) = (event, &bar) {
-                        bar.inc(1);
-                    }
-                },
-            )
-            .with_context(|| format!("run {name}"))?;
-            let line = format!(
-                "[{run_no}/{total}] {name}: test acc {:.2}%, label precision {:.2}% ({:.1} s)",
-                summary.test_accuracy * 100.0,
-                summary.label_precision * 100.0,
-                started.elapsed().as_secs_f64()
-            );
-            match &bar {
-                Some(bar) => bar.println(line),
-                None => say(line),
+                loaded.insert(c.dataset, data.clone());
+                data
             }
-        }
-        if let Some(bar) = bar {
-            bar.finish_and_clear();
+        };
+        let started = Instant::now();
+        let summary = run_cell(cell, data, grid, chosen, bar.as_ref())
+            .with_context(|| format!("run {name}"))?;
+        let line = format!(
+            "[{run_no}/{total}] {name}: test acc {:.2}%, label precision {:.2}% ({:.1} s)",
+            summary.test_accuracy * 100.0,
+            summary.label_precision * 100.0,
+            started.elapsed().as_secs_f64()
+        );
+        match &bar {
+            Some(bar) => bar.println(line),
+            None => say(args, line),
         }
     }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(())
+}
 
-    let results = collect(&cells)?;
+/// One cell's run into its run folder, checkpointed every epoch; an unfinished folder
+/// is a run that was cut off, and it resumes.
+fn run_cell(
+    cell: &Cell,
+    data: RunData,
+    grid: &Grid,
+    chosen: &Chosen,
+    bar: Option<&ProgressBar>,
+) -> Result<Summary> {
+    let c = &cell.config;
+    std::fs::create_dir_all(&cell.dir)
+        .with_context(|| format!("creating {}", cell.dir.display()))?;
+    let checkpoint = run_folder::saved_checkpoint(&cell.dir, c)?;
+    let options = run_folder::Options {
+        checkpoint_every: 1,
+        data_dir: grid.dirs.get(&c.dataset).cloned(),
+        init: grid.init.clone(),
+        ..Default::default()
+    };
+    let (_, summary) = run_folder::train_into(
+        c,
+        data,
+        checkpoint,
+        chosen,
+        &cell.dir,
+        &options,
+        &mut |event| {
+            if let (run_folder::Event::Epoch(_), Some(bar)) = (event, bar) {
+                bar.inc(1);
+            }
+        },
+    )?;
+    Ok(summary)
+}
+
+/// table.md, table.csv and a plot of each column's curves, from every cell's run folder.
+fn write_tables(args: &ExperimentArgs, grid: &Grid, cells: &[Cell]) -> Result<()> {
+    let results = collect(cells)?;
     std::fs::create_dir_all(args.out.join("curves"))?;
-    let markdown = markdown_table(&results, &datasets, &noises, &methods, &args);
+    let markdown = markdown_table(&results, &grid.datasets, &grid.noises, &grid.methods, args);
     write(&args.out.join("table.md"), &markdown)?;
     write(&args.out.join("table.csv"), &csv_table(&results))?;
-    for &dataset in &datasets {
-        for &(noise, rate) in &noises {
+    for &dataset in &grid.datasets {
+        for &(noise, rate) in &grid.noises {
             let key = (dataset, noise_label(noise, rate));
-            let series: Vec<(String, Vec<f64>)> = methods
+            let series: Vec<(String, Vec<f64>)> = grid
+                .methods
                 .iter()
                 .filter_map(|m| {
                     let r = results.get(&(key.0, key.1.clone(), *m))?;
@@ -349,11 +421,9 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
                 key.1,
                 args.seeds.len()
             );
+            let file = format!("{}-{}.svg", dataset.name(), key.1);
             write(
-                &args
-                    .out
-                    .join("curves")
-                    .join(format!("{}-{}.svg", dataset.name(), key.1)),
+                &args.out.join("curves").join(file),
                 &plot::curves(&title, &series),
             )?;
         }
