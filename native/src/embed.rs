@@ -137,12 +137,66 @@ pub fn embed(args: &EmbedArgs) -> Result<Embedded> {
     } else {
         512
     };
-
-    let bar = crate::progress::bar(scan.files.len(), args.quiet, crate::progress::IMAGES);
     let mut matrix = MatrixWriter::create(&out.join(MARKER), width)?;
-    let mut kept: Vec<&ImageFile> = Vec::new();
+    let features = Features {
+        network: &network,
+        device: &chosen.device,
+        width,
+        init: &args.init,
+    };
+    let (kept, skipped) = embed_files(args, &scan.files, &features, &mut matrix)?;
+    if kept.is_empty() {
+        bail!(
+            "{}: none of the images could be decoded",
+            args.data.display()
+        );
+    }
+    let kept: Vec<&ImageFile> = kept.iter().map(|&i| &scan.files[i]).collect();
+    let skipped = skipped + scan.skipped.len();
+    write_sidecars(
+        &out,
+        args,
+        &scan.classes,
+        &kept,
+        architecture,
+        width,
+        skipped,
+    )?;
+    // Only now is the matrix complete and in place.
+    let rows = matrix.finish()?;
+    Ok(Embedded {
+        dir: out,
+        architecture,
+        rows,
+        width,
+        classes: scan.classes.len(),
+        skipped,
+    })
+}
+
+/// The backbone that turns a batch of crops into features, where it runs.
+struct Features<'a> {
+    network: &'a Classifier,
+    device: &'a burn::tensor::Device,
+    /// Features per image.
+    width: usize,
+    /// The weights file, for a message.
+    init: &'a std::path::Path,
+}
+
+/// Every file of `files` decoded, cropped and embedded in file order, its features
+/// appended to `matrix`: the indices of the files kept, and how many were skipped (each
+/// with a line).
+fn embed_files(
+    args: &EmbedArgs,
+    files: &[ImageFile],
+    features: &Features,
+    matrix: &mut MatrixWriter,
+) -> Result<(Vec<usize>, usize)> {
+    let bar = crate::progress::bar(files.len(), args.quiet, crate::progress::IMAGES);
+    let mut kept: Vec<usize> = Vec::new();
     let mut skipped = 0usize;
-    let sample = 3 * side * side;
+    let sample = 3 * CROP as usize * CROP as usize;
     std::thread::scope(|scope| -> Result<()> {
         // Decoding runs ahead of the network on every core but one: decoder w takes
         // batches w, w + W, w + 2W, ... and holds at most one finished batch, so at most
@@ -151,7 +205,6 @@ pub fn embed(args: &EmbedArgs) -> Result<Embedded> {
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get().saturating_sub(1))
             .clamp(1, 16);
-        let files = &scan.files;
         let batch = args.batch;
         let batches = files.len().div_ceil(batch);
         let mut queues = Vec::with_capacity(workers);
@@ -183,11 +236,11 @@ pub fn embed(args: &EmbedArgs) -> Result<Embedded> {
                 match result {
                     Ok(v) => {
                         values.extend(v);
-                        kept.push(&scan.files[i]);
+                        kept.push(i);
                     }
                     Err(reason) => {
                         skipped += 1;
-                        eprintln!("skipped {}: {reason}", scan.files[i].id);
+                        eprintln!("skipped {}: {reason}", files[i].id);
                     }
                 }
                 if let Some(bar) = &bar {
@@ -195,35 +248,57 @@ pub fn embed(args: &EmbedArgs) -> Result<Embedded> {
                 }
             }
             let rows = values.len() / sample;
-            if rows == 0 {
-                continue;
+            if rows > 0 {
+                let row_id = |row: usize| &files[kept[kept.len() - rows + row]].id;
+                matrix.push(&features.of(values, rows, sample, row_id)?)?;
             }
-            let x = Tensor::<2>::from_data(TensorData::new(values, [rows, sample]), &chosen.device);
-            let features = network.features(x).expect("a ResNet has features");
-            let features: Vec<f32> = features
-                .into_data()
-                .try_to_vec::<f32>()
-                .map_err(|e| anyhow::anyhow!("reading the features: {e:?}"))?;
-            if let Some(bad) = features.iter().position(|v| !v.is_finite()) {
-                bail!(
-                    "{}: the features of {} are not finite (are the weights?)",
-                    args.init.display(),
-                    kept[kept.len() - rows + bad / width].id
-                );
-            }
-            matrix.push(&features)?;
         }
         Ok(())
     })?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    if kept.is_empty() {
-        bail!(
-            "{}: none of the images could be decoded",
-            args.data.display()
-        );
+    Ok((kept, skipped))
+}
+
+impl Features<'_> {
+    /// The features of `rows` crops (`values`, `sample` each), refused where one is not
+    /// finite (`id` names the image of a row).
+    fn of<'f>(
+        &self,
+        values: Vec<f32>,
+        rows: usize,
+        sample: usize,
+        id: impl Fn(usize) -> &'f String,
+    ) -> Result<Vec<f32>> {
+        let x = Tensor::<2>::from_data(TensorData::new(values, [rows, sample]), self.device);
+        let features = self.network.features(x).expect("a ResNet has features");
+        let features: Vec<f32> = features
+            .into_data()
+            .try_to_vec::<f32>()
+            .map_err(|e| anyhow::anyhow!("reading the features: {e:?}"))?;
+        if let Some(bad) = features.iter().position(|v| !v.is_finite()) {
+            bail!(
+                "{}: the features of {} are not finite (are the weights?)",
+                self.init.display(),
+                id(bad / self.width)
+            );
+        }
+        Ok(features)
     }
+}
+
+/// Beside the matrix: each row's label (`labels.npy`, and its class name in
+/// `labels.txt`), its image (`ids.txt`), and how the features were made (`config.json`).
+fn write_sidecars(
+    out: &std::path::Path,
+    args: &EmbedArgs,
+    classes: &[String],
+    kept: &[&ImageFile],
+    architecture: Architecture,
+    width: usize,
+    skipped: usize,
+) -> Result<()> {
     let labels: Vec<i64> = kept.iter().map(|f| f.label as i64).collect();
     write_i64_vector(&out.join("labels.npy"), &labels)?;
     let lines = |f: &dyn Fn(&ImageFile) -> String| -> Vec<u8> {
@@ -234,7 +309,7 @@ pub fn embed(args: &EmbedArgs) -> Result<Embedded> {
     };
     write_atomically(
         &out.join("labels.txt"),
-        &lines(&|f| scan.classes[f.label as usize].clone()),
+        &lines(&|f| classes[f.label as usize].clone()),
     )?;
     write_atomically(&out.join("ids.txt"), &lines(&|f| f.id.clone()))?;
     let config = serde_json::json!({
@@ -244,21 +319,12 @@ pub fn embed(args: &EmbedArgs) -> Result<Embedded> {
         "preprocessing": PREPROCESSING,
         "features": width,
         "rows": kept.len(),
-        "classes": scan.classes,
-        "skipped": skipped + scan.skipped.len(),
+        "classes": classes,
+        "skipped": skipped,
     });
     write_atomically(
         &out.join("config.json"),
         serde_json::to_string_pretty(&config)?.as_bytes(),
     )?;
-    // Only now is the matrix complete and in place.
-    let rows = matrix.finish()?;
-    Ok(Embedded {
-        dir: out,
-        architecture,
-        rows,
-        width,
-        classes: scan.classes.len(),
-        skipped: skipped + scan.skipped.len(),
-    })
+    Ok(())
 }

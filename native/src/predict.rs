@@ -23,7 +23,7 @@ use taks_core::formats::image_folder::{decode_centre_crop, decode_one, files_und
 use taks_core::formats::{csv_table, npy};
 
 use crate::device::{self, DeviceChoice};
-use crate::model_file;
+use crate::model_file::{self, Loaded};
 use taks_core::audit::suspects::csv_field;
 
 #[derive(Args, Debug)]
@@ -53,54 +53,16 @@ pub fn run(args: PredictArgs) -> Result<()> {
     let loaded = model_file::load(&args.model, &chosen.device)?;
     let card = &loaded.card;
     let sample_size: usize = card.input.shape().iter().product();
-    let mut ids = Vec::new();
-    let mut values: Vec<f32> = Vec::new();
     let mut failures = 0usize;
-    let mut fail = |id: &str, reason: &str| {
-        failures += 1;
-        eprintln!("skipped {id}: {reason}");
-    };
-    match &card.input {
-        Input::Table { features } => {
-            let single = args.inputs.len() == 1;
-            for path in &args.inputs {
-                if path.is_dir() {
-                    bail!(
-                        "{}: this model takes CSV rows, not a folder of images",
-                        path.display()
-                    );
-                }
-                let rows = if path
-                    .extension()
-                    .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
-                {
-                    let matrix = npy::read_matrix(path)?;
-                    if matrix.cols != features.len() {
-                        bail!(
-                            "{}: {} columns, and this model takes {} features",
-                            path.display(),
-                            matrix.cols,
-                            features.len()
-                        );
-                    }
-                    matrix.values
-                } else {
-                    csv_table::read_features(path, features)?
-                };
-                for r in 0..rows.len() / features.len() {
-                    ids.push(match single {
-                        true => r.to_string(),
-                        false => format!("{}#{r}", path.display()),
-                    });
-                }
-                values.extend(rows);
-            }
-        }
+    let (ids, mut values) = match &card.input {
+        Input::Table { features } => table_rows(&args.inputs, features)?,
         Input::Image {
             channels,
             height,
             width,
         } => {
+            let mut ids = Vec::new();
+            let mut values: Vec<f32> = Vec::new();
             for path in image_inputs(&args.inputs)? {
                 let id = path.display().to_string();
                 let decoded = match card.centre_crop {
@@ -112,22 +74,81 @@ pub fn run(args: PredictArgs) -> Result<()> {
                         values.extend(scaled_pixels(&pixels));
                         ids.push(id);
                     }
-                    Err(reason) => fail(&id, &reason),
+                    Err(reason) => {
+                        failures += 1;
+                        eprintln!("skipped {id}: {reason}");
+                    }
                 }
             }
+            (ids, values)
         }
-    }
+    };
     card.normalisation.apply(&mut values, sample_size);
+    print_predictions(&loaded, &chosen.device, &ids, &values)?;
+    if failures > 0 {
+        bail!("{failures} inputs could not be read (listed above); the others were predicted");
+    }
+    Ok(())
+}
 
+/// The rows of CSV tables or `.npy` matrices with the model's `features`, each named by
+/// its row (and its file, where there are several).
+fn table_rows(inputs: &[PathBuf], features: &[String]) -> Result<(Vec<String>, Vec<f32>)> {
+    let single = inputs.len() == 1;
+    let mut ids = Vec::new();
+    let mut values = Vec::new();
+    for path in inputs {
+        if path.is_dir() {
+            bail!(
+                "{}: this model takes CSV rows, not a folder of images",
+                path.display()
+            );
+        }
+        let rows = if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+        {
+            let matrix = npy::read_matrix(path)?;
+            if matrix.cols != features.len() {
+                bail!(
+                    "{}: {} columns, and this model takes {} features",
+                    path.display(),
+                    matrix.cols,
+                    features.len()
+                );
+            }
+            matrix.values
+        } else {
+            csv_table::read_features(path, features)?
+        };
+        for r in 0..rows.len() / features.len() {
+            ids.push(match single {
+                true => r.to_string(),
+                false => format!("{}#{r}", path.display()),
+            });
+        }
+        values.extend(rows);
+    }
+    Ok((ids, values))
+}
+
+/// Each sample's predicted class and its confidence, a CSV row each on stdout, in
+/// chunks of [`CHUNK`]; a reader that stops early (`| head`) is not an error.
+fn print_predictions(
+    loaded: &Loaded,
+    device: &burn::tensor::Device,
+    ids: &[String],
+    values: &[f32],
+) -> Result<()> {
+    let card = &loaded.card;
+    let sample_size: usize = card.input.shape().iter().product();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     writeln!(out, "id,predicted_label,confidence")?;
     for (c, chunk) in values.chunks(CHUNK * sample_size).enumerate() {
         let rows = chunk.len() / sample_size;
-        let x = Tensor::<2>::from_data(
-            TensorData::new(chunk.to_vec(), [rows, sample_size]),
-            &chosen.device,
-        );
+        let x =
+            Tensor::<2>::from_data(TensorData::new(chunk.to_vec(), [rows, sample_size]), device);
         let p = softmax(loaded.network.forward(x), 1);
         let p: Vec<f32> = p
             .into_data()
@@ -141,7 +162,6 @@ pub fn run(args: PredictArgs) -> Result<()> {
                 csv_field(&ids[c * CHUNK + r]),
                 csv_field(&card.classes[best])
             );
-            // A reader that stopped early (`| head`) is not an error.
             if let Err(e) = &line
                 && e.kind() == std::io::ErrorKind::BrokenPipe
             {
@@ -151,9 +171,6 @@ pub fn run(args: PredictArgs) -> Result<()> {
         }
     }
     out.flush()?;
-    if failures > 0 {
-        bail!("{failures} inputs could not be read (listed above); the others were predicted");
-    }
     Ok(())
 }
 

@@ -81,7 +81,25 @@ code {{ font-size: 12px; }}
         );
     }
 
-    html += "<h2>Per class</h2>\n<table id=\"per-class\"><tr><th>class</th><th>samples</th><th>label issues</th><th>estimated noise</th></tr>\n";
+    html += &per_class(summary);
+    html += "<h2>Label quality</h2>\n<p>1 - the mean noise-risk over the TAkS epochs: near 1 the model kept agreeing with the label, near 0 it kept contradicting it. Red: label issues.</p>\n";
+    html += &histogram(outcome);
+    html += &suspects(data, outcome, order, rows);
+    html += &skipped(data);
+    let _ = writeln!(
+        html,
+        "<p>{flagged} label issues of {} samples. Written by taks {}.</p>\n</body></html>",
+        data.ids.len(),
+        env!("CARGO_PKG_VERSION")
+    );
+    html
+}
+
+/// Each class's samples, label issues and estimated noise.
+fn per_class(summary: &AuditSummary) -> String {
+    let mut html = String::from(
+        "<h2>Per class</h2>\n<table id=\"per-class\"><tr><th>class</th><th>samples</th><th>label issues</th><th>estimated noise</th></tr>\n",
+    );
     for c in &summary.per_class {
         let _ = writeln!(
             html,
@@ -93,15 +111,15 @@ code {{ font-size: 12px; }}
                 .map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0)),
         );
     }
-    html += "</table>\n";
+    html + "</table>\n"
+}
 
-    html += "<h2>Label quality</h2>\n<p>1 - the mean noise-risk over the TAkS epochs: near 1 the model kept agreeing with the label, near 0 it kept contradicting it. Red: label issues.</p>\n";
-    html += &histogram(outcome);
-
+/// The `rows` most suspect samples (`order`: most suspect first), each as the network
+/// saw it.
+fn suspects(data: &AuditData, outcome: &AuditOutcome, order: &[usize], rows: usize) -> String {
     let shown = rows.min(order.len());
-    let _ = writeln!(
-        html,
-        "<h2>The {shown} most suspect samples</h2>\n<table id=\"suspects\"><tr><th>#</th><th>sample</th><th>id</th><th>given</th><th>suggested</th><th>confidence</th><th>label quality</th><th>issue</th></tr>"
+    let mut html = format!(
+        "<h2>The {shown} most suspect samples</h2>\n<table id=\"suspects\"><tr><th>#</th><th>sample</th><th>id</th><th>given</th><th>suggested</th><th>confidence</th><th>label quality</th><th>issue</th></tr>\n"
     );
     for (rank, &i) in order.iter().take(shown).enumerate() {
         let s = &outcome.samples[i];
@@ -119,27 +137,26 @@ code {{ font-size: 12px; }}
             if s.is_label_issue { "yes" } else { "no" },
         );
     }
-    html += "</table>\n";
-    if !data.skipped.is_empty() {
-        html +=
-            "<h2>Skipped files</h2>\n<table id=\"skipped\"><tr><th>file</th><th>reason</th></tr>\n";
-        for s in &data.skipped {
-            let _ = writeln!(
-                html,
-                "<tr><td><code>{}</code></td><td>{}</td></tr>",
-                escape(&s.id),
-                escape(&s.reason)
-            );
-        }
-        html += "</table>\n";
+    html + "</table>\n"
+}
+
+/// The files left out, and why (nothing where none was).
+fn skipped(data: &AuditData) -> String {
+    if data.skipped.is_empty() {
+        return String::new();
     }
-    let _ = writeln!(
-        html,
-        "<p>{flagged} label issues of {} samples. Written by taks {}.</p>\n</body></html>",
-        data.ids.len(),
-        env!("CARGO_PKG_VERSION")
+    let mut html = String::from(
+        "<h2>Skipped files</h2>\n<table id=\"skipped\"><tr><th>file</th><th>reason</th></tr>\n",
     );
-    html
+    for s in &data.skipped {
+        let _ = writeln!(
+            html,
+            "<tr><td><code>{}</code></td><td>{}</td></tr>",
+            escape(&s.id),
+            escape(&s.reason)
+        );
+    }
+    html + "</table>\n"
 }
 
 /// A thumbnail for an image (from the sample as the network saw it), the first feature
