@@ -23,6 +23,7 @@ use taks_core::audit::suspects::{self, Decision};
 use taks_core::audit::{self, AuditSettings, SampleAudit, Stage};
 use taks_core::formats::csv_table;
 use taks_core::formats::image_folder::{Skipped, scan_memory};
+use taks_core::metrics::EpochMetrics;
 use taks_core::nn::{Architecture, Classifier};
 use taks_core::noise::NoisyLabels;
 use wasm_bindgen::prelude::*;
@@ -49,6 +50,27 @@ struct AuditOptions {
 }
 
 impl AuditOptions {
+    /// The options no data could make sense of refused, and the network named, if any.
+    fn check(&self) -> Result<Option<Architecture>, JsValue> {
+        if !(self.budget > 0.0 && self.budget.is_finite()) {
+            return Err(js_error(format!(
+                "the budget {} must be a positive number of seconds",
+                self.budget
+            )));
+        }
+        if self.epochs == Some(0) || self.probe_epochs == Some(0) {
+            return Err(js_error("the TAkS and probe epochs must be at least 1"));
+        }
+        let Some(name) = self.model.as_deref().filter(|n| !n.is_empty()) else {
+            return Ok(None);
+        };
+        let found = Architecture::ALL.into_iter().find(|a| a.name() == name);
+        found.map(Some).ok_or_else(|| {
+            let names: Vec<&str> = Architecture::ALL.iter().map(|a| a.name()).collect();
+            js_error(format!("no network named '{name}' ({})", names.join(", ")))
+        })
+    }
+
     /// `taks audit`'s settings for `n` samples on `architecture`, with the page's epochs
     /// and seed.
     fn settings(&self, architecture: Architecture, n: usize) -> AuditSettings {
@@ -169,41 +191,19 @@ impl AuditJob {
         let options: Result<AuditOptions, _> = serde_json::from_str(options_json);
         future_to_promise(async move {
             let options = options.map_err(|e| js_error(format!("bad audit settings: {e}")))?;
-            if !(options.budget > 0.0 && options.budget.is_finite()) {
-                return Err(js_error(format!(
-                    "the budget {} must be a positive number of seconds",
-                    options.budget
-                )));
-            }
-            if options.epochs == Some(0) || options.probe_epochs == Some(0) {
-                return Err(js_error("the TAkS and probe epochs must be at least 1"));
-            }
+            let model = options.check()?;
             let device = crate::backend::device()?;
             let started = Instant::now();
             let tell = |value: serde_json::Value| {
                 let _ = progress.call1(&JsValue::NULL, &JsValue::from(value.to_string()));
             };
             tell(serde_json::json!({ "phase": "reading" }));
-            let model = match options.model.as_deref() {
-                None | Some("") => None,
-                Some(name) => Some(
-                    Architecture::ALL
-                        .into_iter()
-                        .find(|a| a.name() == name)
-                        .ok_or_else(|| {
-                            let names: Vec<&str> =
-                                Architecture::ALL.iter().map(|a| a.name()).collect();
-                            js_error(format!("no network named '{name}' ({})", names.join(", ")))
-                        })?,
-                ),
-            };
             let ready = match table {
                 Some((name, bytes)) => read_table(&name, &bytes, &options, model)?,
                 None => read_folder(files, &options, model, &device, &tell).await?,
             };
             let n = ready.ids.len();
             let settings = options.settings(ready.architecture, n);
-            let folds = settings.probe_folds;
             let outcome = audit::run(
                 ready.prepared.dataset.clone(),
                 NoisyLabels {
@@ -212,20 +212,7 @@ impl AuditJob {
                 },
                 &settings,
                 &device,
-                |stage, m| {
-                    let (phase, fold) = match stage {
-                        Stage::Probe(f) => ("probe", Some(f + 1)),
-                        Stage::Selection => ("selection", None),
-                    };
-                    tell(serde_json::json!({
-                        "phase": phase, "fold": fold, "folds": folds,
-                        "selection_epochs": settings.epochs,
-                        "epoch": m.epoch,
-                        "epochs": if fold.is_some() { settings.probe_epochs } else { settings.epochs },
-                        "seconds": m.epoch_seconds, "loss": m.train_loss,
-                        "agreement": m.test_accuracy,
-                    }))
-                },
+                |stage, m| tell(progress_json(stage, m, &settings)),
             )
             .await
             .map_err(js_error)?;
@@ -243,25 +230,7 @@ impl AuditJob {
                 label_issues: outcome.samples.iter().filter(|s| s.is_label_issue).count(),
                 seconds: started.elapsed().as_secs_f64(),
             };
-            let shape = ready.prepared.dataset.shape;
-            let samples = &ready.prepared.dataset.samples;
-            let pixels: Vec<u8> = (0..n)
-                .flat_map(|i| samples.bytes_of(i).unwrap_or_default())
-                .collect();
-            *done.borrow_mut() = Some(Done {
-                card: ModelCard::new(
-                    ready.architecture,
-                    ready.classes.clone(),
-                    ready.prepared.input.clone(),
-                    ready.prepared.normalisation.clone(),
-                ),
-                ids: ready.ids,
-                classes: ready.classes,
-                samples: outcome.samples,
-                network: outcome.network,
-                pixels,
-                shape,
-            });
+            *done.borrow_mut() = Some(Done::of(ready, outcome));
             serde_json::to_string(&summary)
                 .map(JsValue::from)
                 .map_err(js_error)
@@ -352,6 +321,49 @@ fn decisions_of(codes: &[u8], n: usize) -> Vec<Decision> {
     (0..n)
         .map(|i| Decision::from_code(codes.get(i).copied().unwrap_or(0)))
         .collect()
+}
+
+/// One epoch of the audit as the page's progress message.
+fn progress_json(stage: Stage, m: &EpochMetrics, settings: &AuditSettings) -> serde_json::Value {
+    let (phase, fold) = match stage {
+        Stage::Probe(f) => ("probe", Some(f + 1)),
+        Stage::Selection => ("selection", None),
+    };
+    serde_json::json!({
+        "phase": phase, "fold": fold, "folds": settings.probe_folds,
+        "selection_epochs": settings.epochs,
+        "epoch": m.epoch,
+        "epochs": if fold.is_some() { settings.probe_epochs } else { settings.epochs },
+        "seconds": m.epoch_seconds, "loss": m.train_loss,
+        "agreement": m.test_accuracy,
+    })
+}
+
+impl Done {
+    /// What the page may ask for once `outcome` is in: the model, the rows, the samples'
+    /// bytes for their thumbnails.
+    fn of(ready: Ready, outcome: audit::AuditOutcome) -> Self {
+        let n = ready.ids.len();
+        let shape = ready.prepared.dataset.shape;
+        let samples = &ready.prepared.dataset.samples;
+        let pixels: Vec<u8> = (0..n)
+            .flat_map(|i| samples.bytes_of(i).unwrap_or_default())
+            .collect();
+        Done {
+            card: ModelCard::new(
+                ready.architecture,
+                ready.classes.clone(),
+                ready.prepared.input.clone(),
+                ready.prepared.normalisation.clone(),
+            ),
+            ids: ready.ids,
+            classes: ready.classes,
+            samples: outcome.samples,
+            network: outcome.network,
+            pixels,
+            shape,
+        }
+    }
 }
 
 fn js_error(message: impl std::fmt::Display) -> JsValue {
