@@ -13,6 +13,8 @@ pub mod choices;
 mod cli_values;
 pub mod config;
 pub mod data;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod embedding;
 pub mod error;
 pub mod gpu;
 pub mod holdout;

@@ -1,7 +1,7 @@
 //! `taks audit DIR --init FILE`: an image folder audited on the features of a
 //! pretrained ResNet rather than on a network trained from its own pixels.
 //!
-//! The folder is embedded first ([`crate::embed`], into `OUT/embedding`, where the
+//! The folder is embedded first ([`taks_core::embedding`], into `OUT/embedding`, where the
 //! features stay for later use), then the audit runs on `embeddings.npy` with its
 //! `labels.txt` and `ids.txt`, as `taks audit embeddings.npy --labels labels.txt` would:
 //! an MLP over the features, which costs seconds where fine-tuning the backbone with
@@ -12,8 +12,9 @@ use anyhow::{Result, bail};
 use taks_core::audit::source::Backbone;
 
 use super::AuditArgs;
-use crate::embed::{EmbedArgs, embed};
-use crate::out_dir;
+use taks_core::embedding::{MARKER, ToEmbed};
+
+use crate::{device, out_dir, progress};
 
 /// Why the audit does not fine-tune, in the summary's words.
 const WHY: &str = "the audit runs an MLP on the pretrained backbone's features, which costs seconds; fine-tuning the backbone with TAkS (taks train --init) costs hours on a CPU, so --budget does not choose it";
@@ -35,6 +36,10 @@ pub fn embedded(mut args: AuditArgs) -> Result<(AuditArgs, Backbone)> {
             "--labels and --image-size are not for --init (the folder's own classes, 224x224 crops)"
         );
     }
+    // Everything about the folder and the weights checked, and the network loaded,
+    // before the audit's folder is made.
+    let to_embed = ToEmbed::read(&data, &init, args.model.take(), 64)?;
+    let loaded = to_embed.on(&device::choose(args.device)?.device)?;
     let name = data
         .file_name()
         .map(|s| s.to_string_lossy().to_string())
@@ -46,15 +51,13 @@ pub fn embedded(mut args: AuditArgs) -> Result<(AuditArgs, Backbone)> {
         "suspects.csv",
         "an audit",
     )?;
-    let embedded = embed(&EmbedArgs {
-        data,
-        init: init.clone(),
-        out: Some(out.join("embedding")),
-        model: args.model.take(),
-        batch: 64,
-        device: args.device,
-        quiet: args.quiet,
-    })?;
+    let embedding = out_dir::prepare(
+        Some(&out.join("embedding")),
+        "embeddings",
+        MARKER,
+        "embeddings",
+    )?;
+    let embedded = progress::embedded(loaded, &embedding, args.quiet)?;
     if !args.quiet {
         eprintln!(
             "embedded {} images with the pretrained {} of {} ({} features each); auditing them with an MLP",
