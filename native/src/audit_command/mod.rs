@@ -7,7 +7,8 @@
 //! made; the audit itself is [`taks_core::audit::run`]. The outputs, each written
 //! atomically once the audit is done ([`outputs`]): `suspects.csv`, `summary.json`
 //! ([`summary`]), `report.html` ([`report`]), `model.safetensors` + `model.json`
-//! ([`crate::model_file`]). The data is read by [`read`].
+//! ([`crate::model_file`]). The data is read by the core ([`taks_core::audit::source`])
+//! as [`read`] names it from the flags.
 
 mod outputs;
 mod pretrained;
