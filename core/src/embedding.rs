@@ -22,6 +22,7 @@ use std::sync::mpsc::sync_channel;
 
 use burn::tensor::{Device, Tensor, TensorData};
 
+use crate::error::refuse;
 use crate::formats::atomic::write_atomically;
 use crate::formats::image_folder::{self, ImageFile, Scan, decode_centre_crop};
 use crate::formats::npy_write::{MatrixWriter, write_i64_vector};
@@ -64,11 +65,6 @@ pub struct ToEmbed {
     data: PathBuf,
     init: PathBuf,
     batch: usize,
-}
-
-/// The line a refusal gives.
-fn refuse<T>(line: String) -> Result<T> {
-    Err(Error::Input(line))
 }
 
 impl ToEmbed {
@@ -206,15 +202,15 @@ struct Features<'a> {
 }
 
 impl Features<'_> {
-    /// The features of `rows` crops (`values`, `sample` each), refused where one is not
+    /// The features of the crops `values` (`sample` each), refused where one is not
     /// finite (`id` names the image of a row).
     fn of<'f>(
         &self,
         values: Vec<f32>,
-        rows: usize,
         sample: usize,
         id: impl Fn(usize) -> &'f String,
     ) -> Result<Vec<f32>> {
+        let rows = values.len() / sample;
         let x = Tensor::<2>::from_data(TensorData::new(values, [rows, sample]), self.device);
         let features = self.network.features(x).expect("a ResNet has features");
         let features: Vec<f32> = features
@@ -296,7 +292,7 @@ fn embed_files(
             let rows = values.len() / sample;
             if rows > 0 {
                 let row_id = |row: usize| &files[kept[kept.len() - rows + row]].id;
-                matrix.push(&features.of(values, rows, sample, row_id)?)?;
+                matrix.push(&features.of(values, sample, row_id)?)?;
             }
         }
         Ok(())
@@ -334,8 +330,8 @@ impl Sidecars<'_> {
         write_atomically(&out.join("ids.txt"), &lines(&|f| f.id.clone()))?;
         let config = serde_json::json!({
             "architecture": self.architecture.name(),
-            "init": absolute(init),
-            "data": absolute(data),
+            "init": crate::absolute(init),
+            "data": crate::absolute(data),
             "preprocessing": PREPROCESSING,
             "features": self.width,
             "rows": self.kept.len(),
@@ -347,12 +343,4 @@ impl Sidecars<'_> {
         write_atomically(&out.join("config.json"), text.as_bytes())?;
         Ok(())
     }
-}
-
-/// `path` made absolute (against the working folder), as a run's files record paths.
-fn absolute(path: &Path) -> String {
-    std::path::absolute(path)
-        .unwrap_or_else(|_| path.to_path_buf())
-        .display()
-        .to_string()
 }

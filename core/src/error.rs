@@ -25,6 +25,11 @@ pub enum Error {
     Input(String),
 }
 
+/// A refusal of what a person named, as [`Error::Input`]: `line` is the whole message.
+pub(crate) fn refuse<T>(line: String) -> Result<T> {
+    Err(Error::Input(line))
+}
+
 impl Error {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Format(taks_formats::FormatError::io(path, source))

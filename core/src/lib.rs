@@ -37,6 +37,15 @@ pub mod train;
 
 pub use error::{Error, Result};
 
+/// `path` made absolute against the working folder (as given where it cannot be), as a
+/// run's and an embedding's files record the paths they came from.
+pub fn absolute(path: &std::path::Path) -> String {
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
 /// Threads the CPU backend's pool runs on (1 on wasm32): the CPU fast paths split their
 /// work over it, and `taks bench --torch` gives PyTorch as many.
 pub fn cpu_threads() -> usize {

@@ -39,12 +39,3 @@ pub fn prepare(
         .with_context(|| format!("creating output folder {}", dir.display()))?;
     Ok(dir)
 }
-
-/// `path` made absolute (as given where it cannot be), for the files that record where a
-/// run's inputs were.
-pub fn absolute(path: &Path) -> String {
-    std::path::absolute(path)
-        .unwrap_or_else(|_| path.to_path_buf())
-        .display()
-        .to_string()
-}

@@ -295,7 +295,7 @@ pub fn fine_tune(
         Some(Ok(architecture)) => architecture,
         _ => Architecture::ResNet18,
     };
-    config.init = Some(crate::out_dir::absolute(path));
+    config.init = Some(taks_core::absolute(path));
     pretrained::check_depth(state, config.architecture, path)?;
     if !given.schedule {
         if !given.epochs {

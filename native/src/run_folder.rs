@@ -143,11 +143,7 @@ pub fn train_into(
         save_checkpoint(&trainer, &history, &checkpoint_path)?;
     }
 
-    let mut files = RunFiles::open(out, &trainer, &history, config, options, resuming)?;
-    let mut watch = Written {
-        files: &mut files,
-        report,
-    };
+    let mut watch = Written::open(out, &trainer, &history, config, options, resuming, report)?;
     pollster::block_on(trainer.run_to_end(&mut history, &mut watch))?;
 
     let summary = summarize(&history).context("no epoch finished")?;
@@ -165,16 +161,19 @@ pub fn train_into(
     Ok((history, summary))
 }
 
-/// A run folder's files that grow as the run trains: metrics.csv (a row per epoch),
-/// selected.csv where asked for (each epoch's k-set before it trains), the checkpoint.
-struct RunFiles<'a> {
+/// `taks train`'s watch on the core's loop, over the run folder's files that grow as the
+/// run trains: metrics.csv (a row per epoch), selected.csv where asked for (each epoch's
+/// k-set before it trains), the checkpoint (every `--checkpoint-every` epochs and after
+/// the last); each epoch reported.
+struct Written<'a> {
     out: &'a Path,
     metrics: File,
     selections: Option<File>,
     checkpoint_every: usize,
+    report: &'a mut dyn FnMut(Event),
 }
 
-impl<'a> RunFiles<'a> {
+impl<'a> Written<'a> {
     /// metrics.csv and selected.csv as the checkpoint knows them (`history`; a resumed
     /// run's selected.csv cut back to its epoch), opened to append to.
     fn open(
@@ -184,6 +183,7 @@ impl<'a> RunFiles<'a> {
         config: &TrainConfig,
         options: &Options,
         resuming: bool,
+        report: &'a mut dyn FnMut(Event),
     ) -> Result<Self> {
         let mut rows = EpochMetrics::csv_header(config.method.networks()) + "\n";
         for m in history {
@@ -207,26 +207,20 @@ impl<'a> RunFiles<'a> {
             metrics: append(&out.join("metrics.csv"))?,
             selections,
             checkpoint_every: options.checkpoint_every.max(1),
+            report,
         })
     }
 }
 
-/// `taks train`'s watch on the core's loop: each epoch's rows written as it goes, the
-/// checkpoint every `--checkpoint-every` epochs and after the last, the epoch reported.
-struct Written<'a, 'b> {
-    files: &'a mut RunFiles<'b>,
-    report: &'a mut dyn FnMut(Event),
-}
-
-impl Watch for Written<'_, '_> {
+impl Watch for Written<'_> {
     type Error = anyhow::Error;
 
     fn wants_k_set(&self) -> bool {
-        self.files.selections.is_some()
+        self.selections.is_some()
     }
 
     fn before(&mut self, epoch: usize, k_set: &[u32]) -> Result<()> {
-        if let Some(f) = self.files.selections.as_mut() {
+        if let Some(f) = self.selections.as_mut() {
             let list: Vec<String> = k_set.iter().map(u32::to_string).collect();
             // One write per row, so a kill never leaves part of one.
             f.write_all(format!("{epoch},{}\n", list.join(" ")).as_bytes())?;
@@ -236,11 +230,10 @@ impl Watch for Written<'_, '_> {
 
     fn after(&mut self, trainer: &Trainer, history: &[EpochMetrics]) -> Result<Next> {
         let m = history.last().expect("an epoch just ended");
-        self.files
-            .metrics
+        self.metrics
             .write_all(format!("{}\n", m.csv_row()).as_bytes())?;
-        if trainer.epoch().is_multiple_of(self.files.checkpoint_every) || trainer.is_done() {
-            save_checkpoint(trainer, history, &self.files.out.join(CHECKPOINT))?;
+        if trainer.epoch().is_multiple_of(self.checkpoint_every) || trainer.is_done() {
+            save_checkpoint(trainer, history, &self.out.join(CHECKPOINT))?;
         }
         (self.report)(Event::Epoch(m));
         Ok(Next::Go)
@@ -250,7 +243,7 @@ impl Watch for Written<'_, '_> {
         anyhow::Error::new(error).context(format!(
             "epoch {epoch} failed; the {} finished epochs are in {}",
             epoch - 1,
-            self.files.out.display()
+            self.out.display()
         ))
     }
 }

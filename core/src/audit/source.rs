@@ -19,13 +19,14 @@ use super::AuditSettings;
 use super::images::Examined;
 use super::input::{self, Input, Normalisation, Prepared};
 use super::network::Choice;
+use crate::Result;
 use crate::data::cache::Cache;
 use crate::data::{Dataset, DatasetKind};
+use crate::error::refuse;
 use crate::formats::image_folder::{self, Skipped};
 use crate::formats::{csv_table, labels as label_file, npy};
 use crate::nn::Architecture;
 use crate::noise::{NoiseKind, NoisyLabels, inject};
-use crate::{Error, Result};
 
 /// The data an audit is to read, as a front end's flags or arguments name it.
 #[derive(Clone, Debug)]
@@ -119,11 +120,6 @@ impl Source {
 /// An image folder whose headers are read and checked ([`Examined`]).
 pub struct ImageSource {
     examined: Examined,
-}
-
-/// The line a refusal of what the user named gives.
-fn refuse<T>(line: String) -> Result<T> {
-    Err(Error::Input(line))
 }
 
 /// Read and check `spec`'s data as far as can be done without a device.
