@@ -13,3 +13,6 @@ if [ -z "${CARGO_TARGET_DIR:-}" ]; then
 fi
 # Fewer autotuning trials: the wgpu tests run on a software adapter, where each costs seconds.
 export CUBECL_AUTOTUNE_LEVEL="${CUBECL_AUTOTUNE_LEVEL:-minimal}"
+# The Python extension (python/) is built as an extension module by every cargo run, as
+# maturin builds it: it does not link libpython, and PyO3 is not rebuilt between runs.
+export PYO3_BUILD_EXTENSION_MODULE=1

@@ -13,6 +13,10 @@ need=()
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 command -v patchelf >/dev/null || need+=(patchelf)
 command -v curl >/dev/null || need+=(curl)
+# Headers CPython 3.13 is built with (scripts/python-test.sh): its ssl, zlib and ctypes.
+for dev in libssl-dev zlib1g-dev libffi-dev; do
+    dpkg -s "$dev" >/dev/null 2>&1 || need+=("$dev")
+done
 if [ ${#need[@]} -gt 0 ]; then
     echo "installing: ${need[*]}"
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -113,7 +117,10 @@ cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 
 # One optimised build serves the binary and every test (burn is unusably slow unoptimised).
+# The same selection of targets with --lib adds the Python extension (a cdylib, which no
+# test target links) with the features, and so the burn, of that build.
 cargo test --release --workspace --no-run
+cargo build --release --workspace --lib --bins --tests
 
 # On lavapipe a test binary keeps about one core busy: cubecl compiles and times
 # kernels on one thread per device, and on a fresh clone (no autotune results, no Mesa
@@ -129,6 +136,10 @@ run_beside library-tests cargo test --release --workspace --lib
 # command line's own, then the doc tests.
 cargo test --release --workspace --bins --test '*'
 cargo test --release --workspace --doc
+
+# The Python package: that extension packed into a wheel, installed into fresh virtual
+# environments of CPython 3.11 and 3.13, its pytest suite run in each (docs/python.md).
+scripts/python-test.sh "$CARGO_TARGET_DIR"
 
 # The coverage-guided fuzz targets of those readers (`fuzz/`, run by `scripts/fuzz.sh` on
 # nightly) type-checked on this toolchain, so a reader's change that breaks them fails

@@ -23,6 +23,9 @@ pub enum Error {
     /// the data, a file that is not there): the message is the whole line.
     #[error("{0}")]
     Input(String),
+    /// The caller asked the work to stop (Ctrl-C in Python) before it was done.
+    #[error("stopped before the end")]
+    Stopped,
 }
 
 /// A refusal of what a person named, as [`Error::Input`]: `line` is the whole message.

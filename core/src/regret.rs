@@ -46,6 +46,8 @@ mod width;
 
 pub use width::gaussian_width;
 
+use crate::selection::Objective;
+
 /// ln C(n, k), summed term by term (exact enough and never overflows).
 pub fn ln_choose(n: usize, k: usize) -> f64 {
     let k = k.min(n - k.min(n));
@@ -62,6 +64,40 @@ pub fn fpl_bound(eta: f64, n: usize, k: usize, t: usize) -> f64 {
         return 0.0;
     }
     eta * g + t as f64 * g / (4.0 * eta)
+}
+
+/// The regret columns of `metrics.csv` after round `t` of a selection of `k` of `n`
+/// samples by `objective`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Regret {
+    /// The total risk of the sets trained on minus that of the best fixed k-set in
+    /// hindsight.
+    pub regret: f64,
+    /// [`fpl_bound`] at the run's eta; `None` where eta = 0 (Follow-the-Leader) or the
+    /// latest risk alone ranks (Greedy): neither has one.
+    pub bound: Option<f64>,
+    /// [`paper_bound`], beside `bound` where there is one.
+    pub paper_bound: Option<f64>,
+}
+
+/// The regret after round `t` from the total risk of the sets trained on and the
+/// hindsight risk (the k smallest entries of L_t), with the bounds that go with it.
+pub fn after_round(
+    objective: Objective,
+    total_selection_risk: f64,
+    hindsight_risk: f64,
+    (n, k): (usize, usize),
+    t: usize,
+) -> Regret {
+    let bound = match objective {
+        Objective::Perturbed { eta } if eta > 0.0 => Some(fpl_bound(eta, n, k, t)),
+        _ => None,
+    };
+    Regret {
+        regret: total_selection_risk - hindsight_risk,
+        bound,
+        paper_bound: bound.map(|_| paper_bound(n, k, t)),
+    }
 }
 
 /// The formula Theorem 1 / Corollary 2 print, 2 sqrt(2 k t ln C(n, k)), claimed for

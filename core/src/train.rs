@@ -32,9 +32,9 @@ use crate::nn::Networks;
 use crate::noise::{NoiseKind, NoisyLabels, inject};
 use crate::optim::{Adam, schedule};
 use crate::read_back::read_floats;
-use crate::regret::{fpl_bound, paper_bound};
+use crate::regret::after_round;
 use crate::rng::SplitMix64;
-use crate::selection::{Objective, Selector};
+use crate::selection::Selector;
 use crate::{Error, Result};
 
 pub mod checkpoint;
@@ -361,25 +361,23 @@ impl Trainer {
         }
         self.epoch += 1;
         let t = self.epoch;
-        let (selection_risk, total, regret, bound, paper) = match update {
-            Some(update) => {
+        let (selection_risk, total, regret) = match (update, objective) {
+            (Some(update), Some(objective)) => {
                 self.total_selection_risk += update.selection_risk;
-                // Only FPL with eta > 0 has a bound; naive (eta = 0) and greedy have none.
-                let bound = match objective {
-                    Some(Objective::Perturbed { eta }) if eta > 0.0 => {
-                        Some(fpl_bound(eta, self.train.len, self.k, t))
-                    }
-                    _ => None,
-                };
+                let regret = after_round(
+                    objective,
+                    self.total_selection_risk,
+                    update.hindsight_risk,
+                    (self.train.len, self.k),
+                    t,
+                );
                 (
                     Some(update.selection_risk),
                     Some(self.total_selection_risk),
-                    Some(self.total_selection_risk - update.hindsight_risk),
-                    bound,
-                    bound.map(|_| paper_bound(self.train.len, self.k, t)),
+                    Some(regret),
                 )
             }
-            None => (None, None, None, None, None),
+            _ => (None, None, None),
         };
         Ok(EpochMetrics {
             epoch: t,
@@ -391,9 +389,9 @@ impl Trainer {
             label_recall: recall,
             selection_risk,
             total_selection_risk: total,
-            regret,
-            regret_bound: bound,
-            paper_bound: paper,
+            regret: regret.map(|r| r.regret),
+            regret_bound: regret.and_then(|r| r.bound),
+            paper_bound: regret.and_then(|r| r.paper_bound),
             epoch_seconds,
             selected: trained.samples,
             learning_rate: lr,

@@ -26,6 +26,7 @@ use taks_core::formats::image_folder::{Skipped, scan_memory};
 use taks_core::metrics::EpochMetrics;
 use taks_core::nn::{Architecture, Classifier};
 use taks_core::noise::NoisyLabels;
+use taks_core::train::Next;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 use web_time::Instant;
@@ -212,7 +213,10 @@ impl AuditJob {
                 },
                 &settings,
                 &device,
-                |stage, m| tell(progress_json(stage, m, &settings)),
+                |stage, m| {
+                    tell(progress_json(stage, m, &settings));
+                    Next::Go
+                },
             )
             .await
             .map_err(js_error)?;

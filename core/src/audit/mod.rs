@@ -72,7 +72,7 @@ struct Counted<'a, R> {
     report: &'a mut R,
 }
 
-impl<R: FnMut(Stage, &EpochMetrics)> Watch for Counted<'_, R> {
+impl<R: FnMut(Stage, &EpochMetrics) -> Next> Watch for Counted<'_, R> {
     type Error = Error;
 
     fn wants_k_set(&self) -> bool {
@@ -87,11 +87,11 @@ impl<R: FnMut(Stage, &EpochMetrics)> Watch for Counted<'_, R> {
     }
 
     fn after(&mut self, _: &Trainer, history: &[EpochMetrics]) -> Result<Next> {
-        (self.report)(
+        let next = (self.report)(
             Stage::Selection,
             history.last().expect("an epoch just ended"),
         );
-        Ok(Next::Go)
+        Ok(next)
     }
 }
 
@@ -238,13 +238,14 @@ pub fn is_label_issue(given: u32, suggested: u32, label_quality: f64) -> bool {
 
 /// Audit `data` (labels as given). `labels.true_labels` may hold the truth when it is
 /// known (built-in data with injected noise): it changes nothing but the label
-/// precision and recall reported per epoch. `report` sees every epoch as it ends.
+/// precision and recall reported per epoch. `report` sees every epoch as it ends, and
+/// stops the audit ([`Error::Stopped`]) by answering [`Next::Stop`].
 pub async fn run(
     data: Dataset,
     labels: NoisyLabels,
     settings: &AuditSettings,
     device: &Device,
-    mut report: impl FnMut(Stage, &EpochMetrics),
+    mut report: impl FnMut(Stage, &EpochMetrics) -> Next,
 ) -> Result<AuditOutcome> {
     let n = data.len();
     // The front ends check this with their own source names first ([`enough`]).
@@ -279,13 +280,16 @@ pub async fn run(
             device,
         )?;
         let mut reported = After(|_: &Trainer, history: &[EpochMetrics]| {
-            report(
+            let next = report(
                 Stage::Probe(fold),
                 history.last().expect("an epoch just ended"),
             );
-            Ok::<_, Error>(Next::Go)
+            Ok::<_, Error>(next)
         });
         probe.run_to_end(&mut probe_history, &mut reported).await?;
+        if !probe.is_done() {
+            return Err(Error::Stopped);
+        }
         let held_out = probe.probabilities(&data.subset(&held).samples).await?;
         for (row, &i) in held_out.chunks_exact(data.classes).zip(&held) {
             probabilities[i * data.classes..(i + 1) * data.classes].copy_from_slice(row);
@@ -312,6 +316,9 @@ pub async fn run(
     };
     let mut history = Vec::new();
     taks.run_to_end(&mut history, &mut counted).await?;
+    if !taks.is_done() {
+        return Err(Error::Stopped);
+    }
     let selected_epochs = counted.selected_epochs;
     let cumulative = taks
         .selector()

@@ -200,9 +200,13 @@ fn read_npy(path: &Path, spec: &SourceSpec) -> Result<AuditData> {
             path.display()
         ));
     }
-    let prepared =
-        input::prepare_features(matrix.values, matrix.cols, labels.clone(), classes.len());
-    let mut data = table_data(prepared, classes, labels, path);
+    let mut data = from_features(
+        matrix.values,
+        matrix.cols,
+        labels,
+        Some(classes),
+        &path.display().to_string(),
+    )?;
     // `taks embed` writes each row's image path beside the matrix: the suspects are
     // named by file, not by row.
     if let Ok(text) = std::fs::read_to_string(path.with_file_name("ids.txt")) {
@@ -212,6 +216,46 @@ fn read_npy(path: &Path, spec: &SourceSpec) -> Result<AuditData> {
         }
     }
     Ok(data)
+}
+
+/// The audit data of a feature matrix held in memory: `values`, `cols` to a row, and a
+/// label per row indexing `classes` (numbered 0 to the largest label where `None`), as
+/// a `.npy` matrix with its labels is read; `source` names it. What Python's
+/// `taks.audit` on arrays reads.
+pub fn from_features(
+    values: Vec<f32>,
+    cols: usize,
+    labels: Vec<u32>,
+    classes: Option<Vec<String>>,
+    source: &str,
+) -> Result<AuditData> {
+    if cols == 0 || values.len() != cols * labels.len() {
+        return refuse(format!(
+            "{source}: {} labels for {} values in rows of {cols}",
+            labels.len(),
+            values.len()
+        ));
+    }
+    if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+        return refuse(format!(
+            "{source}: row {}, column {}: {} is not a finite number",
+            i / cols,
+            i % cols,
+            values[i]
+        ));
+    }
+    let classes = classes.unwrap_or_else(|| {
+        let count = labels.iter().max().map_or(0, |&m| m as usize + 1);
+        (0..count).map(|c| c.to_string()).collect()
+    });
+    if let Some(&label) = labels.iter().find(|&&l| l as usize >= classes.len()) {
+        return refuse(format!(
+            "{source}: label {label} is out of range for {} classes",
+            classes.len()
+        ));
+    }
+    let prepared = input::prepare_features(values, cols, labels.clone(), classes.len());
+    Ok(table_data(prepared, classes, labels, Path::new(source)))
 }
 
 /// Rows of numbers (`what`: a CSV table, a `.npy` matrix) are audited with the MLP, at

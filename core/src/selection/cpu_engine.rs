@@ -7,7 +7,7 @@ use crate::Result;
 use crate::noise::NoisyLabels;
 
 pub(super) struct CpuEngine {
-    noisy_labels: Vec<u32>,
+    pub(super) noisy_labels: Vec<u32>,
     /// L_t.
     pub(super) cumulative: Vec<f32>,
     /// The current k-set, ascending.
@@ -16,9 +16,18 @@ pub(super) struct CpuEngine {
 
 impl CpuEngine {
     pub(super) fn new(labels: &NoisyLabels, first: Vec<u32>) -> Self {
-        let n = labels.noisy_labels.len();
+        Self::of(
+            labels.noisy_labels.clone(),
+            labels.noisy_labels.len(),
+            first,
+        )
+    }
+
+    /// The engine over `n` samples labelled `noisy_labels` (none where only risks will
+    /// be given), starting from the k-set `first`.
+    pub(super) fn of(noisy_labels: Vec<u32>, n: usize, first: Vec<u32>) -> Self {
         CpuEngine {
-            noisy_labels: labels.noisy_labels.clone(),
+            noisy_labels,
             cumulative: vec![0.0; n],
             current: first,
         }
@@ -34,6 +43,17 @@ impl CpuEngine {
         epoch: u32,
     ) -> Result<(Update, Vec<u32>)> {
         let theta = cpu_reference::noise_risk(logits, classes, &self.noisy_labels);
+        self.update_from_risk(theta, params, epoch)
+    }
+
+    /// Take one epoch's noise-risk theta_t of every sample into L_t and move to the next
+    /// k-set. Returns the update and the next k-set (ascending).
+    pub(super) fn update_from_risk(
+        &mut self,
+        theta: Vec<f32>,
+        params: &Params,
+        epoch: u32,
+    ) -> Result<(Update, Vec<u32>)> {
         let update = Update {
             selection_risk: self.current.iter().map(|&i| theta[i as usize] as f64).sum(),
             hindsight_risk: 0.0,

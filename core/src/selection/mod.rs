@@ -17,6 +17,7 @@ pub mod cpu_reference;
 mod gpu_engine;
 mod gpu_noise_risk;
 mod gpu_select;
+pub mod online;
 pub mod trail;
 
 pub use gpu_noise_risk::{RiskMode, RiskOutput, RiskParams, noise_risk_objective};
@@ -96,20 +97,8 @@ impl Selector {
         engine: Engine,
     ) -> Result<Self> {
         let n = labels.noisy_labels.len();
-        if k > n {
-            return Err(Error::Config(format!(
-                "k = {k} exceeds the {n} training samples"
-            )));
-        }
-        if let Objective::Perturbed { eta } = objective
-            && (!eta.is_finite() || eta < 0.0)
-        {
-            return Err(Error::Config(format!(
-                "eta = {eta} must be a finite number >= 0"
-            )));
-        }
-        let mut first = SplitMix64::for_stream(seed, "initial-k-set").sample_indices(n, k);
-        first.sort_unstable();
+        check(objective, n, k)?;
+        let first = first_k_set(n, k, seed);
         let current_device = indices_tensor(&first, device);
         let wgsl = match engine {
             Engine::Wgsl => {
@@ -239,6 +228,32 @@ impl Selector {
         }
         Ok(update)
     }
+}
+
+/// Refuse a selection of `k` of `n` samples that cannot be made: k > n, or a perturbation
+/// scale that is negative or not a number.
+fn check(objective: Objective, n: usize, k: usize) -> Result<()> {
+    if k > n {
+        return Err(Error::Config(format!(
+            "k = {k} exceeds the {n} training samples"
+        )));
+    }
+    if let Objective::Perturbed { eta } = objective
+        && (!eta.is_finite() || eta < 0.0)
+    {
+        return Err(Error::Config(format!(
+            "eta = {eta} must be a finite number >= 0"
+        )));
+    }
+    Ok(())
+}
+
+/// The k-set of the first epoch, ascending: k of the n indices drawn uniformly at
+/// random from `seed` (before any risk is known).
+fn first_k_set(n: usize, k: usize, seed: u64) -> Vec<u32> {
+    let mut first = SplitMix64::for_stream(seed, "initial-k-set").sample_indices(n, k);
+    first.sort_unstable();
+    first
 }
 
 /// The indices of the `k` smallest `values` `[n]`, ascending (ties by index, NaN

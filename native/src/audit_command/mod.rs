@@ -25,6 +25,7 @@ use taks_core::data::{DatasetKind, cache};
 use taks_core::nn::Architecture;
 use taks_core::noise::NoiseKind;
 use taks_core::precision::Precision;
+use taks_core::train::Next;
 use web_time::Instant;
 
 use crate::device::{self, DeviceChoice};
@@ -222,7 +223,10 @@ pub fn run(args: AuditArgs) -> Result<()> {
         data.labels.clone(),
         &settings,
         &chosen.device,
-        |stage, m| say(epoch_line(stage, m, settings.probe_folds)),
+        |stage, m| {
+            say(epoch_line(stage, m, settings.probe_folds));
+            Next::Go
+        },
     ))?;
     let seconds = (read_seconds, audit_started.elapsed().as_secs_f64());
     let written = outputs::write(

@@ -1,0 +1,310 @@
+//! `_taks.audit_features` and `_taks.audit_path`: the core's label audit on a feature
+//! matrix held in numpy, or on data named by a path (a folder of images, a CSV table, a
+//! `.npy` matrix) read exactly as `taks audit` reads it ([`read_source`]). The audit
+//! runs with the GIL released; each epoch's end takes it back to report progress and to
+//! honour Ctrl-C (the audit stops there and `KeyboardInterrupt` is raised).
+
+use std::path::PathBuf;
+
+use burn::tensor::Device;
+use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use taks_core::audit::source::{AuditData, Source, SourceSpec, from_features, read_source};
+use taks_core::audit::suspects::suspects_csv;
+use taks_core::audit::{self, AuditOutcome, AuditSettings, Stage};
+use taks_core::data::cache::Cache;
+use taks_core::metrics::EpochMetrics;
+use taks_core::nn::Architecture;
+use taks_core::train::Next;
+
+use crate::errors::to_py;
+
+/// The settings a caller may change from the audit's defaults (`None`: the default).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct Options {
+    epochs: Option<usize>,
+    probe_epochs: Option<usize>,
+    probe_folds: Option<usize>,
+    k_ratio: Option<f64>,
+    eta_ratio: Option<f64>,
+    seed: u64,
+    batch_size: usize,
+    lr: f64,
+    device: String,
+}
+
+impl Options {
+    /// The audit's settings for `n` samples on `architecture`, refused where a value
+    /// cannot be run (as `taks audit` refuses its flags).
+    fn settings(&self, architecture: Architecture, n: usize) -> PyResult<AuditSettings> {
+        let bad = |line: String| Err(PyValueError::new_err(line));
+        if self.epochs == Some(0) || self.probe_epochs == Some(0) {
+            return bad("epochs and probe_epochs must be at least 1".into());
+        }
+        if let Some(folds) = self.probe_folds.filter(|&f| f < 2) {
+            return bad(format!("probe_folds {folds} must be at least 2"));
+        }
+        if let Some(k) = self.k_ratio {
+            if !(k > 0.0 && k <= 1.0) {
+                return bad(format!("k_ratio {k} must be in (0, 1]"));
+            }
+            if (n as f64 * k).floor() < 1.0 {
+                return bad(format!("k_ratio {k} of {n} samples selects nothing"));
+            }
+        }
+        if let Some(e) = self.eta_ratio.filter(|e| !(*e >= 0.0 && e.is_finite())) {
+            return bad(format!("eta_ratio {e} must be a finite number >= 0"));
+        }
+        if self.batch_size == 0 {
+            return bad("batch_size must be at least 1".into());
+        }
+        if !(self.lr > 0.0 && self.lr.is_finite()) {
+            return bad(format!("lr {} must be positive", self.lr));
+        }
+        let mut settings = AuditSettings::new(architecture).for_samples(n);
+        settings.epochs = self.epochs.unwrap_or(settings.epochs);
+        settings.probe_epochs = self.probe_epochs.unwrap_or(settings.probe_epochs);
+        settings.probe_folds = self.probe_folds.unwrap_or(settings.probe_folds);
+        settings.k_ratio = self.k_ratio;
+        settings.eta_ratio = self.eta_ratio.unwrap_or(settings.eta_ratio);
+        settings.seed = self.seed;
+        settings.batch_size = self.batch_size;
+        settings.learning_rate = self.lr;
+        Ok(settings)
+    }
+
+    /// The device named: "cpu" (burn's flex backend) or "gpu" (wgpu's best adapter).
+    fn device(&self) -> PyResult<(Device, String)> {
+        match self.device.as_str() {
+            "cpu" => Ok((Device::flex(), "CPU (burn flex backend)".into())),
+            "gpu" => {
+                let (device, info) = taks_core::gpu::direct::start()
+                    .map_err(|e| PyRuntimeError::new_err(format!("device 'gpu': {e}")))?;
+                Ok((device, format!("GPU '{}' ({:?})", info.name, info.backend)))
+            }
+            other => Err(PyValueError::new_err(format!(
+                "device '{other}' is not 'cpu' or 'gpu'"
+            ))),
+        }
+    }
+}
+
+/// Audit the rows of `features` `[n, d]` (float32, read in place when C-contiguous)
+/// labelled `labels` `[n]`, naming them by `classes` where given.
+#[pyfunction]
+#[pyo3(signature = (features, labels, classes, options, progress=None))]
+pub fn audit_features<'py>(
+    py: Python<'py>,
+    features: PyReadonlyArray2<'py, f32>,
+    labels: PyReadonlyArray1<'py, i64>,
+    classes: Option<Vec<String>>,
+    options: Options,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let [rows, cols] = [features.shape()[0], features.shape()[1]];
+    let labels = labels.as_array();
+    if labels.len() != rows {
+        return Err(PyValueError::new_err(format!(
+            "{} labels for the {rows} rows of features",
+            labels.len()
+        )));
+    }
+    if let Some((i, &bad)) = labels.iter().enumerate().find(|&(_, &l)| l < 0 || l > u32::MAX as i64) {
+        return Err(PyValueError::new_err(format!(
+            "label {bad} of sample {i} is not a class index (0 or more)"
+        )));
+    }
+    let labels: Vec<u32> = labels.iter().map(|&l| l as u32).collect();
+    let values = features.as_array().iter().copied().collect::<Vec<f32>>();
+    let data = from_features(values, cols, labels, classes, "features").map_err(to_py)?;
+    run(py, data, &options, progress)
+}
+
+/// Audit the data at `path` as `taks audit PATH` does: a folder of class sub-folders
+/// of images, a CSV table (labels in `label_column`), or a `.npy` matrix with `labels`.
+#[pyfunction]
+#[pyo3(signature = (path, labels, label_column, model, image_size, budget, cache_dir, options, progress=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn audit_path<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    labels: Option<PathBuf>,
+    label_column: String,
+    model: Option<String>,
+    image_size: Option<(u32, u32)>,
+    budget: f64,
+    cache_dir: Option<PathBuf>,
+    options: Options,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let model = match model {
+        None => None,
+        Some(name) => Some(
+            Architecture::ALL
+                .into_iter()
+                .find(|a| a.name() == name)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = Architecture::ALL.iter().map(|a| a.name()).collect();
+                    PyValueError::new_err(format!(
+                        "model '{name}' is not one of {}",
+                        names.join(", ")
+                    ))
+                })?,
+        ),
+    };
+    if !(budget > 0.0 && budget.is_finite()) {
+        return Err(PyValueError::new_err(format!(
+            "budget {budget} must be a positive number of seconds"
+        )));
+    }
+    let spec = SourceSpec {
+        data: Some(path),
+        dataset: None,
+        labels,
+        label_column,
+        model,
+        image_size,
+        data_dir: None,
+        train_limit: None,
+        noise: None,
+        noise_rate: None,
+        seed: options.seed,
+        budget,
+        cache: Cache {
+            dir: cache_dir.unwrap_or_else(Cache::default_dir),
+            ..Cache::with_defaults()
+        },
+    };
+    let source = py.detach(|| read_source(&spec)).map_err(to_py)?;
+    let data = match source {
+        Source::Ready(data) => *data,
+        Source::Images(images) => {
+            let timing = options.settings(Architecture::Mlp, images.labels().len())?;
+            let (device, _) = options.device()?;
+            let data = py
+                .detach(|| pollster::block_on(images.finish(&spec, &timing, &device, |_| {})))
+                .map_err(to_py)?;
+            audit::enough(&data.source, &data.labels.noisy_labels, &data.skipped)
+                .map_err(to_py)?;
+            data
+        }
+    };
+    run(py, data, &options, progress)
+}
+
+/// One epoch of the audit, as the result's history and the progress callback see it.
+fn epoch_dict<'py>(py: Python<'py>, stage: Stage, m: &EpochMetrics) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let (name, fold) = match stage {
+        Stage::Probe(fold) => ("probe", Some(fold)),
+        Stage::Selection => ("selection", None),
+    };
+    d.set_item("stage", name)?;
+    d.set_item("fold", fold)?;
+    d.set_item("epoch", m.epoch)?;
+    d.set_item("train_loss", m.train_loss)?;
+    d.set_item("agreement", m.test_accuracy)?;
+    d.set_item("selected", m.selected)?;
+    d.set_item("seconds", m.epoch_seconds)?;
+    d.set_item("regret", m.regret)?;
+    d.set_item("regret_bound", m.regret_bound)?;
+    Ok(d)
+}
+
+/// Run the audit of `data` with the GIL released, and give its result as a dict.
+fn run<'py>(
+    py: Python<'py>,
+    data: AuditData,
+    options: &Options,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    audit::enough(&data.source, &data.labels.noisy_labels, &data.skipped).map_err(to_py)?;
+    let n = data.ids.len();
+    let settings = options.settings(data.architecture, n)?;
+    let (device, description) = options.device()?;
+    let history = PyList::empty(py).unbind();
+    let mut interrupted: Option<PyErr> = None;
+    let dataset = data.prepared.dataset.clone();
+    let labels = data.labels.clone();
+    let outcome = py.detach(|| {
+        pollster::block_on(audit::run(dataset, labels, &settings, &device, |stage, m| {
+            Python::attach(|py| {
+                let told = epoch_dict(py, stage, m).and_then(|row| {
+                    history.bind(py).append(&row)?;
+                    match &progress {
+                        Some(callback) => callback.call1(py, (row,)).map(|_| ()),
+                        None => Ok(()),
+                    }
+                });
+                match told.and_then(|()| py.check_signals()) {
+                    Ok(()) => Next::Go,
+                    Err(error) => {
+                        interrupted = Some(error);
+                        Next::Stop
+                    }
+                }
+            })
+        }))
+    });
+    if let Some(error) = interrupted {
+        return Err(error);
+    }
+    let outcome = outcome.map_err(to_py)?;
+    result(py, &data, &settings, &outcome, history.into_bound(py), &description)
+}
+
+/// The audit's result: per-sample columns in data order, the estimate, k, the settings
+/// and the history, and the `suspects.csv` text `taks audit` writes for the same audit.
+fn result<'py>(
+    py: Python<'py>,
+    data: &AuditData,
+    settings: &AuditSettings,
+    outcome: &AuditOutcome,
+    history: Bound<'py, PyList>,
+    device: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let samples = &outcome.samples;
+    let column = |f: &dyn Fn(&audit::SampleAudit) -> f64| -> Vec<f64> { samples.iter().map(f).collect() };
+    let d = PyDict::new(py);
+    d.set_item("ids", data.ids.clone())?;
+    d.set_item("classes", data.classes.clone())?;
+    let labels = |f: &dyn Fn(&audit::SampleAudit) -> u32| -> Vec<i64> {
+        samples.iter().map(|s| f(s) as i64).collect()
+    };
+    d.set_item("given_label", labels(&|s| s.given_label).into_pyarray(py))?;
+    d.set_item("suggested_label", labels(&|s| s.suggested_label).into_pyarray(py))?;
+    let confidence: Vec<f32> = samples.iter().map(|s| s.suggested_confidence).collect();
+    d.set_item("suggested_confidence", confidence.into_pyarray(py))?;
+    d.set_item("label_quality", column(&|s| s.label_quality).into_pyarray(py))?;
+    let issues: Vec<bool> = samples.iter().map(|s| s.is_label_issue).collect();
+    d.set_item("is_label_issue", issues.into_pyarray(py))?;
+    let risk: Vec<f32> = samples.iter().map(|s| s.cumulative_risk).collect();
+    d.set_item("cumulative_risk", risk.into_pyarray(py))?;
+    d.set_item("selected_fraction", column(&|s| s.selected_fraction).into_pyarray(py))?;
+    d.set_item("estimated_noise_rate", outcome.estimate.rate)?;
+    d.set_item("per_class_noise_rate", outcome.estimate.per_class.clone())?;
+    d.set_item("k", outcome.k)?;
+    d.set_item("k_ratio", outcome.k_ratio)?;
+    d.set_item("epochs", settings.epochs)?;
+    d.set_item("probe_epochs", settings.probe_epochs)?;
+    d.set_item("probe_folds", settings.probe_folds)?;
+    d.set_item("eta_ratio", settings.eta_ratio)?;
+    d.set_item("model", data.architecture.name())?;
+    d.set_item("source", data.source.clone())?;
+    d.set_item("device", device)?;
+    let skipped: Vec<(String, String)> = data
+        .skipped
+        .iter()
+        .map(|s| (s.id.clone(), s.reason.to_string()))
+        .collect();
+    d.set_item("skipped", skipped)?;
+    d.set_item("history", history)?;
+    d.set_item(
+        "suspects_csv",
+        suspects_csv(&data.ids, &data.classes, samples, None),
+    )?;
+    Ok(d)
+}
