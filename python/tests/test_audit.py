@@ -121,7 +121,10 @@ def test_progress_ctrl_c_and_the_gil(noisy_digits):
         taks.audit(features[:200], noisy[:200], epochs=5, probe_epochs=3, progress=interrupt)
     assert len(seen) == 1, "stopped after the first epoch"
 
-    # The GIL is released while it trains: another thread's Python goes on.
+    # The GIL is released while it trains: another thread's Python goes on. (The switch
+    # interval raised to a minute: an audit that held the GIL would let no tick in.)
+    import sys
+
     ticks = []
     done = threading.Event()
 
@@ -130,6 +133,8 @@ def test_progress_ctrl_c_and_the_gil(noisy_digits):
             ticks.append(time.perf_counter())
             time.sleep(0.001)
 
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(60)
     thread = threading.Thread(target=tick)
     thread.start()
     try:
@@ -139,5 +144,6 @@ def test_progress_ctrl_c_and_the_gil(noisy_digits):
     finally:
         done.set()
         thread.join()
+        sys.setswitchinterval(interval)
     inside = sum(start < t < end for t in ticks)
     assert inside > 0.2 * (end - start) / 0.0011, f"{inside} ticks in {end - start:.2f}s"
