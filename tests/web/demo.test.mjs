@@ -471,7 +471,10 @@ test('CPU fallback: JoCoR alone has no noise-risk histogram', { timeout: 120_000
   assert.equal(r.status, 'done');
   assert.equal(r.epoch, 2);
   assert.deepEqual(Object.keys(r.methods), ['jocor']);
-  assertSane(r, 'jocor', { accuracy: 0.15, networks: 2, precision: 0.52 }); // measured 0.543
+  // JoCoR's learning is the side-by-side test's (label precision above 0.56 where Standard's
+  // is the clean fraction); alone, the page shows its numbers, whatever they are (a floor
+  // here sat at 0.52 against a clean fraction near 0.50, which a batch chosen at random passes).
+  assertSane(r, 'jocor', { accuracy: 0.15, networks: 2, precision: 0 });
   assert.equal(r.engine, 'none');
   assert.match(r.histogramNote, /JoCoR chooses inside each batch.*no cumulative noise-risk/);
   assert.equal(r.histogramBars, 0);
