@@ -112,7 +112,11 @@ pub fn audit_features<'py>(
             labels.len()
         )));
     }
-    if let Some((i, &bad)) = labels.iter().enumerate().find(|&(_, &l)| l < 0 || l > u32::MAX as i64) {
+    if let Some((i, &bad)) = labels
+        .iter()
+        .enumerate()
+        .find(|&(_, &l)| l < 0 || l > u32::MAX as i64)
+    {
         return Err(PyValueError::new_err(format!(
             "label {bad} of sample {i} is not a class index (0 or more)"
         )));
@@ -187,8 +191,7 @@ pub fn audit_path<'py>(
             let data = py
                 .detach(|| pollster::block_on(images.finish(&spec, &timing, &device, |_| {})))
                 .map_err(to_py)?;
-            audit::enough(&data.source, &data.labels.noisy_labels, &data.skipped)
-                .map_err(to_py)?;
+            audit::enough(&data.source, &data.labels.noisy_labels, &data.skipped).map_err(to_py)?;
             data
         }
     };
@@ -196,7 +199,11 @@ pub fn audit_path<'py>(
 }
 
 /// One epoch of the audit, as the result's history and the progress callback see it.
-fn epoch_dict<'py>(py: Python<'py>, stage: Stage, m: &EpochMetrics) -> PyResult<Bound<'py, PyDict>> {
+fn epoch_dict<'py>(
+    py: Python<'py>,
+    stage: Stage,
+    m: &EpochMetrics,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let (name, fold) = match stage {
         Stage::Probe(fold) => ("probe", Some(fold)),
@@ -230,30 +237,43 @@ fn run<'py>(
     let dataset = data.prepared.dataset.clone();
     let labels = data.labels.clone();
     let outcome = py.detach(|| {
-        pollster::block_on(audit::run(dataset, labels, &settings, &device, |stage, m| {
-            Python::attach(|py| {
-                let told = epoch_dict(py, stage, m).and_then(|row| {
-                    history.bind(py).append(&row)?;
-                    match &progress {
-                        Some(callback) => callback.call1(py, (row,)).map(|_| ()),
-                        None => Ok(()),
+        pollster::block_on(audit::run(
+            dataset,
+            labels,
+            &settings,
+            &device,
+            |stage, m| {
+                Python::attach(|py| {
+                    let told = epoch_dict(py, stage, m).and_then(|row| {
+                        history.bind(py).append(&row)?;
+                        match &progress {
+                            Some(callback) => callback.call1(py, (row,)).map(|_| ()),
+                            None => Ok(()),
+                        }
+                    });
+                    match told.and_then(|()| py.check_signals()) {
+                        Ok(()) => Next::Go,
+                        Err(error) => {
+                            interrupted = Some(error);
+                            Next::Stop
+                        }
                     }
-                });
-                match told.and_then(|()| py.check_signals()) {
-                    Ok(()) => Next::Go,
-                    Err(error) => {
-                        interrupted = Some(error);
-                        Next::Stop
-                    }
-                }
-            })
-        }))
+                })
+            },
+        ))
     });
     if let Some(error) = interrupted {
         return Err(error);
     }
     let outcome = outcome.map_err(to_py)?;
-    result(py, &data, &settings, &outcome, history.into_bound(py), &description)
+    result(
+        py,
+        &data,
+        &settings,
+        &outcome,
+        history.into_bound(py),
+        &description,
+    )
 }
 
 /// The audit's result: per-sample columns in data order, the estimate, k, the settings
@@ -267,7 +287,8 @@ fn result<'py>(
     device: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     let samples = &outcome.samples;
-    let column = |f: &dyn Fn(&audit::SampleAudit) -> f64| -> Vec<f64> { samples.iter().map(f).collect() };
+    let column =
+        |f: &dyn Fn(&audit::SampleAudit) -> f64| -> Vec<f64> { samples.iter().map(f).collect() };
     let d = PyDict::new(py);
     d.set_item("ids", data.ids.clone())?;
     d.set_item("classes", data.classes.clone())?;
@@ -275,15 +296,24 @@ fn result<'py>(
         samples.iter().map(|s| f(s) as i64).collect()
     };
     d.set_item("given_label", labels(&|s| s.given_label).into_pyarray(py))?;
-    d.set_item("suggested_label", labels(&|s| s.suggested_label).into_pyarray(py))?;
+    d.set_item(
+        "suggested_label",
+        labels(&|s| s.suggested_label).into_pyarray(py),
+    )?;
     let confidence: Vec<f32> = samples.iter().map(|s| s.suggested_confidence).collect();
     d.set_item("suggested_confidence", confidence.into_pyarray(py))?;
-    d.set_item("label_quality", column(&|s| s.label_quality).into_pyarray(py))?;
+    d.set_item(
+        "label_quality",
+        column(&|s| s.label_quality).into_pyarray(py),
+    )?;
     let issues: Vec<bool> = samples.iter().map(|s| s.is_label_issue).collect();
     d.set_item("is_label_issue", issues.into_pyarray(py))?;
     let risk: Vec<f32> = samples.iter().map(|s| s.cumulative_risk).collect();
     d.set_item("cumulative_risk", risk.into_pyarray(py))?;
-    d.set_item("selected_fraction", column(&|s| s.selected_fraction).into_pyarray(py))?;
+    d.set_item(
+        "selected_fraction",
+        column(&|s| s.selected_fraction).into_pyarray(py),
+    )?;
     d.set_item("estimated_noise_rate", outcome.estimate.rate)?;
     d.set_item("per_class_noise_rate", outcome.estimate.per_class.clone())?;
     d.set_item("k", outcome.k)?;

@@ -30,7 +30,6 @@ fn objective(method: &str, eta: f64) -> PyResult<Objective> {
     }
 }
 
-
 #[pymethods]
 impl Selection {
     #[new]
@@ -59,8 +58,8 @@ impl Selection {
                 Some(values.iter().map(|&l| l as u32).collect())
             }
         };
-        let inner = OnlineSelection::new(objective(method, eta)?, n, k, seed, labels)
-            .map_err(to_py)?;
+        let inner =
+            OnlineSelection::new(objective(method, eta)?, n, k, seed, labels).map_err(to_py)?;
         Ok(Selection {
             inner,
             method: method.to_string(),
