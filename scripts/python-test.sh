@@ -36,5 +36,5 @@ for python in python3.11 "$py313"; do
     "$venv/bin/pip" install --quiet --disable-pip-version-check "$wheel" pytest
     echo "== pytest on $("$venv/bin/python" --version)"
     # From the tests' folder, so `import taks` finds the installed wheel, not python/taks.
-    (cd python/tests && TAKS_BIN="$target/release/taks" "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@" .)
+    (cd python/tests && TAKS_BIN="$target/release/taks" "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider "$@" .)
 done

@@ -173,3 +173,26 @@ def test_a_million_samples_step_without_holding_the_gil():
     assert s.epoch == 3 and len(s.indices) == 800_000
     assert inside >= 3, f"{inside} ticks of the other thread during the steps"
     assert math.isfinite(s.state_dict()["total_selection_risk"])
+
+
+def test_torch_keeps_the_state_and_the_sampler_follows_the_steps():
+    """Where PyTorch is installed (the test command's environments have none: this one
+    then reports itself skipped): torch.load(weights_only=True) takes the state back, and
+    a DataLoader built once over KSetSampler serves each step's k-set."""
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
+    import io
+
+    from taks.torch import KSetSampler
+
+    s = taks.Selector(np.arange(40) % 4, k=10, eta=1.0, seed=2)
+    sampler = KSetSampler(s, generator=torch.Generator().manual_seed(0))
+    first = sorted(sampler)
+    assert first == s.indices.tolist() and len(sampler) == 10
+    s.step(torch.randn(40, 4))
+    assert sorted(sampler) == s.indices.tolist() != first
+    buffer = io.BytesIO()
+    torch.save(s.state_dict(), buffer)
+    buffer.seek(0)
+    t = taks.Selector.from_state_dict(torch.load(buffer, weights_only=True))
+    x = torch.randn(40, 4)
+    assert s.step(x).indices.tolist() == t.step(x).indices.tolist()
