@@ -6,6 +6,7 @@ import os
 import pathlib
 import shutil
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -41,3 +42,14 @@ def noisy_digits() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     noisy[flipped] = (truth[flipped] + rng.integers(1, 10, flipped.sum())) % 10
     features = images.reshape(len(images), -1).astype(np.float32) / 255.0
     return features, noisy, flipped
+
+
+def pytest_runtest_logreport(report) -> None:
+    """A skipped test is said where scripts/test.sh lists every test that checked nothing
+    of its purpose on this machine ($TAKS_SKIPPED), as the Rust tests' skips are."""
+    skipped = os.environ.get("TAKS_SKIPPED")
+    if report.skipped and skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        python = ".".join(map(str, sys.version_info[:2]))
+        with open(skipped, "a") as f:
+            f.write(f"python/tests/{report.nodeid} (CPython {python}): {reason}\n")
