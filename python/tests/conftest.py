@@ -52,4 +52,4 @@ def pytest_runtest_logreport(report) -> None:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         python = ".".join(map(str, sys.version_info[:2]))
         with open(skipped, "a") as f:
-            f.write(f"python/tests/{report.nodeid} (CPython {python}): {reason}\n")
+            f.write(f"python/{report.nodeid} (CPython {python}): {reason}\n")
