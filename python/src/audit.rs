@@ -13,13 +13,15 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use taks_core::audit::source::{AuditData, Source, SourceSpec, from_features, read_source};
 use taks_core::audit::suspects::suspects_csv;
-use taks_core::audit::{self, AuditOutcome, AuditSettings, Stage};
+use taks_core::audit::{self, AuditChoices, AuditOutcome, AuditSettings, Stage};
 use taks_core::data::cache::Cache;
 use taks_core::metrics::EpochMetrics;
 use taks_core::nn::Architecture;
+use taks_core::precision::Precision;
 use taks_core::train::Next;
 
 use crate::errors::to_py;
+use crate::labels::class_indices;
 
 /// The settings a caller may change from the audit's defaults (`None`: the default).
 #[derive(FromPyObject)]
@@ -64,16 +66,18 @@ impl Options {
         if !(self.lr > 0.0 && self.lr.is_finite()) {
             return bad(format!("lr {} must be positive", self.lr));
         }
-        let mut settings = AuditSettings::new(architecture).for_samples(n);
-        settings.epochs = self.epochs.unwrap_or(settings.epochs);
-        settings.probe_epochs = self.probe_epochs.unwrap_or(settings.probe_epochs);
-        settings.probe_folds = self.probe_folds.unwrap_or(settings.probe_folds);
-        settings.k_ratio = self.k_ratio;
-        settings.eta_ratio = self.eta_ratio.unwrap_or(settings.eta_ratio);
-        settings.seed = self.seed;
-        settings.batch_size = self.batch_size;
-        settings.learning_rate = self.lr;
-        Ok(settings)
+        let choices = AuditChoices {
+            epochs: self.epochs,
+            probe_epochs: self.probe_epochs,
+            probe_folds: self.probe_folds,
+            k_ratio: self.k_ratio,
+            eta_ratio: self.eta_ratio,
+            seed: self.seed,
+            batch_size: self.batch_size,
+            learning_rate: self.lr,
+            precision: Precision::F32,
+        };
+        Ok(choices.settings(architecture, n))
     }
 
     /// The device named: "cpu" (burn's flex backend) or "gpu" (wgpu's best adapter).
@@ -112,16 +116,7 @@ pub fn audit_features<'py>(
             labels.len()
         )));
     }
-    if let Some((i, &bad)) = labels
-        .iter()
-        .enumerate()
-        .find(|&(_, &l)| l < 0 || l > u32::MAX as i64)
-    {
-        return Err(PyValueError::new_err(format!(
-            "label {bad} of sample {i} is not a class index (0 or more)"
-        )));
-    }
-    let labels: Vec<u32> = labels.iter().map(|&l| l as u32).collect();
+    let labels = class_indices(labels.iter())?;
     let values = features.as_array().iter().copied().collect::<Vec<f32>>();
     let data = from_features(values, cols, labels, classes, "features").map_err(to_py)?;
     run(py, data, &options, progress)

@@ -6,6 +6,7 @@
 
 mod audit;
 mod errors;
+mod labels;
 mod selection;
 
 use pyo3::prelude::*;

@@ -11,6 +11,7 @@ use taks_core::selection::Objective;
 use taks_core::selection::online::{OnlineSelection, Scores, State, Step};
 
 use crate::errors::to_py;
+use crate::labels::class_indices;
 
 #[pyclass(module = "taks._taks")]
 pub struct Selection {
@@ -44,19 +45,7 @@ impl Selection {
     ) -> PyResult<Self> {
         let labels = match labels {
             None => None,
-            Some(array) => {
-                let values = array.as_array();
-                if let Some((i, &bad)) = values
-                    .iter()
-                    .enumerate()
-                    .find(|&(_, &l)| l < 0 || l > u32::MAX as i64)
-                {
-                    return Err(PyValueError::new_err(format!(
-                        "label {bad} of sample {i} is not a class index (0 or more)"
-                    )));
-                }
-                Some(values.iter().map(|&l| l as u32).collect())
-            }
+            Some(array) => Some(class_indices(array.as_array().iter())?),
         };
         let inner =
             OnlineSelection::new(objective(method, eta)?, n, k, seed, labels).map_err(to_py)?;

@@ -192,6 +192,39 @@ impl AuditSettings {
     }
 }
 
+/// What a front end sets of an audit (the command line's flags, Python's keywords):
+/// `None` keeps the default for the data's size and network.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditChoices {
+    pub epochs: Option<usize>,
+    pub probe_epochs: Option<usize>,
+    pub probe_folds: Option<usize>,
+    pub k_ratio: Option<f64>,
+    pub eta_ratio: Option<f64>,
+    pub seed: u64,
+    pub batch_size: usize,
+    pub learning_rate: f64,
+    pub precision: Precision,
+}
+
+impl AuditChoices {
+    /// The settings of an audit of `n` samples with `architecture`: the defaults for that
+    /// many ([`AuditSettings::for_samples`]) with these choices over them.
+    pub fn settings(&self, architecture: Architecture, n: usize) -> AuditSettings {
+        let mut settings = AuditSettings::new(architecture).for_samples(n);
+        settings.epochs = self.epochs.unwrap_or(settings.epochs);
+        settings.probe_epochs = self.probe_epochs.unwrap_or(settings.probe_epochs);
+        settings.probe_folds = self.probe_folds.unwrap_or(settings.probe_folds);
+        settings.k_ratio = self.k_ratio;
+        settings.eta_ratio = self.eta_ratio.unwrap_or(settings.eta_ratio);
+        settings.seed = self.seed;
+        settings.batch_size = self.batch_size;
+        settings.learning_rate = self.learning_rate;
+        settings.precision = self.precision;
+        settings
+    }
+}
+
 /// Which stage an epoch belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {

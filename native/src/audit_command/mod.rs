@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use clap::Args;
-use taks_core::audit::{self, AuditSettings, Stage};
+use taks_core::audit::{self, AuditChoices, AuditSettings, Stage};
 use taks_core::data::{DatasetKind, cache};
 use taks_core::nn::Architecture;
 use taks_core::noise::NoiseKind;
@@ -335,19 +335,20 @@ fn epoch_line(stage: Stage, m: &taks_core::metrics::EpochMetrics, folds: usize) 
     )
 }
 
-/// The audit's settings from the flags, for `architecture`.
+/// The audit's settings from the flags, for `architecture` and `n` samples.
 fn settings_for(args: &AuditArgs, architecture: Architecture, n: usize) -> AuditSettings {
-    let mut settings = AuditSettings::new(architecture).for_samples(n);
-    settings.epochs = args.epochs.unwrap_or(settings.epochs);
-    settings.probe_epochs = args.probe_epochs.unwrap_or(settings.probe_epochs);
-    settings.probe_folds = args.probe_folds.unwrap_or(settings.probe_folds);
-    settings.k_ratio = args.k_ratio;
-    settings.eta_ratio = args.eta_ratio.unwrap_or(settings.eta_ratio);
-    settings.seed = args.seed;
-    settings.batch_size = args.batch_size;
-    settings.learning_rate = args.lr;
-    settings.precision = args.precision.unwrap_or_default();
-    settings
+    AuditChoices {
+        epochs: args.epochs,
+        probe_epochs: args.probe_epochs,
+        probe_folds: args.probe_folds,
+        k_ratio: args.k_ratio,
+        eta_ratio: args.eta_ratio,
+        seed: args.seed,
+        batch_size: args.batch_size,
+        learning_rate: args.lr,
+        precision: args.precision.unwrap_or_default(),
+    }
+    .settings(architecture, n)
 }
 
 #[cfg(test)]
