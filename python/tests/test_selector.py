@@ -18,8 +18,8 @@ def test_it_starts_and_bounds_as_a_command_line_run(taks_bin, tmp_path):
     """`taks train` on the first 1,000 digits writes its first k-set (selected.csv) and
     the regret bound of every epoch (metrics.csv); a Selector built with the same n,
     k-ratio, eta-ratio, epochs and seed starts from the same set and reports the same
-    bound after each step. (The later sets follow from risks the run does not write;
-    core's `online::tests::it_selects_what_a_run_selects` ties those to a run's selector.)"""
+    bound after each step. (The later sets follow from risks the run does not write:
+    core/tests/online_run.rs replays a run's risks through the same selection.)"""
     out = tmp_path / "run"
     subprocess.run(
         [taks_bin, "train", "--dataset", "mnist-digits", "--method", "taks", "--device", "cpu",
