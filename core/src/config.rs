@@ -132,7 +132,7 @@ impl TrainConfig {
 
     /// eta of Algorithm 1: sqrt(k T) * eta_ratio.
     pub fn eta(&self, n: usize) -> f64 {
-        (self.k(n) as f64 * self.epochs as f64).sqrt() * self.eta_ratio
+        eta_of(self.k(n), self.epochs, self.eta_ratio)
     }
 
     /// The paper's Clothing1M schedule over this run's epochs: its three rates, 8e-4,
@@ -219,6 +219,12 @@ impl TrainConfig {
 
 fn reference_engine() -> Engine {
     Engine::Reference
+}
+
+/// eta of Algorithm 1 from its ratio: sqrt(k T) * eta_ratio, for `epochs` = T (a run's,
+/// or the epochs a Python training loop will run).
+pub fn eta_of(k: usize, epochs: usize, eta_ratio: f64) -> f64 {
+    (k as f64 * epochs as f64).sqrt() * eta_ratio
 }
 
 #[cfg(test)]

@@ -96,8 +96,8 @@ impl Options {
     }
 }
 
-/// Audit the rows of `features` `[n, d]` (float32, read in place when C-contiguous)
-/// labelled `labels` `[n]`, naming them by `classes` where given.
+/// Audit the rows of `features` `[n, d]` (float32, copied once into the audit's own
+/// store) labelled `labels` `[n]`, naming them by `classes` where given.
 #[pyfunction]
 #[pyo3(signature = (features, labels, classes, options, progress=None))]
 pub fn audit_features<'py>(
@@ -183,11 +183,9 @@ pub fn audit_path<'py>(
         Source::Images(images) => {
             let timing = options.settings(Architecture::Mlp, images.labels().len())?;
             let (device, _) = options.device()?;
-            let data = py
-                .detach(|| pollster::block_on(images.finish(&spec, &timing, &device, |_| {})))
-                .map_err(to_py)?;
-            audit::enough(&data.source, &data.labels.noisy_labels, &data.skipped).map_err(to_py)?;
-            data
+            // Checked for enough samples (after the files decoding skipped) by `run`.
+            py.detach(|| pollster::block_on(images.finish(&spec, &timing, &device, |_| {})))
+                .map_err(to_py)?
         }
     };
     run(py, data, &options, progress)

@@ -14,6 +14,8 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _taks(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<selection::Selection>()?;
+    m.add_function(wrap_pyfunction!(selection::k_of, m)?)?;
+    m.add_function(wrap_pyfunction!(selection::eta_of, m)?)?;
     m.add_function(wrap_pyfunction!(audit::audit_features, m)?)?;
     m.add_function(wrap_pyfunction!(audit::audit_path, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

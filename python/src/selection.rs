@@ -7,6 +7,8 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntyped
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use taks_core::config;
+use taks_core::methods::{self, Method};
 use taks_core::selection::Objective;
 use taks_core::selection::online::{OnlineSelection, Scores, State, Step};
 
@@ -29,6 +31,18 @@ fn objective(method: &str, eta: f64) -> PyResult<Objective> {
             "method '{other}' is not one of 'taks', 'naive', 'greedy'"
         ))),
     }
+}
+
+/// k of `n` samples at `k_ratio`, as a TAkS run takes it (`--k-ratio`).
+#[pyfunction]
+pub fn k_of(n: usize, k_ratio: f64) -> usize {
+    methods::epoch_size(Method::TAKS, n, k_ratio, 0.0)
+}
+
+/// eta at `eta_ratio` for `k` samples over `epochs`, as a TAkS run takes it (`--eta-ratio`).
+#[pyfunction]
+pub fn eta_of(k: usize, epochs: usize, eta_ratio: f64) -> f64 {
+    config::eta_of(k, epochs, eta_ratio)
 }
 
 #[pymethods]

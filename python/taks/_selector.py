@@ -11,14 +11,13 @@ alone) are the paper's two ablations.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from . import _arrays
-from ._taks import Selection
+from ._taks import Selection, eta_of, k_of
 
 _STATE_VERSION = 1
 
@@ -82,7 +81,7 @@ class Selector:
             assert k_ratio is not None
             if not 0.0 < k_ratio <= 1.0:
                 raise ValueError(f"k_ratio {k_ratio} must be in (0, 1]")
-            k = math.floor(n * k_ratio)
+            k = k_of(n, k_ratio)
         if method == "taks":
             if (eta is None) == (eta_ratio is None):
                 raise ValueError("give eta, or eta_ratio and epochs (one of them)")
@@ -90,7 +89,7 @@ class Selector:
                 assert eta_ratio is not None
                 if epochs is None or epochs < 1:
                     raise ValueError("eta_ratio needs the number of epochs (at least 1)")
-                eta = math.sqrt(k * epochs) * eta_ratio
+                eta = eta_of(k, epochs, eta_ratio)
         elif eta not in (None, 0, 0.0) or eta_ratio not in (None, 0, 0.0):
             raise ValueError(f"method '{method}' has no perturbation: leave eta out")
         if seed < 0 or seed >= 2**64:

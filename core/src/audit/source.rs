@@ -200,13 +200,9 @@ fn read_npy(path: &Path, spec: &SourceSpec) -> Result<AuditData> {
             path.display()
         ));
     }
-    let mut data = from_features(
-        matrix.values,
-        matrix.cols,
-        labels,
-        Some(classes),
-        &path.display().to_string(),
-    )?;
+    // Checked already: every value finite (`npy::read_matrix`), a label per row (above),
+    // each within the classes it was read with.
+    let mut data = features_data(matrix.values, matrix.cols, labels, classes, path);
     // `taks embed` writes each row's image path beside the matrix: the suspects are
     // named by file, not by row.
     if let Ok(text) = std::fs::read_to_string(path.with_file_name("ids.txt")) {
@@ -254,8 +250,25 @@ pub fn from_features(
             classes.len()
         ));
     }
+    Ok(features_data(
+        values,
+        cols,
+        labels,
+        classes,
+        Path::new(source),
+    ))
+}
+
+/// The audit data of checked features: finite, a label per row, each within `classes`.
+fn features_data(
+    values: Vec<f32>,
+    cols: usize,
+    labels: Vec<u32>,
+    classes: Vec<String>,
+    source: &Path,
+) -> AuditData {
     let prepared = input::prepare_features(values, cols, labels.clone(), classes.len());
-    Ok(table_data(prepared, classes, labels, Path::new(source)))
+    table_data(prepared, classes, labels, source)
 }
 
 /// Rows of numbers (`what`: a CSV table, a `.npy` matrix) are audited with the MLP, at

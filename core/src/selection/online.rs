@@ -8,13 +8,11 @@
 //! Host slices only: the caller's network lives on its own device, and one epoch's
 //! risks are n floats, read once.
 
-use serde::{Deserialize, Serialize};
-
 use super::cpu_engine::CpuEngine;
 use super::{Objective, Params, check, cpu_reference, first_k_set};
+use crate::Result;
 use crate::error::refuse;
 use crate::regret::{Regret, after_round};
-use crate::{Error, Result};
 
 /// What one round's scores were: risks, or logits whose risks the selection measures.
 pub enum Scores<'a> {
@@ -40,7 +38,7 @@ pub struct Step {
 }
 
 /// Everything a selection needs to go on where it stopped (a checkpoint's part).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct State {
     /// Rounds scored so far.
     pub epoch: usize,
@@ -56,7 +54,6 @@ pub struct OnlineSelection {
     engine: CpuEngine,
     params: Params,
     n: usize,
-    labelled: bool,
     epoch: usize,
     total_selection_risk: f64,
 }
@@ -75,9 +72,9 @@ impl OnlineSelection {
             return refuse(format!("k = {k} of n = {n}: both must be at least 1"));
         }
         check(objective, n, k)?;
-        let labelled = labels.is_some();
         let labels = labels.unwrap_or_default();
-        if labelled && labels.len() != n {
+        // None and n >= 1 labels are told apart by the length: no labels is an empty list.
+        if !labels.is_empty() && labels.len() != n {
             return refuse(format!("{} labels for n = {n} samples", labels.len()));
         }
         Ok(OnlineSelection {
@@ -88,7 +85,6 @@ impl OnlineSelection {
                 seed: seed as u32,
             },
             n,
-            labelled,
             epoch: 0,
             total_selection_risk: 0.0,
         })
@@ -130,7 +126,7 @@ impl OnlineSelection {
                 risks.to_vec()
             }
             Scores::Logits { values, classes } => {
-                if !self.labelled {
+                if self.engine.noisy_labels.is_empty() {
                     return refuse(
                         "logits need the labels they are scored against: build the selection with labels, or hand it risks".into(),
                     );
@@ -214,11 +210,11 @@ impl OnlineSelection {
             || !ascending
             || state.current.last().is_some_and(|&i| i as usize >= n)
         {
-            return Err(Error::Input(format!(
+            return refuse(format!(
                 "the state is not one of a selection of k = {k} of n = {n} samples ({} risks, a set of {})",
                 state.cumulative.len(),
                 state.current.len()
-            )));
+            ));
         }
         if state.cumulative.iter().any(|v| !v.is_finite())
             || !state.total_selection_risk.is_finite()
