@@ -202,7 +202,7 @@ fn recorded(file: &Path, key: &str) -> Option<Result<(), String>> {
 }
 
 /// Append `verdict` for `key` to `file`.
-fn record(file: &Path, key: &str, verdict: &Result<(), String>) -> std::io::Result<()> {
+pub(crate) fn record(file: &Path, key: &str, verdict: &Result<(), String>) -> std::io::Result<()> {
     let line = match verdict {
         Ok(()) => format!("ok\t{key}"),
         Err(why) => format!("failed\t{key}\t{}", why.replace(['\t', '\n'], " ")),

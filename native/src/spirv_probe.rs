@@ -35,11 +35,16 @@ const PROBE: Probe = Probe {
     patience: Duration::from_secs(120),
 };
 
+/// Whether this build asks the driver: a `native-shaders` build does, the default (WGSL)
+/// build does not. This crate's own tests ask in every build, so the asking that guards
+/// a SPIR-V build's GPU is tested where the test command runs (the WGSL build).
+const ASKS: bool = cfg!(feature = "native-shaders") || cfg!(test);
+
 /// `Ok` where the GPU may be started: a build without SPIR-V, no Vulkan adapter, or a
 /// driver that ran the child's matmul (now or in an earlier run). `Err` is one line
 /// saying what the driver did.
 pub fn check() -> std::result::Result<(), String> {
-    if !cfg!(feature = "native-shaders") {
+    if !ASKS {
         return Ok(());
     }
     match crate::probe::drivers() {
@@ -75,4 +80,33 @@ fn multiply() -> Result<()> {
     let values = values.map_err(|e| anyhow::anyhow!("{e:?}"))?;
     anyhow::ensure!(values == expected, "a wrong product");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A driver whose verdict is kept as failed keeps the GPU off: the check says why
+    /// and where the verdict is kept, `--device gpu` refuses with that line, and a kept
+    /// pass lets it start. The verdicts are this machine's real driver key (lavapipe in
+    /// the test command), read from a scratch cache folder, so no child is started.
+    #[test]
+    fn a_driver_kept_as_failed_keeps_the_gpu_off() {
+        let key = crate::probe::drivers().expect("a Vulkan adapter (lavapipe in the tests)");
+        let folder = std::env::temp_dir().join(format!("taks-spirv-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&folder);
+        crate::probe::keep_in(Some(folder.clone()));
+        let file = folder.join(PROBE.verdicts);
+        let failed = Err("died of signal 11".to_string());
+        crate::probe::record(&file, &key, &failed).unwrap();
+
+        let why = check().unwrap_err();
+        assert!(why.starts_with("died of signal 11; kept from an earlier run in "), "{why}");
+        let refused = crate::device::choose(crate::device::DeviceChoice::Gpu).err().unwrap();
+        assert_eq!(refused.to_string(), format!("--device gpu: {why}"));
+
+        crate::probe::record(&file, &key, &Ok(())).unwrap();
+        assert_eq!(check(), Ok(()));
+        let _ = std::fs::remove_dir_all(&folder);
+    }
 }

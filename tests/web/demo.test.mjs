@@ -30,6 +30,30 @@ before(async () => {
 
 after(() => server && server.close());
 
+/** How long the page may go without finishing an epoch (or reaching the state waited
+ * for) before a wait fails: a hang guard, not a speed limit. A run on a slower machine
+ * takes longer and still passes, as long as its epochs keep coming. */
+const STALL_MS = 180_000;
+
+/** Wait until the page's status is one of `states`, failing only where it stalls: no
+ * new epoch for `STALL_MS`. */
+async function untilState(page, states) {
+  let seen = -1;
+  for (;;) {
+    const handle = await page.waitForFunction(
+      ([wanted, last]) => {
+        const state = document.getElementById('status').dataset.state;
+        const epoch = Number(document.getElementById('epoch').dataset.value);
+        return (wanted.includes(state) || epoch !== last) && { state, epoch };
+      },
+      [states, seen], { timeout: STALL_MS, polling: 250 },
+    ).catch((err) => { throw new Error(`the page stalled at epoch ${seen} waiting for ${states}: ${err.message}`); });
+    const { state, epoch } = await handle.jsonValue();
+    if (states.includes(state)) return state;
+    seen = epoch;
+  }
+}
+
 /** Open digit `index`'s panel by clicking (or by Enter on it, `keyboard`), wait until
  * it shows `epochs` finished epochs, and return what it shows. */
 async function openSample(page, index, epochs, { keyboard = false } = {}) {
@@ -164,7 +188,7 @@ function assertExplains(s, epochs) {
 
 /** Open the page with `query`, wait until training ends, return what the page shows
  * (and, given `sample`, what that digit's panel shows). */
-async function runDemo({ webgpu, query, timeoutMs, sample }) {
+async function runDemo({ webgpu, query, sample }) {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: webgpu ? [...FLAGS, '--enable-unsafe-webgpu'] : FLAGS,
@@ -176,10 +200,8 @@ async function runDemo({ webgpu, query, timeoutMs, sample }) {
     page.on('console', (m) => logs.push(`console.${m.type()}: ${m.text()}`));
     page.on('pageerror', (e) => logs.push(`pageerror: ${e.message}`));
     await page.goto(`${origin}/index.html?${query}&autostart=1`);
-    await page.waitForFunction(
-      () => ['done', 'error'].includes(document.getElementById('status').dataset.state),
-      null, { timeout: timeoutMs, polling: 250 },
-    ).catch((err) => { throw new Error(`${err.message}\n${logs.join('\n')}`); });
+    await untilState(page, ['done', 'error'])
+      .catch((err) => { throw new Error(`${err.message}\n${logs.join('\n')}`); });
     const state = await page.evaluate(() => {
       const value = (id) => Number(document.getElementById(id).dataset.value);
       const cells = [...document.querySelectorAll('#grid .cell')];
@@ -252,11 +274,10 @@ function assertAgreed({ checks, violations }) {
 }
 
 // SwiftShader runs WebGPU on the CPU and is slow, so this trains a small subset.
-test('WebGPU (SwiftShader): TAkS trains and selects clean digits', { timeout: 300_000 }, async () => {
+test('WebGPU (SwiftShader): TAkS trains and selects clean digits', async () => {
   const r = await runDemo({
     webgpu: true,
     query: 'backend=webgpu&method=taks&noise=symmetric&rate=0.5&epochs=4&train=2000',
-    timeoutMs: 280_000,
     sample: 5,
   });
   await report('webgpu', r);
@@ -269,11 +290,10 @@ test('WebGPU (SwiftShader): TAkS trains and selects clean digits', { timeout: 30
 });
 
 // Without --enable-unsafe-webgpu chromium offers no adapter: the page must fall back.
-test('CPU fallback: the full 20-epoch demo at symmetric 50% noise', { timeout: 300_000 }, async () => {
+test('CPU fallback: the full 20-epoch demo at symmetric 50% noise', async () => {
   const r = await runDemo({
     webgpu: false,
     query: 'backend=auto&method=taks&noise=symmetric&rate=0.5&epochs=20&train=8000',
-    timeoutMs: 280_000,
     sample: 0,
   });
   await report('cpu', r);
@@ -286,7 +306,7 @@ test('CPU fallback: the full 20-epoch demo at symmetric 50% noise', { timeout: 3
 
 // The sample panel while training runs and after: it follows the run epoch by epoch,
 // opens from the keyboard, and for Standard says every digit is always selected.
-test('CPU fallback: the sample panel follows one digit, live and by keyboard', { timeout: 200_000 }, async () => {
+test('CPU fallback: the sample panel follows one digit, live and by keyboard', async () => {
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
   try {
     const page = await browser.newPage();
@@ -298,13 +318,13 @@ test('CPU fallback: the sample panel follows one digit, live and by keyboard', {
     await page.goto(`${origin}/index.html?backend=cpu&method=both&noise=symmetric&rate=0.5&epochs=12&train=2000&autostart=1&pause=2`);
     // Open a mislabelled digit before the run ends: its panel grows with the epochs
     // after it resumes.
-    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'paused', null, { timeout: 120_000 });
+    await untilState(page, ['paused']);
     const noisy = await page.evaluate(() => Number(document.querySelector('#grid .cell[data-clean="0"]').dataset.index));
     const early = await openSample(page, noisy, 2);
     assert.equal(early.epochs, 2, 'opened where the run paused itself');
     await page.click('#resume');
     assert.notEqual(early.given, early.true, 'a mislabelled digit shows two labels');
-    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'done', null, { timeout: 150_000 });
+    await untilState(page, ['done']);
     const late = await openSample(page, noisy, 12);
     assertExplains(late, 12);
     assert.deepEqual(late.selected.slice(0, early.epochs), early.selected, 'finished epochs do not change');
@@ -317,7 +337,7 @@ test('CPU fallback: the sample panel follows one digit, live and by keyboard', {
 
     // Standard keeps no k-set: always selected, and the panel says so.
     await page.goto(`${origin}/index.html?backend=cpu&method=standard&noise=symmetric&rate=0.5&epochs=2&train=500&autostart=1`);
-    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'done', null, { timeout: 100_000 });
+    await untilState(page, ['done']);
     const standard = await openSample(page, 1, 2);
     assert.deepEqual(standard.selected, [1, 1]);
     assert.deepEqual(standard.theta, []);
@@ -331,7 +351,7 @@ test('CPU fallback: the sample panel follows one digit, live and by keyboard', {
 // side with the worker's messages slowed, digit after digit of the grid is opened; every
 // change the page makes is checked (panel and grid on one epoch, the grid's mark the
 // panel's choice); after the run every digit of the grid is opened and explained.
-test('CPU fallback: the grid and the sample panel agree for every digit', { timeout: 280_000 }, async () => {
+test('CPU fallback: the grid and the sample panel agree for every digit', async () => {
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
   try {
     const page = await browser.newPage();
@@ -341,7 +361,7 @@ test('CPU fallback: the grid and the sample panel agree for every digit', { time
     // A panel is open from the grid's first appearance, so every snapshot of the run is
     // checked with one; others are opened while the run lasts (however long that is
     // on this machine: their number is reported, not asserted).
-    await page.waitForSelector('#grid .cell', { timeout: 120_000 });
+    await page.waitForSelector('#grid .cell', { timeout: STALL_MS });
     const cells = await page.evaluate(() => document.querySelectorAll('#grid .cell').length);
     assert.equal(cells, 96);
     const status = () => page.evaluate(() => document.getElementById('status').dataset.state);
@@ -350,7 +370,7 @@ test('CPU fallback: the grid and the sample panel agree for every digit', { time
       await page.click(`#grid .cell[data-index="${i}"]`);
       await page.waitForFunction((d) => document.getElementById('sample-history').dataset.index === String(d), i, { timeout: 60_000, polling: 'raf' });
     }
-    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'done', null, { timeout: 150_000 });
+    await untilState(page, ['done']);
     for (let i = 0; i < cells; i++) assertExplains(await openSample(page, i, 12), 12);
     assert.equal(await page.textContent('#error'), '');
     const { checks, violations } = await agreement(page);
@@ -367,14 +387,14 @@ test('CPU fallback: the grid and the sample panel agree for every digit', { time
 // while it runs, with 58 epochs to go: each ends in a timer of at least 4 ms, so no
 // machine finishes them before the press arrives (with 28 to go and Pause pressed on
 // seeing epoch 2, a fast one could).
-test('Pause, resume and reset', { timeout: 200_000 }, async () => {
+test('Pause, resume and reset', async () => {
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
   try {
     const page = await browser.newPage();
     await page.goto(`${origin}/index.html?backend=cpu&method=taks&epochs=60&train=500&autostart=1&pause=2`);
     const epoch = () => page.evaluate(() => Number(document.getElementById('epoch').dataset.value));
     const state = () => page.evaluate(() => document.getElementById('status').dataset.state);
-    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'paused', null, { timeout: 120_000 });
+    await untilState(page, ['paused']);
     assert.equal(await epoch(), 2, 'paused itself after epoch 2');
     await page.click('#resume');
     await page.waitForFunction(() => document.getElementById('status').dataset.state === 'running', null, { timeout: 30_000 });
@@ -390,7 +410,7 @@ test('Pause, resume and reset', { timeout: 200_000 }, async () => {
     assert.equal(await epoch(), held, 'no epoch may finish while paused');
     assert.ok(held > 2 && held < 60, `paused by the button, before the end (epoch ${held})`);
     await page.click('#resume');
-    await page.waitForFunction(() => document.getElementById('status').dataset.state === 'done', null, { timeout: 150_000 });
+    await untilState(page, ['done']);
     assert.equal(await epoch(), 60);
     assert.equal(await page.textContent('#error'), '');
     await page.click('#reset');
@@ -428,11 +448,10 @@ function assertSane(r, method, { accuracy, networks, precision }) {
 // higher cost per epoch (two networks on all n against TAkS's k = 0.35 n and one forward
 // pass over n; ~2.4x on flex) is a time, and times are not asserted: on a loaded 2-core
 // machine a 1.5x margin over 40 ms epochs failed once (1.43x).
-test('CPU fallback: TAkS, Standard, Co-teaching and JoCoR side by side', { timeout: 240_000 }, async () => {
+test('CPU fallback: TAkS, Standard, Co-teaching and JoCoR side by side', async () => {
   const r = await runDemo({
     webgpu: false,
     query: 'backend=cpu&method=all&noise=symmetric&rate=0.5&epochs=3&train=1000',
-    timeoutMs: 220_000,
     sample: 7,
   });
   await report('cpu-all', r);
@@ -458,11 +477,10 @@ test('CPU fallback: TAkS, Standard, Co-teaching and JoCoR side by side', { timeo
 // A method without TAkS's selector first: no cumulative noise-risk to draw, so the page
 // says why instead of a histogram, the grid shows every digit selected, and the regret
 // chart stays empty.
-test('CPU fallback: JoCoR alone has no noise-risk histogram', { timeout: 120_000 }, async () => {
+test('CPU fallback: JoCoR alone has no noise-risk histogram', async () => {
   const r = await runDemo({
     webgpu: false,
     query: 'backend=cpu&method=jocor&noise=symmetric&rate=0.5&epochs=2&train=500',
-    timeoutMs: 100_000,
     sample: 3,
   });
   await report('cpu-jocor', r);
@@ -485,11 +503,10 @@ test('CPU fallback: JoCoR alone has no noise-risk histogram', { timeout: 120_000
 // The picker and the table come from the wasm module's registry: every registered method
 // is offered, and one the page names nowhere itself (Greedy, a TAkS ablation with its
 // own selector) runs with its regret drawn.
-test('CPU fallback: every registered method is offered; Greedy alone runs', { timeout: 120_000 }, async () => {
+test('CPU fallback: every registered method is offered; Greedy alone runs', async () => {
   const r = await runDemo({
     webgpu: false,
     query: 'backend=cpu&method=greedy&noise=symmetric&rate=0.5&epochs=3&train=2000',
-    timeoutMs: 100_000,
     sample: 3,
   });
   await report('cpu-greedy', r);
