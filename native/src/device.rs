@@ -121,6 +121,19 @@ pub fn fall_back_to_f32(
     ))
 }
 
+/// The device for a new run in `precision`: `choice` made ([`choose`]), `auto`'s fall
+/// back to f32 without a GPU taken ([`fall_back_to_f32`], its line returned), and a
+/// precision the device cannot run refused, before the run makes anything.
+pub fn for_precision(
+    choice: DeviceChoice,
+    precision: &mut taks_core::precision::Precision,
+) -> Result<(Chosen, Option<String>)> {
+    let chosen = choose(choice)?;
+    let fell_back = fall_back_to_f32(choice, &chosen, precision);
+    precision.check(&chosen.device)?;
+    Ok((chosen, fell_back))
+}
+
 /// The subcommand that lists the adapters, which taks also runs as a child on headless
 /// machines (the name of `Command::ListAdapters`).
 pub const LIST_ADAPTERS: &str = "list-adapters";

@@ -101,8 +101,13 @@ mod tests {
         crate::probe::record(&file, &key, &failed).unwrap();
 
         let why = check().unwrap_err();
-        assert!(why.starts_with("died of signal 11; kept from an earlier run in "), "{why}");
-        let refused = crate::device::choose(crate::device::DeviceChoice::Gpu).err().unwrap();
+        assert!(
+            why.starts_with("died of signal 11; kept from an earlier run in "),
+            "{why}"
+        );
+        let refused = crate::device::choose(crate::device::DeviceChoice::Gpu)
+            .err()
+            .unwrap();
         assert_eq!(refused.to_string(), format!("--device gpu: {why}"));
 
         crate::probe::record(&file, &key, &Ok(())).unwrap();

@@ -1,6 +1,7 @@
 //! `_taks.audit_features` and `_taks.audit_path`: the core's label audit on a feature
 //! matrix held in numpy, or on data named by a path (a folder of images, a CSV table, a
-//! `.npy` matrix) read exactly as `taks audit` reads it ([`read_source`]). The audit
+//! `.npy` matrix) read exactly as `taks audit` reads it: both ask the core the same way
+//! ([`taks_core::audit::request`]). The audit
 //! runs with the GIL released; each epoch's end takes it back to report progress and to
 //! honour Ctrl-C (the audit stops there and `KeyboardInterrupt` is raised).
 
@@ -11,9 +12,10 @@ use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMetho
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use taks_core::audit::source::{AuditData, Source, SourceSpec, from_features, read_source};
+use taks_core::audit::request::{AuditRequest, Audited, ReadAudit};
+use taks_core::audit::source::{SourceSpec, from_features};
 use taks_core::audit::suspects::suspects_csv;
-use taks_core::audit::{self, AuditChoices, AuditOutcome, AuditSettings, Stage};
+use taks_core::audit::{self, AuditChoices, Stage};
 use taks_core::data::cache::Cache;
 use taks_core::metrics::EpochMetrics;
 use taks_core::nn::Architecture;
@@ -39,34 +41,9 @@ pub struct Options {
 }
 
 impl Options {
-    /// The audit's settings for `n` samples on `architecture`, refused where a value
-    /// cannot be run (as `taks audit` refuses its flags).
-    fn settings(&self, architecture: Architecture, n: usize) -> PyResult<AuditSettings> {
-        let bad = |line: String| Err(PyValueError::new_err(line));
-        if self.epochs == Some(0) || self.probe_epochs == Some(0) {
-            return bad("epochs and probe_epochs must be at least 1".into());
-        }
-        if let Some(folds) = self.probe_folds.filter(|&f| f < 2) {
-            return bad(format!("probe_folds {folds} must be at least 2"));
-        }
-        if let Some(k) = self.k_ratio {
-            if !(k > 0.0 && k <= 1.0) {
-                return bad(format!("k_ratio {k} must be in (0, 1]"));
-            }
-            if (n as f64 * k).floor() < 1.0 {
-                return bad(format!("k_ratio {k} of {n} samples selects nothing"));
-            }
-        }
-        if let Some(e) = self.eta_ratio.filter(|e| !(*e >= 0.0 && e.is_finite())) {
-            return bad(format!("eta_ratio {e} must be a finite number >= 0"));
-        }
-        if self.batch_size == 0 {
-            return bad("batch_size must be at least 1".into());
-        }
-        if !(self.lr > 0.0 && self.lr.is_finite()) {
-            return bad(format!("lr {} must be positive", self.lr));
-        }
-        let choices = AuditChoices {
+    /// The choices over the audit's defaults (checked by the core as it reads).
+    fn choices(&self) -> AuditChoices {
+        AuditChoices {
             epochs: self.epochs,
             probe_epochs: self.probe_epochs,
             probe_folds: self.probe_folds,
@@ -76,8 +53,7 @@ impl Options {
             batch_size: self.batch_size,
             learning_rate: self.lr,
             precision: Precision::F32,
-        };
-        Ok(choices.settings(architecture, n))
+        }
     }
 
     /// The device named: "cpu" (burn's flex backend) or "gpu" (wgpu's best adapter).
@@ -119,7 +95,8 @@ pub fn audit_features<'py>(
     let labels = class_indices(labels.iter())?;
     let values = features.as_array().iter().copied().collect::<Vec<f32>>();
     let data = from_features(values, cols, labels, classes, "features").map_err(to_py)?;
-    run(py, data, &options, progress)
+    let read = ReadAudit::of_data(data, options.choices(), keyword).map_err(to_py)?;
+    run(py, read, &options, progress)
 }
 
 /// Audit the data at `path` as `taks audit PATH` does: a folder of class sub-folders
@@ -154,12 +131,7 @@ pub fn audit_path<'py>(
                 })?,
         ),
     };
-    if !(budget > 0.0 && budget.is_finite()) {
-        return Err(PyValueError::new_err(format!(
-            "budget {budget} must be a positive number of seconds"
-        )));
-    }
-    let spec = SourceSpec {
+    let source = SourceSpec {
         data: Some(path),
         dataset: None,
         labels,
@@ -177,18 +149,17 @@ pub fn audit_path<'py>(
             ..Cache::with_defaults()
         },
     };
-    let source = py.detach(|| read_source(&spec)).map_err(to_py)?;
-    let data = match source {
-        Source::Ready(data) => *data,
-        Source::Images(images) => {
-            let timing = options.settings(Architecture::Mlp, images.labels().len())?;
-            let (device, _) = options.device()?;
-            // Checked for enough samples (after the files decoding skipped) by `run`.
-            py.detach(|| pollster::block_on(images.finish(&spec, &timing, &device, |_| {})))
-                .map_err(to_py)?
-        }
+    let request = AuditRequest {
+        source,
+        choices: options.choices(),
     };
-    run(py, data, &options, progress)
+    let read = py.detach(|| request.read(keyword)).map_err(to_py)?;
+    run(py, read, &options, progress)
+}
+
+/// A setting as Python spells it: its keyword.
+fn keyword(setting: &'static str) -> String {
+    setting.to_string()
 }
 
 /// One epoch of the audit, as the result's history and the progress callback see it.
@@ -199,7 +170,7 @@ fn epoch_dict<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let (name, fold) = match stage {
-        Stage::Probe(fold) => ("probe", Some(fold)),
+        Stage::Probe { fold, .. } => ("probe", Some(fold)),
         Stage::Selection => ("selection", None),
     };
     d.set_item("stage", name)?;
@@ -214,27 +185,22 @@ fn epoch_dict<'py>(
     Ok(d)
 }
 
-/// Run the audit of `data` with the GIL released, and give its result as a dict.
+/// Run the audit `read` with the GIL released, and give its result as a dict.
 fn run<'py>(
     py: Python<'py>,
-    data: AuditData,
+    read: ReadAudit,
     options: &Options,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    audit::enough(&data.source, &data.labels.noisy_labels, &data.skipped).map_err(to_py)?;
-    let n = data.ids.len();
-    let settings = options.settings(data.architecture, n)?;
     let (device, description) = options.device()?;
     let history = PyList::empty(py).unbind();
     let mut interrupted: Option<PyErr> = None;
-    let dataset = data.prepared.dataset.clone();
-    let labels = data.labels.clone();
-    let outcome = py.detach(|| {
-        pollster::block_on(audit::run(
-            dataset,
-            labels,
-            &settings,
+    let audited = py.detach(|| {
+        pollster::block_on(read.run(
             &device,
+            &description,
+            None,
+            |_| {},
             |stage, m| {
                 Python::attach(|py| {
                     let told = epoch_dict(py, stage, m).and_then(|row| {
@@ -258,27 +224,24 @@ fn run<'py>(
     if let Some(error) = interrupted {
         return Err(error);
     }
-    let outcome = outcome.map_err(to_py)?;
-    result(
-        py,
-        &data,
-        &settings,
-        &outcome,
-        history.into_bound(py),
-        &description,
-    )
+    let audited = audited.map_err(to_py)?;
+    result(py, &audited, history.into_bound(py), &description)
 }
 
 /// The audit's result: per-sample columns in data order, the estimate, k, the settings
 /// and the history, and the `suspects.csv` text `taks audit` writes for the same audit.
 fn result<'py>(
     py: Python<'py>,
-    data: &AuditData,
-    settings: &AuditSettings,
-    outcome: &AuditOutcome,
+    audited: &Audited,
     history: Bound<'py, PyList>,
     device: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let Audited {
+        data,
+        settings,
+        outcome,
+        ..
+    } = audited;
     let samples = &outcome.samples;
     let column =
         |f: &dyn Fn(&audit::SampleAudit) -> f64| -> Vec<f64> { samples.iter().map(f).collect() };

@@ -330,7 +330,7 @@ fn decisions_of(codes: &[u8], n: usize) -> Vec<Decision> {
 /// One epoch of the audit as the page's progress message.
 fn progress_json(stage: Stage, m: &EpochMetrics, settings: &AuditSettings) -> serde_json::Value {
     let (phase, fold) = match stage {
-        Stage::Probe(f) => ("probe", Some(f + 1)),
+        Stage::Probe { fold, .. } => ("probe", Some(fold + 1)),
         Stage::Selection => ("selection", None),
     };
     serde_json::json!({

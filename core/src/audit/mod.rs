@@ -26,7 +26,9 @@ pub mod images;
 pub mod input;
 pub mod model_card;
 pub mod network;
+pub mod request;
 pub mod source;
+pub mod summary;
 pub mod suspects;
 
 use burn::tensor::Device;
@@ -35,6 +37,7 @@ use serde::Serialize;
 use crate::choices::Choices;
 use crate::config::TrainConfig;
 use crate::data::{Dataset, DatasetKind, Split};
+use crate::error::refuse;
 use crate::formats::image_folder::Skipped;
 use crate::methods::Method;
 use crate::metrics::EpochMetrics;
@@ -208,6 +211,48 @@ pub struct AuditChoices {
 }
 
 impl AuditChoices {
+    /// Refuse a choice no data could make sense of, in one line that names the setting
+    /// as the front end spells it (`name("k_ratio")`: `--k-ratio` on the command line,
+    /// `k_ratio` in Python).
+    pub fn check(&self, name: impl Fn(&'static str) -> String) -> Result<()> {
+        if self.epochs == Some(0) || self.probe_epochs == Some(0) {
+            let (epochs, probe) = (name("epochs"), name("probe_epochs"));
+            return refuse(format!("{epochs} and {probe} must be at least 1"));
+        }
+        if let Some(folds) = self.probe_folds.filter(|&f| f < 2) {
+            return refuse(format!(
+                "{} {folds} must be at least 2",
+                name("probe_folds")
+            ));
+        }
+        if let Some(k) = self.k_ratio.filter(|&k| !(k > 0.0 && k <= 1.0)) {
+            return refuse(format!("{} {k} must be in (0, 1]", name("k_ratio")));
+        }
+        if let Some(e) = self.eta_ratio.filter(|e| !(*e >= 0.0 && e.is_finite())) {
+            let eta = name("eta_ratio");
+            return refuse(format!("{eta} {e} must be a finite number >= 0"));
+        }
+        if self.batch_size == 0 {
+            return refuse(format!("{} must be at least 1", name("batch_size")));
+        }
+        let lr = self.learning_rate;
+        if !(lr > 0.0 && lr.is_finite()) {
+            return refuse(format!("{} {lr} must be positive", name("lr")));
+        }
+        Ok(())
+    }
+
+    /// Refuse a k-ratio that selects nobody of `n` samples.
+    pub fn check_k(&self, n: usize, name: impl Fn(&'static str) -> String) -> Result<()> {
+        match self.k_ratio {
+            Some(k) if (n as f64 * k).floor() < 1.0 => refuse(format!(
+                "{} {k} of {n} samples selects nothing",
+                name("k_ratio")
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The settings of an audit of `n` samples with `architecture`: the defaults for that
     /// many ([`AuditSettings::for_samples`]) with these choices over them.
     pub fn settings(&self, architecture: Architecture, n: usize) -> AuditSettings {
@@ -228,8 +273,11 @@ impl AuditChoices {
 /// Which stage an epoch belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    /// The probe run that predicts fold `f` (0-based).
-    Probe(usize),
+    /// The probe run that predicts fold `fold` (0-based) of `folds`.
+    Probe {
+        fold: usize,
+        folds: usize,
+    },
     Selection,
 }
 
@@ -314,7 +362,7 @@ pub async fn run(
         )?;
         let mut reported = After(|_: &Trainer, history: &[EpochMetrics]| {
             let next = report(
-                Stage::Probe(fold),
+                Stage::Probe { fold, folds },
                 history.last().expect("an epoch just ended"),
             );
             Ok::<_, Error>(next)

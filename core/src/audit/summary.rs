@@ -1,14 +1,15 @@
-//! `summary.json`, as one typed value: what the audit found, per class, against the
-//! truth where it is known, with its settings and timings. The report renders the same
-//! value, so the page and the file never disagree.
+//! An audit's summary, as one typed value: what it found, per class, against the truth
+//! where it is known, with its settings and timings. `taks audit` writes it as
+//! `summary.json` and renders its report from the same value, so the page and the file
+//! never disagree; Python returns it with the result.
 
 use serde::Serialize;
-use taks_core::audit::input::Input;
-use taks_core::audit::network::Choice;
-use taks_core::audit::{AuditOutcome, AuditSettings};
-use taks_core::formats::image_folder::Skipped;
 
-use taks_core::audit::source::{AuditData, Backbone};
+use super::input::Input;
+use super::network::Choice;
+use super::source::{AuditData, Backbone};
+use super::{AuditOutcome, AuditSettings};
+use crate::formats::image_folder::Skipped;
 
 #[derive(Debug, Serialize)]
 pub struct AuditSummary {
@@ -58,6 +59,8 @@ pub struct Truth {
     pub f1: f64,
 }
 
+/// Where an audit's time went, in seconds: reading (and preparing) the data, the audit,
+/// and of the audit the probes' and the TAkS run's epochs.
 #[derive(Debug, Serialize)]
 pub struct Seconds {
     pub read: f64,

@@ -3,35 +3,31 @@
 //!
 //! DATA is a folder of class sub-folders of images, a CSV file, a `.npy` feature matrix
 //! with `--labels`, or (with `--dataset`) a built-in set, optionally with injected noise so the audit can be scored against the
-//! truth. Everything about the input is checked before a device is opened or a folder
-//! made; the audit itself is [`taks_core::audit::run`]. The outputs, each written
-//! atomically once the audit is done ([`outputs`]): `suspects.csv`, `summary.json`
-//! ([`summary`]), `report.html` ([`report`]), `model.safetensors` + `model.json`
-//! ([`crate::model_file`]). The data is read by the core ([`taks_core::audit::source`])
-//! as [`read`] names it from the flags.
+//! truth. The flags become the core's request ([`request`]), which checks them and the
+//! input before a device is opened or a folder made, and then runs the audit
+//! ([`taks_core::audit::request`]). The outputs, each written atomically once the audit
+//! is done ([`outputs`]): `suspects.csv`, `summary.json`
+//! ([`taks_core::audit::summary`]), `report.html` ([`report`]), `model.safetensors` +
+//! `model.json` ([`crate::model_file`]).
 
 mod outputs;
 mod pretrained;
-mod read;
 mod report;
-mod summary;
+mod request;
 
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use clap::Args;
-use taks_core::audit::{self, AuditChoices, AuditSettings, Stage};
+use taks_core::audit::Stage;
 use taks_core::data::{DatasetKind, cache};
 use taks_core::nn::Architecture;
 use taks_core::noise::NoiseKind;
 use taks_core::precision::Precision;
 use taks_core::train::Next;
-use web_time::Instant;
 
 use crate::device::{self, DeviceChoice};
 use crate::out_dir;
-
-use taks_core::audit::source::{Source, read_source};
 
 #[derive(Args, Debug)]
 pub struct AuditArgs {
@@ -154,97 +150,51 @@ pub fn parse_size(text: &str) -> std::result::Result<(u32, u32), String> {
 
 pub fn run(args: AuditArgs) -> Result<()> {
     check_flags(&args)?;
-    let started = Instant::now();
-    let (mut args, backbone) = match &args.init {
+    let (args, backbone) = match &args.init {
         Some(_) => {
             // The embedding may take minutes: a mixed precision the device cannot run
             // is refused before it.
             if let Some(mut mixed) = args.precision.filter(|p| !p.is_f32()) {
-                let chosen = device::choose(args.device)?;
-                if device::fall_back_to_f32(args.device, &chosen, &mut mixed).is_none() {
-                    mixed.check(&chosen.device)?;
-                }
+                device::for_precision(args.device, &mut mixed)?;
             }
             let (args, backbone) = pretrained::embedded(args)?;
             (args, Some(backbone))
         }
         None => (args, None),
     };
-    let spec = read::spec(&args);
-    let source = read_source(&spec)?;
-    check_source(&source, args.k_ratio)?;
-    let chosen = device::choose(args.device)?;
-    let mut precision = args.precision.unwrap_or_default();
-    if let Some(line) = device::fall_back_to_f32(args.device, &chosen, &mut precision) {
-        eprintln!("{line}");
-        args.precision = Some(precision);
-    }
+    let mut read = request::of(&args).read(request::flag)?;
     // Before a folder is made or an image decoded: a precision the device cannot run.
-    precision.check(&chosen.device)?;
-    let default = format!("audits/{}", source.name());
+    let (chosen, fell_back) = device::for_precision(args.device, &mut read.choices.precision)?;
+    if let Some(line) = fell_back {
+        eprintln!("{line}");
+    }
+    let default = format!("audits/{}", read.name());
     let out = out_dir::prepare(args.out.as_deref(), &default, "suspects.csv", "an audit")?;
     let say = |line: String| {
         if !args.quiet {
             eprintln!("{line}");
         }
     };
-    let mut data = match source {
-        Source::Ready(data) => *data,
-        Source::Images(images) => {
-            let timing = settings_for(&args, Architecture::Mlp, images.labels().len());
-            let data = pollster::block_on(images.finish(&spec, &timing, &chosen.device, say))?;
-            audit::enough(&data.source, &data.labels.noisy_labels, &data.skipped)?;
-            data
-        }
-    };
-    data.backbone = backbone;
-    let read_seconds = started.elapsed().as_secs_f64();
-    let n = data.ids.len();
-    let settings = settings_for(&args, data.architecture, n);
-    if let Some(k) = args.k_ratio
-        && (n as f64 * k).floor() < 1.0
-    {
-        bail!("--k-ratio {k} of {n} samples selects nothing");
-    }
-    say(format!(
-        "auditing {} samples of {} classes from {} ({} skipped) with {} on {}",
-        n,
-        data.classes.len(),
-        data.source,
-        data.skipped.len(),
-        data.architecture.name(),
-        chosen.description
-    ));
-    // The audit and the report share one store of the samples (a clone is a handle).
-    let dataset = data.prepared.dataset.clone();
-    let audit_started = Instant::now();
-    let outcome = pollster::block_on(audit::run(
-        dataset,
-        data.labels.clone(),
-        &settings,
+    let audited = pollster::block_on(read.run(
         &chosen.device,
+        &chosen.description,
+        backbone,
+        say,
         |stage, m| {
-            say(epoch_line(stage, m, settings.probe_folds));
+            say(epoch_line(stage, m));
             Next::Go
         },
     ))?;
-    let seconds = (read_seconds, audit_started.elapsed().as_secs_f64());
-    let written = outputs::write(
-        &out,
-        &data,
-        &outcome,
-        &settings,
-        &args,
-        &chosen.description,
-        seconds,
-    )?;
-    println!("{written}");
+    println!(
+        "{}",
+        outputs::write(&out, &audited, &chosen.description, args.report_rows)?
+    );
     Ok(())
 }
 
-/// The flags' values that no data could make sense of, checked before anything is read.
-/// (clap's `requires` is not checked against an argument that conflicts with a present
-/// one, DATA, so the built-in set's flags are checked here.)
+/// The flags' values that only the built-in sets take, checked before anything is
+/// read (clap's `requires` is not checked against an argument that conflicts with a
+/// present one, DATA); the audit's own choices are the core's to check.
 fn check_flags(args: &AuditArgs) -> Result<()> {
     let builtin_only = [
         ("--data-dir", args.data_dir.is_some()),
@@ -257,34 +207,6 @@ fn check_flags(args: &AuditArgs) -> Result<()> {
     {
         bail!("{flag} is for --dataset; DATA is audited as it is");
     }
-    if args.epochs == Some(0) || args.probe_epochs == Some(0) {
-        bail!("--epochs and --probe-epochs must be at least 1");
-    }
-    if let Some(folds) = args.probe_folds.filter(|&f| f < 2) {
-        bail!("--probe-folds {folds} must be at least 2");
-    }
-    if let Some(k) = args.k_ratio
-        && !(k > 0.0 && k <= 1.0)
-    {
-        bail!("--k-ratio {k} must be in (0, 1]");
-    }
-    if let Some(e) = args.eta_ratio
-        && !(e >= 0.0 && e.is_finite())
-    {
-        bail!("--eta-ratio {e} must be a finite number >= 0");
-    }
-    if !(args.budget > 0.0 && args.budget.is_finite()) {
-        bail!(
-            "--budget {} must be a positive number of seconds",
-            args.budget
-        );
-    }
-    if args.batch_size == 0 {
-        bail!("--batch-size must be at least 1");
-    }
-    if !(args.lr > 0.0 && args.lr.is_finite()) {
-        bail!("--lr {} must be positive", args.lr);
-    }
     if let Some(rate) = args.noise_rate
         && !(0.0..=1.0).contains(&rate)
     {
@@ -296,33 +218,10 @@ fn check_flags(args: &AuditArgs) -> Result<()> {
     Ok(())
 }
 
-/// Whether the data read so far can be audited at all (enough samples of enough classes;
-/// a `k_ratio` that selects someone), before a device is opened or a folder made.
-/// An image folder is checked again once decoded, which may skip more files.
-fn check_source(source: &Source, k_ratio: Option<f64>) -> Result<()> {
-    match source {
-        Source::Ready(data) => {
-            audit::enough(&data.source, &data.labels.noisy_labels, &data.skipped)?;
-            if let Some(k) = k_ratio
-                && (data.ids.len() as f64 * k).floor() < 1.0
-            {
-                bail!(
-                    "--k-ratio {k} of {} samples selects nothing",
-                    data.ids.len()
-                );
-            }
-        }
-        Source::Images(images) => {
-            audit::enough(images.source(), &images.labels(), images.skipped())?
-        }
-    }
-    Ok(())
-}
-
 /// One epoch of the audit's probes or of its TAkS run, as a line.
-fn epoch_line(stage: Stage, m: &taks_core::metrics::EpochMetrics, folds: usize) -> String {
+fn epoch_line(stage: Stage, m: &taks_core::metrics::EpochMetrics) -> String {
     let name = match stage {
-        Stage::Probe(fold) => format!("probe {}/{folds}", fold + 1),
+        Stage::Probe { fold, folds } => format!("probe {}/{folds}", fold + 1),
         Stage::Selection => "taks     ".to_string(),
     };
     format!(
@@ -333,22 +232,6 @@ fn epoch_line(stage: Stage, m: &taks_core::metrics::EpochMetrics, folds: usize) 
         m.selected,
         m.epoch_seconds
     )
-}
-
-/// The audit's settings from the flags, for `architecture` and `n` samples.
-fn settings_for(args: &AuditArgs, architecture: Architecture, n: usize) -> AuditSettings {
-    AuditChoices {
-        epochs: args.epochs,
-        probe_epochs: args.probe_epochs,
-        probe_folds: args.probe_folds,
-        k_ratio: args.k_ratio,
-        eta_ratio: args.eta_ratio,
-        seed: args.seed,
-        batch_size: args.batch_size,
-        learning_rate: args.lr,
-        precision: args.precision.unwrap_or_default(),
-    }
-    .settings(architecture, n)
 }
 
 #[cfg(test)]

@@ -4,35 +4,27 @@
 use std::path::Path;
 
 use anyhow::Result;
+use taks_core::audit::request::Audited;
 use taks_core::audit::suspects::{suspect_order, suspects_csv};
-use taks_core::audit::{AuditOutcome, AuditSettings};
 use taks_core::formats::atomic::write_atomically;
 
-use super::summary::{AuditSummary, Seconds};
-use super::{AuditArgs, report};
+use super::report;
 use crate::model_file::{self, ModelCard};
-use taks_core::audit::source::AuditData;
 
-pub fn write(
-    out: &Path,
-    data: &AuditData,
-    outcome: &AuditOutcome,
-    settings: &AuditSettings,
-    args: &AuditArgs,
-    device: &str,
-    (read_seconds, audit_seconds): (f64, f64),
-) -> Result<String> {
+/// Write the audit's files into `out` (`device` names where it ran; the report shows
+/// the `report_rows` most suspect samples) and return the lines that say what it found.
+pub fn write(out: &Path, audited: &Audited, device: &str, report_rows: usize) -> Result<String> {
+    let Audited {
+        data,
+        outcome,
+        settings,
+        ..
+    } = audited;
     let order = suspect_order(&outcome.samples);
     let csv = suspects_csv(&data.ids, &data.classes, &outcome.samples, None);
     write_atomically(&out.join("suspects.csv"), csv.as_bytes())?;
 
-    let seconds = Seconds {
-        read: read_seconds,
-        audit: audit_seconds,
-        probe_epochs: outcome.probe_history.iter().map(|m| m.epoch_seconds).sum(),
-        taks_epochs: outcome.history.iter().map(|m| m.epoch_seconds).sum(),
-    };
-    let summary = AuditSummary::new(data, outcome, settings, device, seconds);
+    let summary = audited.summary(device);
     write_atomically(
         &out.join("summary.json"),
         serde_json::to_string_pretty(&summary)?.as_bytes(),
@@ -45,7 +37,7 @@ pub fn write(
         data.prepared.normalisation.clone(),
     );
     model_file::save(out, &outcome.network, &card)?;
-    let html = report::render(data, outcome, &order, &summary, args.report_rows);
+    let html = report::render(data, outcome, &order, &summary, report_rows);
     write_atomically(&out.join("report.html"), html.as_bytes())?;
 
     let mut lines = format!(

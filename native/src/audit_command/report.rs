@@ -13,8 +13,8 @@ use taks_core::audit::AuditOutcome;
 use taks_core::audit::input::Input;
 use taks_core::formats::image_folder::thumbnail_png;
 
-use super::summary::AuditSummary;
 use taks_core::audit::source::AuditData;
+use taks_core::audit::summary::AuditSummary;
 
 /// Thumbnails fit in this many pixels.
 const THUMBNAIL: u32 = 96;
