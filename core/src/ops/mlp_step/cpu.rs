@@ -62,13 +62,10 @@ impl Layers<'_> {
         let [batch, _] = x.dims();
         let labels: Vec<i64> = labels.into_data().iter::<i64>().collect();
 
-        // Forward: h = relu(x w1 + b1), z = h w2 + b2.
-        let h = bias_relu(split_columns(x.clone(), w.w1.clone()), &w.b1);
-        let z = primitive(h.clone().matmul(w.w2.clone()));
+        let (h, z) = forward(&w, x.clone(), split_columns);
+        let z = primitive(z);
         let z = values(&z);
-        let b2 = primitive(w.b2.clone());
-        let b2 = values(&b2);
-        let classes = b2.len();
+        let classes = z.len() / batch;
 
         // Softmax, cross-entropy and dL/dz = (softmax(z) - onehot(y)) / B in one pass.
         let mut dz = vec![0.0f32; batch * classes];
@@ -79,9 +76,9 @@ impl Layers<'_> {
             .enumerate()
         {
             let mut max = f32::NEG_INFINITY;
-            for (j, (dj, &zj)) in d.iter_mut().zip(row).enumerate() {
-                *dj = zj + b2[j];
-                max = max.max(*dj);
+            for (dj, &zj) in d.iter_mut().zip(row) {
+                *dj = zj;
+                max = max.max(zj);
             }
             let y = labels[r] as usize;
             // -log softmax(z)_y = log(sum) - (z_y - max), finite however far z_y lies
@@ -133,13 +130,24 @@ impl Layers<'_> {
     ) -> Option<Tensor<2>> {
         let w = self.host_weights()?;
         let starts: Vec<usize> = (0..n).step_by(chunk.max(1)).collect();
-        let one = |start: usize| -> Tensor<2> {
-            let x = inputs(start, chunk.min(n - start));
-            let h = bias_relu(x.matmul(w.w1.clone()), &w.b1);
-            h.matmul(w.w2.clone()) + w.b2.clone().unsqueeze::<2>()
-        };
+        // One product per call: the chunks already run side by side.
+        let one = |start: usize| forward(&w, inputs(start, chunk.min(n - start)), Tensor::matmul).1;
         Some(Tensor::cat(parallel_map(&starts, one), 0))
     }
+}
+
+/// The MLP's forward pass on flex's host tensors, for the step and the scoring alike:
+/// the hidden layer h = relu(x w1 + b1) (its product by `matmul`) and the logits
+/// z = h w2 + b2. Its twins: [`crate::nn::Mlp::forward`] (burn's graph, any backend) and
+/// the wgpu step's kernels (`super::gpu`).
+fn forward(
+    w: &Weights,
+    x: Tensor<2>,
+    matmul: fn(Tensor<2>, Tensor<2>) -> Tensor<2>,
+) -> (Tensor<2>, Tensor<2>) {
+    let h = bias_relu(matmul(x, w.w1.clone()), &w.b1);
+    let z = h.clone().matmul(w.w2.clone()) + w.b2.clone().unsqueeze::<2>();
+    (h, z)
 }
 
 /// `a b`, the columns of `b` in two halves computed side by side where there are
