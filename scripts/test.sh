@@ -148,30 +148,19 @@ scripts/python-test.sh "$CARGO_TARGET_DIR"
 # Their own workspace, in a folder of the target directory.
 (cd fuzz && CARGO_TARGET_DIR="$CARGO_TARGET_DIR/fuzz" cargo check --release --locked --bins)
 
-# The GPU tests once more with taks's kernels dispatched through wgpu itself, the route
-# they take where burn compiles to SPIR-V or MSL (`core/src/gpu/direct.rs`). burn's
-# SPIR-V itself runs on lavapipe only with a fix to cubecl (scripts/spirv-check.sh, by
-# hand: another burn build), so this is how that route is tested in every run. Same build.
-at_least 19 env TAKS_GPU_DIRECT=1 cargo test --release --workspace --test 'gpu_*'
-
-# The convolutions' tests once more with every convolution through taks's tiled matmul,
-# the patches implicit (`TAKS_GPU_MATMUL=tiled`, which `auto`, the default, chooses only
-# where it measures fastest: `core/src/ops/conv/implicit.rs`). Same build, a minute.
-at_least 15 env TAKS_GPU_MATMUL=tiled cargo test --release --workspace --lib -- ops::conv nn::scorer nn::cnn \
-    plan::tests::the_switches_are_the_environment
-
 # The f16 product on cooperative matrices (`shaders/matmul_coop_f16.wgsl`), which Debian
 # 12's lavapipe lacks, run on Mesa 26's (scripts/lavapipe-coop.sh: fetched once, about
 # 60 MB, into the target directory; each test binary runs through it as cargo's runner)
 # under `TAKS_GPU_COOP=1`: the kernel's own tests, which the runs above leave out
 # (`#[ignore]`), the f16 convolutions' tests, every convolution shape of the CNN and
 # ResNet-18 as an implicit GEMM on the kernel (forward pass and both gradients), and the
-# f16 step's test with its convolutions by im2col, so that its products take the kernel,
-# then as implicit GEMMs; and first the child process `taks` asks before it trusts a
-# driver with the kernel (`taks probe-coop`), which must pass there. Same build, a few
-# minutes. The driver fetched is Debian's
-# amd64 one, whose 8-wide subgroups (the kernel's 8 x 8 variant) need AVX2: elsewhere
-# the step is skipped, and says so.
+# f16 step's test, which hands the plan its convolutions by im2col, so that its products
+# take the kernel, then as implicit GEMMs; and first the child process `taks` asks
+# before it trusts a driver with the kernel (`taks probe-coop`), which must pass there.
+# Same build, a few minutes. The other switches need no run of their own: the tests hand
+# the plan each setting in one process (`Switches::during` in core/src/plan.rs). The
+# driver fetched is Debian's amd64 one, whose 8-wide subgroups (the kernel's 8 x 8
+# variant) need AVX2: elsewhere the step is skipped, and says so.
 if [ "$(uname -m)" = x86_64 ] && grep -qw avx2 /proc/cpuinfo; then
     scripts/lavapipe-coop.sh --fetch
     said=$(TAKS_GPU_COOP=1 scripts/lavapipe-coop.sh "$CARGO_TARGET_DIR/release/taks" probe-coop 2>/dev/null) || true
@@ -182,18 +171,10 @@ if [ "$(uname -m)" = x86_64 ] && grep -qw avx2 /proc/cpuinfo; then
     # TAKS_EXPECT_COOP=1 tells the tests that this adapter has cooperative matrices, so
     # they demand the kernel's launches rather than accept either outcome.
     on_mesa_26=(env TAKS_GPU_COOP=1 TAKS_EXPECT_COOP=1 CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$PWD/scripts/lavapipe-coop.sh")
-    at_least 9 "${on_mesa_26[@]}" cargo test --release --workspace --lib -- --include-ignored \
-        ops::matmul::coop ops::conv::train ops::conv::implicit::tests::f16 \
+    at_least 10 "${on_mesa_26[@]}" cargo test --release --workspace --lib -- --include-ignored \
+        ops::matmul::coop ops::conv::train ops::conv::implicit::tests::f16 ops::mixed_precision \
         plan::tests::the_switches_are_the_environment \
         --skip an_adapter_without_cooperative_matrices
-    at_least 2 "${on_mesa_26[@]}" TAKS_GPU_CONV=im2col \
-        cargo test --release --workspace --lib -- ops::mixed_precision \
-        plan::tests::the_switches_are_the_environment
-    # The f16 step again with every convolution an implicit GEMM on cooperative matrices
-    # (forward pass and both gradients: `ops::conv::implicit`).
-    at_least 2 "${on_mesa_26[@]}" TAKS_GPU_CONV=im2col TAKS_GPU_MATMUL=tiled \
-        cargo test --release --workspace --lib -- ops::mixed_precision \
-        plan::tests::the_switches_are_the_environment
 else
     echo "skipped: the tests on cooperative matrices (Mesa 26's lavapipe for x86_64 with AVX2)"
 fi

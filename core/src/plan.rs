@@ -10,8 +10,10 @@
 //! handed, which its downcast checks anyway, and the implicit convolution is one of the
 //! ways the convolution's choice measures ([`Switches::conv_ways`]). The switches of the
 //! environment (`TAKS_GPU_CONV`, `TAKS_GPU_MATMUL`, `TAKS_GPU_DIRECT`, `TAKS_GPU_COOP`)
-//! are read here, once per process ([`Switches::current`]); `taks` checks them before
-//! anything runs ([`Switches::from_env`]). The one choice that is measured rather than
+//! are read here, once per process ([`Switches::environment`]), and are only the default:
+//! a piece of work may hand the plan other switches ([`Switches::during`]), which is how
+//! one test process runs every row; `taks` checks the environment's before anything runs
+//! ([`Switches::from_env`]). The one choice that is measured rather than
 //! tabled is a convolution's way: [`crate::ops::conv::choice`] times the ways
 //! [`Switches::conv_ways`] leaves and keeps the fastest, and the plan's rules say where no
 //! timing is needed ([`Switches::forced_way`], [`Switches::backward_way`]).
@@ -20,6 +22,7 @@
 //! equal. This module depends on burn (and burn-dispatch's device enum) alone, so every
 //! other module may read it.
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 
 use burn::backend::CubeDevice;
@@ -118,7 +121,13 @@ type Each = (
     Result<bool, String>,
 );
 
-/// The environment's switches, as one value.
+thread_local! {
+    /// The switches handed to the plan on this thread ([`Switches::during`]).
+    static HANDED: Cell<Option<Switches>> = const { Cell::new(None) };
+}
+
+/// The switches, as one value: the environment's by default ([`Switches::environment`]),
+/// or handed to the plan for a piece of work ([`Switches::during`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Switches {
     /// `TAKS_GPU_CONV`.
@@ -180,9 +189,31 @@ impl Switches {
         )
     }
 
-    /// The switches read once per process, each as set, or its default where its value is
-    /// unknown (`taks` refuses that before this is read).
+    /// The switches the plan decides by on this thread: those handed to it by
+    /// [`Switches::during`], else the environment's ([`Switches::environment`]).
     pub fn current() -> Switches {
+        HANDED.with(Cell::get).unwrap_or_else(Self::environment)
+    }
+
+    /// Run `work` on this thread with the plan deciding by these switches, then go back
+    /// to the ones before (also when `work` panics). What lets one process, a test binary
+    /// or a benchmark comparing two ways, run every row of the plan; other threads keep
+    /// their own.
+    pub fn during<T>(self, work: impl FnOnce() -> T) -> T {
+        /// Puts the switches before back when dropped.
+        struct Restore(Option<Switches>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                HANDED.with(|h| h.set(self.0));
+            }
+        }
+        let _restore = Restore(HANDED.with(|h| h.replace(Some(self))));
+        work()
+    }
+
+    /// The environment's switches, read once per process: each as set, or its default
+    /// where its value is unknown (`taks` refuses that before this is read).
+    pub fn environment() -> Switches {
         static CURRENT: OnceLock<Switches> = OnceLock::new();
         *CURRENT.get_or_init(|| {
             let (conv, matmul, direct, coop) = Self::each(|name| std::env::var(name).ok());
@@ -251,15 +282,22 @@ impl Switches {
     /// What a convolution's timings are kept under, for the adapter `adapter`: the
     /// candidates differ with `TAKS_GPU_MATMUL` and `TAKS_GPU_COOP`, so do the timings.
     pub fn timings_key(self, adapter: String) -> String {
-        let key = match self.matmul {
-            GpuMatmul::Auto => adapter,
-            GpuMatmul::Burn => format!("{adapter}, TAKS_GPU_MATMUL=burn"),
-            GpuMatmul::Tiled => format!("{adapter}, TAKS_GPU_MATMUL=tiled, implicit patches"),
-        };
-        // im2col's f16 products may be on cooperative matrices: timed apart.
-        match self.coop {
-            true => format!("{key}, TAKS_GPU_COOP=1"),
-            false => key,
+        adapter + self.candidates()
+    }
+
+    /// What sets a convolution's candidates and their times apart (empty for the
+    /// defaults): `TAKS_GPU_MATMUL`, and `TAKS_GPU_COOP`, under which im2col's f16
+    /// products may be on cooperative matrices.
+    pub fn candidates(self) -> &'static str {
+        match (self.matmul, self.coop) {
+            (GpuMatmul::Auto, false) => "",
+            (GpuMatmul::Burn, false) => ", TAKS_GPU_MATMUL=burn",
+            (GpuMatmul::Tiled, false) => ", TAKS_GPU_MATMUL=tiled, implicit patches",
+            (GpuMatmul::Auto, true) => ", TAKS_GPU_COOP=1",
+            (GpuMatmul::Burn, true) => ", TAKS_GPU_MATMUL=burn, TAKS_GPU_COOP=1",
+            (GpuMatmul::Tiled, true) => {
+                ", TAKS_GPU_MATMUL=tiled, implicit patches, TAKS_GPU_COOP=1"
+            }
         }
     }
 }
@@ -530,8 +568,9 @@ pub fn markdown() -> String {
 mod tests {
     use super::*;
 
-    /// The switches a process runs with are its environment's, read here directly: the
-    /// test command runs this under each switch it sets (`scripts/test.sh`), where a
+    /// The switches a process runs with, where none are handed to the plan, are its
+    /// environment's, read here directly: the test command runs this with the switches
+    /// it sets (`TAKS_GPU_COOP=1` on Mesa 26's lavapipe, `scripts/test.sh`), where a
     /// plan that ignored one would pass every test that asks the plan what to expect.
     #[test]
     fn the_switches_are_the_environment() {
@@ -542,6 +581,35 @@ mod tests {
         assert_eq!(current.matmul, matmul_switch());
         let conv = std::env::var("TAKS_GPU_CONV").unwrap_or_else(|_| "auto".into());
         assert_eq!(format!("{:?}", current.conv).to_lowercase(), conv);
+    }
+
+    /// Switches handed to the plan win on their thread for the work they are handed
+    /// for, nested ones innermost, and are taken back after it (also after a panic);
+    /// another thread meanwhile keeps the environment's.
+    #[test]
+    fn handed_switches_win_on_their_thread_for_their_work() {
+        let environment = Switches::current();
+        assert_eq!(environment, Switches::environment());
+        let tiled = Switches {
+            matmul: GpuMatmul::Tiled,
+            direct: !environment.direct,
+            ..environment
+        };
+        let burn = Switches {
+            matmul: GpuMatmul::Burn,
+            ..tiled
+        };
+        tiled.during(|| {
+            assert_eq!(Switches::current(), tiled);
+            let elsewhere = std::thread::spawn(Switches::current).join().unwrap();
+            assert_eq!(elsewhere, environment);
+            assert_eq!(burn.during(Switches::current), burn);
+            assert_eq!(Switches::current(), tiled);
+            let panicked = std::panic::catch_unwind(|| burn.during(|| panic!("in the work")));
+            assert!(panicked.is_err());
+            assert_eq!(Switches::current(), tiled, "taken back after a panic");
+        });
+        assert_eq!(Switches::current(), environment);
     }
 
     /// An environment that holds only `pairs`.

@@ -164,3 +164,19 @@ pub(crate) fn matmul_switch() -> GpuMatmul {
         _ => GpuMatmul::Auto,
     }
 }
+
+/// Run `work` once under each setting of `TAKS_GPU_MATMUL` a convolution takes a
+/// different way under (`auto`, and `tiled`: every convolution of taks's an implicit GEMM,
+/// im2col's patches on the tiled matmul), handed to the plan in turn
+/// ([`crate::plan::Switches::during`]), the other switches as the environment sets them.
+/// One test process covers what a second run of the suite under the variable did.
+pub(crate) fn under_each_matmul(work: impl Fn()) {
+    use crate::plan::Switches;
+    for matmul in [GpuMatmul::Auto, GpuMatmul::Tiled] {
+        let switches = Switches {
+            matmul,
+            ..Switches::environment()
+        };
+        switches.during(&work);
+    }
+}

@@ -8,6 +8,7 @@ use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use taks_core::gpu;
 use taks_core::ops::adam::Scalars;
 use taks_core::ops::adam::gpu as adam_gpu;
+use taks_core::plan::Switches;
 use taks_core::rng::perturbation;
 use taks_core::selection::cpu_reference as reference;
 use taks_core::selection::{self, RiskMode, RiskParams};
@@ -235,30 +236,61 @@ fn select_matches_cpu() {
     }
 }
 
-/// taks's kernels go through wgpu directly exactly when `TAKS_GPU_DIRECT=1` (the test
-/// command's second pass over these tests) or off burn's WGSL compiler (the route burn's
-/// SPIR-V and MSL builds take):
-/// read from the environment here, so a plan that ignored the switch fails the pass
-/// that sets it.
+/// taks's kernels go through wgpu directly exactly when the plan is handed
+/// `direct` (`TAKS_GPU_DIRECT=1`'s switch) or off burn's WGSL compiler (the route burn's
+/// SPIR-V and MSL builds take): both settings in this one process, the expectation
+/// written out here, so a plan that ignored the switch fails.
 #[test]
 fn kernels_go_direct_exactly_under_the_switch() {
     let dev = device();
     let values: Vec<f32> = (0..1000).map(|i| ((i * 37) % 1000) as f32).collect();
     let t = Tensor::<1>::from_data(TensorData::new(values, [1000]), &dev);
-    let (sel, direct) = gpu::launches::direct_launches(&dev, || {
-        selection::select_k_smallest(&t, 10).expect("on a wgpu device")
-    });
-    assert_eq!(ints(sel.indices).len(), 10);
-    // Off burn's WGSL compiler (the SPIR-V and MSL builds) every launch goes directly.
-    let switched = std::env::var("TAKS_GPU_DIRECT").is_ok_and(|v| v == "1");
     let wgsl = gpu::compiler(&dev) == Some("wgpu<wgsl>");
-    if switched || !wgsl {
-        assert!(
-            direct > 0,
-            "TAKS_GPU_DIRECT=1 or no WGSL compiler, but none went directly"
+    // The noise risk of 100 samples, launched both ways: the same values.
+    let (n, c) = (100, 10);
+    let logits: Vec<f32> = (0..n * c).map(|i| ((i * 7) % 13) as f32 / 4.0).collect();
+    let logits = Tensor::<2>::from_data(TensorData::new(logits, [n, c]), &dev);
+    let labels: Vec<i32> = (0..n).map(|i| (i % c) as i32).collect();
+    let labels = Tensor::<1, Int>::from_data(TensorData::new(labels, [n]), (&dev, DType::I32));
+    let cumulative = Tensor::<1>::zeros([n], &dev);
+    let params = RiskParams {
+        seed: 3,
+        epoch: 1,
+        eta: 0.1,
+        mode: RiskMode::Perturbed,
+    };
+    let mut risk_before: Option<Vec<f32>> = None;
+    for direct in [false, true] {
+        let switches = Switches {
+            direct,
+            ..Switches::environment()
+        };
+        let ((sel, risk), launched) = switches.during(|| {
+            gpu::launches::direct_launches(&dev, || {
+                let sel = selection::select_k_smallest(&t, 10).expect("on a wgpu device");
+                let risk = selection::noise_risk_objective(&logits, &labels, &cumulative, params)
+                    .expect("on a wgpu device");
+                (sel, floats(risk.objective))
+            })
+        });
+        // Values 0 to 9 sit where i 37 = v (mod 1000), i = 973 v (mod 1000).
+        let mut chosen = ints(sel.indices);
+        chosen.sort_unstable();
+        let mut smallest: Vec<_> = (0..10).map(|v| v * 973 % 1000).collect();
+        smallest.sort_unstable();
+        assert_eq!(chosen, smallest);
+        assert_eq!(
+            risk,
+            risk_before.get_or_insert_with(|| risk.clone()).clone()
         );
-    } else {
-        assert_eq!(direct, 0, "kernels went directly without TAKS_GPU_DIRECT=1");
+        if direct || !wgsl {
+            assert!(
+                launched > 0,
+                "direct {direct}, WGSL {wgsl}: none went directly"
+            );
+        } else {
+            assert_eq!(launched, 0, "kernels went directly without the switch");
+        }
     }
 }
 

@@ -10,10 +10,12 @@
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Int, Tensor, TensorData};
+use taks_core::gpu::launches::direct_launches;
 use taks_core::nn::{Architecture, Classifier};
 use taks_core::ops::cross_entropy::per_sample;
 use taks_core::optim::Adam;
 use taks_core::params::{float_tensors, replace_float_tensors};
+use taks_core::plan::Switches;
 use taks_core::rng::SplitMix64;
 
 const SHAPE: [usize; 3] = [3, 32, 32];
@@ -74,7 +76,7 @@ fn one_step(mut net: Classifier, device: &Device) -> Step {
 #[test]
 fn resnet18_forward_and_one_adam_step_agree_on_wgpu_and_flex() {
     let flex = Device::flex();
-    let gpu = taks_core::gpu::direct::start().expect("a wgpu adapter").0;
+    let gpu_device = taks_core::gpu::direct::start().expect("a wgpu adapter").0;
     flex.seed(3);
     let on_cpu = Classifier::new(
         Architecture::ResNet18,
@@ -91,24 +93,30 @@ fn resnet18_forward_and_one_adam_step_agree_on_wgpu_and_flex() {
             Architecture::ResNet18,
             SHAPE,
             CLASSES,
-            &gpu.clone().autodiff(),
+            &gpu_device.clone().autodiff(),
         ),
         weights,
     );
 
     let cpu = one_step(on_cpu, &flex.autodiff());
-    let gpu = one_step(on_gpu, &gpu.autodiff());
+    // The same step with taks's kernels launched through wgpu itself, the route burn's
+    // SPIR-V and MSL builds take (`core/src/gpu/direct.rs`), handed to the plan here: its
+    // launches went that way, and it agrees with flex as the other route does.
+    let direct = Switches {
+        direct: true,
+        ..Switches::environment()
+    };
+    let routed = on_gpu.clone();
+    let (routed, launched) =
+        direct.during(|| direct_launches(&gpu_device, || one_step(routed, &gpu_device.autodiff())));
+    let gpu = one_step(on_gpu, &gpu_device.autodiff());
     eprintln!("loss: flex {}, wgpu {}", cpu.loss, gpu.loss);
-
-    assert!(cpu.loss.is_finite() && (cpu.loss - gpu.loss).abs() < 1e-3 * cpu.loss.abs());
-    for (what, a, b) in [
-        ("training-mode logits", &cpu.trained, &gpu.trained),
-        ("eval logits before the step", &cpu.before, &gpu.before),
-        ("eval logits after the step", &cpu.after, &gpu.after),
-    ] {
-        let gap = relative_gap(a, b);
-        assert!(gap < 1e-3, "{what} differ by {gap} of their scale");
-    }
+    assert!(
+        launched > 0,
+        "no kernel of taks's went through wgpu directly"
+    );
+    agree(&cpu, &gpu, "wgpu");
+    agree(&cpu, &routed, "wgpu, launched directly");
     // The step moved the network by far more than the backends differ: the comparison
     // after it checks the gradients and Adam, not two untouched copies.
     let moved = relative_gap(&cpu.before, &cpu.after);
@@ -116,4 +124,22 @@ fn resnet18_forward_and_one_adam_step_agree_on_wgpu_and_flex() {
         moved > 1e-2,
         "one step moved the logits by only {moved} of their scale"
     );
+}
+
+/// The step on flex and on wgpu (`route`) agree within float rounding.
+fn agree(cpu: &Step, gpu: &Step, route: &str) {
+    assert!(
+        cpu.loss.is_finite() && (cpu.loss - gpu.loss).abs() < 1e-3 * cpu.loss.abs(),
+        "{route}: loss {} against flex's {}",
+        gpu.loss,
+        cpu.loss
+    );
+    for (what, a, b) in [
+        ("training-mode logits", &cpu.trained, &gpu.trained),
+        ("eval logits before the step", &cpu.before, &gpu.before),
+        ("eval logits after the step", &cpu.after, &gpu.after),
+    ] {
+        let gap = relative_gap(a, b);
+        assert!(gap < 1e-3, "{route}: {what} differ by {gap} of their scale");
+    }
 }

@@ -119,33 +119,35 @@ mod tests {
     /// of the same block on flex, where burn adds the bias.
     #[test]
     fn a_conv_block_on_wgpu_folds_its_bias_into_the_running_mean() {
-        let gpu = crate::gpu::direct::start()
-            .expect("a wgpu adapter")
-            .0
-            .autodiff();
-        let cpu = Device::flex().autodiff();
-        let mut block = ConvBlock::new(3, 4, &cpu);
-        // Far from zero: a running mean without it is off by more than 0.1.
-        let bias = random([4], Distribution::Uniform(1.0, 3.0), 1, &cpu);
-        block.conv.bias = Some(Param::from_tensor(bias));
-        // Its own running statistics, from a record (a clone would share them).
-        let on_gpu = ConvBlock::new(3, 4, &gpu)
-            .load_record(block.clone().into_record())
-            .to_device(&gpu);
-        let x = random([4, 3, 8, 8], Distribution::Normal(0.0, 1.0), 2, &cpu);
+        crate::test_support::under_each_matmul(|| {
+            let gpu = crate::gpu::direct::start()
+                .expect("a wgpu adapter")
+                .0
+                .autodiff();
+            let cpu = Device::flex().autodiff();
+            let mut block = ConvBlock::new(3, 4, &cpu);
+            // Far from zero: a running mean without it is off by more than 0.1.
+            let bias = random([4], Distribution::Uniform(1.0, 3.0), 1, &cpu);
+            block.conv.bias = Some(Param::from_tensor(bias));
+            // Its own running statistics, from a record (a clone would share them).
+            let on_gpu = ConvBlock::new(3, 4, &gpu)
+                .load_record(block.clone().into_record())
+                .to_device(&gpu);
+            let x = random([4, 3, 8, 8], Distribution::Normal(0.0, 1.0), 2, &cpu);
 
-        let theirs = block.forward(x.clone());
-        let ours = on_gpu.forward(x.to_device(&gpu));
-        assert_near(host(ours), host(theirs), "the block's output");
-        assert_near(
-            host(on_gpu.norm.running_mean.value_sync()),
-            host(block.norm.running_mean.value_sync()),
-            "the running mean",
-        );
-        assert_near(
-            host(on_gpu.norm.running_var.value_sync()),
-            host(block.norm.running_var.value_sync()),
-            "the running variance",
-        );
+            let theirs = block.forward(x.clone());
+            let ours = on_gpu.forward(x.to_device(&gpu));
+            assert_near(host(ours), host(theirs), "the block's output");
+            assert_near(
+                host(on_gpu.norm.running_mean.value_sync()),
+                host(block.norm.running_mean.value_sync()),
+                "the running mean",
+            );
+            assert_near(
+                host(on_gpu.norm.running_var.value_sync()),
+                host(block.norm.running_var.value_sync()),
+                "the running variance",
+            );
+        });
     }
 }

@@ -92,47 +92,49 @@ mod tests {
     /// compiling for shapes the scorers do not run (docs/benchmarks.md, "Build and test").
     #[test]
     fn scoring_forward_is_the_eval_forward() {
-        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
-        let flex = Device::flex();
-        for arch in [
-            Architecture::Cnn,
-            Architecture::ResNet18,
-            Architecture::ResNet50,
-        ] {
-            let net = Classifier::new(arch, [3, 32, 32], 5, &flex.clone().autodiff());
-            for _ in 0..3 {
-                let x = random(
-                    [6, 3 * 32 * 32],
-                    Distribution::Normal(0.5, 2.0),
-                    1,
-                    &flex.clone().autodiff(),
-                );
-                let _ = net.forward(x);
+        crate::test_support::under_each_matmul(|| {
+            let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+            let flex = Device::flex();
+            for arch in [
+                Architecture::Cnn,
+                Architecture::ResNet18,
+                Architecture::ResNet50,
+            ] {
+                let net = Classifier::new(arch, [3, 32, 32], 5, &flex.clone().autodiff());
+                for _ in 0..3 {
+                    let x = random(
+                        [6, 3 * 32 * 32],
+                        Distribution::Normal(0.5, 2.0),
+                        1,
+                        &flex.clone().autodiff(),
+                    );
+                    let _ = net.forward(x);
+                }
+                let net = net.valid();
+                // A chunk that starts inside a larger block, as `score_block` cuts them.
+                let block = random([9, 3 * 32 * 32], Distribution::Normal(0.5, 2.0), 2, &flex);
+                let expected = host(net.forward(block.clone().narrow(0, 3, 5)));
+                let scale = expected.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+                let net = net.to_device(&device);
+                let x = block.to_device(&device).narrow(0, 3, 5);
+                for how in [GpuConv::Folded, GpuConv::Im2col, GpuConv::Auto] {
+                    let scorer = net.scorer_with(how);
+                    assert!(
+                        !matches!(scorer, Scorer::Plain(_)),
+                        "{arch:?} folds on wgpu"
+                    );
+                    let got = host(scorer.forward(x.clone()));
+                    let gap = got
+                        .iter()
+                        .zip(&expected)
+                        .fold(0.0f32, |m, (a, e)| m.max((a - e).abs()));
+                    assert!(
+                        gap <= 1e-4 * scale,
+                        "{arch:?} {how:?}: off by {gap} at scale {scale}"
+                    );
+                }
             }
-            let net = net.valid();
-            // A chunk that starts inside a larger block, as `score_block` cuts them.
-            let block = random([9, 3 * 32 * 32], Distribution::Normal(0.5, 2.0), 2, &flex);
-            let expected = host(net.forward(block.clone().narrow(0, 3, 5)));
-            let scale = expected.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            let net = net.to_device(&device);
-            let x = block.to_device(&device).narrow(0, 3, 5);
-            for how in [GpuConv::Folded, GpuConv::Im2col, GpuConv::Auto] {
-                let scorer = net.scorer_with(how);
-                assert!(
-                    !matches!(scorer, Scorer::Plain(_)),
-                    "{arch:?} folds on wgpu"
-                );
-                let got = host(scorer.forward(x.clone()));
-                let gap = got
-                    .iter()
-                    .zip(&expected)
-                    .fold(0.0f32, |m, (a, e)| m.max((a - e).abs()));
-                assert!(
-                    gap <= 1e-4 * scale,
-                    "{arch:?} {how:?}: off by {gap} at scale {scale}"
-                );
-            }
-        }
+        });
     }
 
     /// On flex the network's own forward pass runs: CPU results keep their bits.

@@ -147,46 +147,69 @@ mod tests {
             .load_record(networks.clone().into_record())
             .fork(&flex);
         let f32s = step(&on_flex, &flex, Precision::F32);
-        let (f16s, kernels) = crate::gpu::launches::count_by_kernel(&device, || {
-            step(&networks, &train, Precision::F16)
-        });
-        // Its products on cooperative matrices exactly where the test command says the
-        // adapter has them (Mesa 26's lavapipe under TAKS_GPU_COOP=1: TAKS_EXPECT_COOP=1),
-        // and nowhere with the switch off: read from the environment here, not from the
-        // plan's switches, which are what is tested.
-        let coop: usize = kernels
-            .iter()
-            .filter(|(k, _)| k.starts_with("taks_matmul_coop"))
-            .map(|(_, n)| n)
-            .sum();
+        // The f16 step under each way its convolutions may be made to take, handed to the
+        // plan in turn: as the environment leaves them (timed per shape), every one by
+        // im2col (its products on cooperative matrices where there are some), and every
+        // one an implicit GEMM (on them too, in 16 bits).
+        use crate::plan::{GpuConv, GpuMatmul, Switches};
         use crate::test_support::switch_on;
-        if switch_on("TAKS_EXPECT_COOP") {
-            assert!(coop > 0, "no product on cooperative matrices: {kernels:?}");
-        } else if !switch_on("TAKS_GPU_COOP") {
-            assert_eq!(coop, 0, "{kernels:?}");
-        }
-        // On wgpu: six convolutions (their biases get no gradient: the batch norm after
-        // each takes them in its running mean only, in f16 as in f32), six batch norms'
-        // gamma and beta, the linear layer's weight and bias. On flex burn adds the
-        // biases, and the batch norm's mean takes them out again: six gradients more,
-        // zero to rounding.
-        assert_eq!(f16s.len(), 6 + 12 + 2);
-        assert_eq!(f32s.len(), f16s.len() + 6);
-        for (i, (id, dims, g32)) in f32s.iter().enumerate() {
-            let Some((_, dims16, g16)) = f16s.iter().find(|(f16_id, ..)| f16_id == id) else {
-                assert!(
-                    dims.len() == 1 && norm(g32) < 1e-5,
-                    "parameter {i} {dims:?}: no f16 gradient, and {} in f32",
-                    norm(g32)
-                );
-                continue;
+        let environment = Switches::environment();
+        for (conv, matmul) in [
+            (environment.conv, environment.matmul),
+            (GpuConv::Im2col, GpuMatmul::Auto),
+            (GpuConv::Im2col, GpuMatmul::Tiled),
+        ] {
+            let switches = Switches {
+                conv,
+                matmul,
+                ..environment
             };
-            assert_eq!(dims16, dims, "parameter {i}");
-            let (cos, ratio) = (cosine(g32, g16), norm(g16) / norm(g32));
-            assert!(
-                cos > 0.95 && (0.9..1.1).contains(&ratio),
-                "parameter {i} {dims:?}: cosine {cos}, norm ratio {ratio}"
-            );
+            let (f16s, kernels) = switches.during(|| {
+                crate::gpu::launches::count_by_kernel(&device, || {
+                    step(&networks, &train, Precision::F16)
+                })
+            });
+            // Its products on cooperative matrices where the test command says the
+            // adapter has them (Mesa 26's lavapipe under TAKS_GPU_COOP=1:
+            // TAKS_EXPECT_COOP=1) and the convolutions are made to take them, and nowhere
+            // with the switch off: read from the environment here, not from the plan's
+            // switches, which are what is tested.
+            let coop: usize = kernels
+                .iter()
+                .filter(|(k, _)| k.starts_with("taks_matmul_coop"))
+                .map(|(_, n)| n)
+                .sum();
+            if switch_on("TAKS_EXPECT_COOP") && conv == GpuConv::Im2col {
+                assert!(
+                    coop > 0,
+                    "{conv:?}, {matmul:?}: no product on cooperative matrices: {kernels:?}"
+                );
+            } else if !switch_on("TAKS_GPU_COOP") {
+                assert_eq!(coop, 0, "{kernels:?}");
+            }
+            // On wgpu: six convolutions (their biases get no gradient: the batch norm after
+            // each takes them in its running mean only, in f16 as in f32), six batch norms'
+            // gamma and beta, the linear layer's weight and bias. On flex burn adds the
+            // biases, and the batch norm's mean takes them out again: six gradients more,
+            // zero to rounding.
+            assert_eq!(f16s.len(), 6 + 12 + 2);
+            assert_eq!(f32s.len(), f16s.len() + 6);
+            for (i, (id, dims, g32)) in f32s.iter().enumerate() {
+                let Some((_, dims16, g16)) = f16s.iter().find(|(f16_id, ..)| f16_id == id) else {
+                    assert!(
+                        dims.len() == 1 && norm(g32) < 1e-5,
+                        "parameter {i} {dims:?}: no f16 gradient, and {} in f32",
+                        norm(g32)
+                    );
+                    continue;
+                };
+                assert_eq!(dims16, dims, "parameter {i}");
+                let (cos, ratio) = (cosine(g32, g16), norm(g16) / norm(g32));
+                assert!(
+                    cos > 0.95 && (0.9..1.1).contains(&ratio),
+                    "parameter {i} {dims:?}: cosine {cos}, norm ratio {ratio}"
+                );
+            }
         }
     }
 }

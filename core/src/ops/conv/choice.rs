@@ -92,7 +92,28 @@ impl Measured {
     }
 }
 
-static MEASURED: Mutex<BTreeMap<ConvShape, Measured>> = Mutex::new(BTreeMap::new());
+/// This process's timings, each under the candidates it was measured among
+/// ([`Switches::candidates`]): work handed other switches ([`Switches::during`]) meets
+/// its own timings, never a way its switches leave out.
+static MEASURED: Mutex<BTreeMap<(&str, ConvShape), Measured>> = Mutex::new(BTreeMap::new());
+
+/// The timing of `shape` among the present switches' candidates, where there is one.
+fn known(shape: &ConvShape) -> Option<Measured> {
+    let key = (Switches::current().candidates(), shape.clone());
+    MEASURED.lock().ok().and_then(|m| m.get(&key).copied())
+}
+
+/// Keep `m` as the timing of `shape` among the present switches' candidates (`None`:
+/// forget it, as a new process would not know it).
+fn remember(shape: ConvShape, m: Option<Measured>) {
+    let key = (Switches::current().candidates(), shape);
+    if let Ok(mut all) = MEASURED.lock() {
+        match m {
+            Some(m) => all.insert(key, m),
+            None => all.remove(&key),
+        };
+    }
+}
 
 /// The adapters whose kept timings were read into [`MEASURED`] in this process.
 static LOADED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
@@ -122,8 +143,7 @@ pub(crate) fn forward_fastest(
 pub(crate) fn backward_way(shape: &ConvShape) -> Way {
     let mut bucket = shape.clone();
     bucket.input[0] = bucket.input[0].next_power_of_two();
-    let known = MEASURED.lock().ok().and_then(|m| m.get(&bucket).copied());
-    Switches::current().backward_way(shape.low, known.map(|m| m.fastest()))
+    Switches::current().backward_way(shape.low, known(&bucket).map(|m| m.fastest()))
 }
 
 /// The fastest way for `shape`: measured in this process, read from an earlier one's
@@ -131,8 +151,7 @@ pub(crate) fn backward_way(shape: &ConvShape) -> Way {
 fn chosen(shape: ConvShape, device: &Device, run: &dyn Fn(Way) -> Option<Tensor<4>>) -> Way {
     let mut shape = shape;
     shape.input[0] = shape.input[0].next_power_of_two();
-    let known = || MEASURED.lock().ok().and_then(|m| m.get(&shape).copied());
-    if let Some(m) = known() {
+    if let Some(m) = known(&shape) {
         return m.fastest();
     }
     // Not met yet in this process: an earlier process may have timed it here (not in the
@@ -146,7 +165,7 @@ fn chosen(shape: ConvShape, device: &Device, run: &dyn Fn(Way) -> Option<Tensor<
     if let Some(adapter) = &adapter {
         load_kept(adapter);
     }
-    if let Some(m) = known() {
+    if let Some(m) = known(&shape) {
         return m.fastest();
     }
     // Where nothing can be measured (the device cannot be waited for): burn's kernel,
@@ -155,9 +174,7 @@ fn chosen(shape: ConvShape, device: &Device, run: &dyn Fn(Way) -> Option<Tensor<
         burn: 0.0,
         ..Measured::NONE
     });
-    if let Ok(mut all) = MEASURED.lock() {
-        all.insert(shape.clone(), m);
-    }
+    remember(shape.clone(), Some(m));
     if let Some(adapter) = &adapter
         && m.burn > 0.0
     {
@@ -177,9 +194,10 @@ fn load_kept(adapter: &str) {
         return;
     }
     let kept = timings::load(adapter);
+    let candidates = Switches::current().candidates();
     if let Ok(mut all) = MEASURED.lock() {
         for (shape, m) in kept.into_iter().filter_map(ConvShape::from_kept) {
-            all.entry(shape).or_insert(m);
+            all.entry((candidates, shape)).or_insert(m);
         }
     }
 }
@@ -233,11 +251,13 @@ impl ConvShape {
 }
 
 /// Every shape measured in this process so far or read from an earlier one's timings,
-/// with its times, for `taks bench`.
+/// among the present switches' candidates, with its times, for `taks bench`.
 pub fn measured_shapes() -> Vec<(String, Measured)> {
     let all = MEASURED.lock().map(|m| m.clone()).unwrap_or_default();
+    let candidates = Switches::current().candidates();
     all.into_iter()
-        .map(|(s, m)| {
+        .filter(|((c, _), _)| *c == candidates)
+        .map(|((_, s), m)| {
             let [n, c, h, w] = s.input;
             let [o, _, kh, kw] = s.weight;
             let name = format!(
@@ -342,10 +362,22 @@ mod tests {
         };
         let mut bucket = shape.clone();
         bucket.input[0] = 8;
-        // The switches as the environment sets them, read here rather than through the
-        // plan (`Switches::current`), which would pass a plan that never read them.
-        let matmul = crate::test_support::matmul_switch();
-        let coop = crate::test_support::switch_on("TAKS_GPU_COOP");
+        // Every setting of the two switches the choice follows, handed to the plan in
+        // turn; the expectations are written out here, not asked of the plan.
+        for matmul in [GpuMatmul::Auto, GpuMatmul::Burn, GpuMatmul::Tiled] {
+            for coop in [false, true] {
+                let switches = Switches {
+                    matmul,
+                    coop,
+                    ..Switches::DEFAULT
+                };
+                switches.during(|| backward_follows(&shape, &bucket, matmul, coop));
+            }
+        }
+    }
+
+    /// [`the_backward_pass_follows_the_forward_choice`] under `matmul` and `coop`.
+    fn backward_follows(shape: &ConvShape, bucket: &ConvShape, matmul: GpuMatmul, coop: bool) {
         for (fastest, im2col, implicit) in [(Way::Implicit, 2.0, 1.0), (Way::Im2col, 1.0, 2.0)] {
             let m = Measured {
                 burn: 3.0,
@@ -353,39 +385,80 @@ mod tests {
                 implicit,
                 earlier: false,
             };
-            MEASURED.lock().unwrap().insert(bucket.clone(), m);
+            remember(bucket.clone(), Some(m));
             let expected = match matmul {
                 GpuMatmul::Auto => fastest,
                 GpuMatmul::Burn => Way::Im2col,
                 GpuMatmul::Tiled => Way::Implicit,
             };
             assert_eq!(
-                backward_way(&shape),
+                backward_way(shape),
                 expected,
                 "{fastest:?} fastest, {matmul:?}"
             );
         }
         // In 16 bits, im2col whatever was measured, unless cooperative matrices are
-        // switched on (the plan's own tests hold every switch).
+        // switched on.
         let expected_low = match (coop, matmul) {
             (false, _) | (true, GpuMatmul::Burn) => Way::Im2col,
             (true, _) => Way::Implicit,
         };
-        let low = ConvShape { low: true, ..shape };
+        let low = ConvShape {
+            low: true,
+            ..shape.clone()
+        };
         let mut low_bucket = low.clone();
         low_bucket.input[0] = 8;
-        MEASURED.lock().unwrap().insert(
-            low_bucket.clone(),
-            Measured {
-                burn: 3.0,
-                im2col: 2.0,
-                implicit: 1.0,
-                earlier: false,
-            },
+        let measured = Measured {
+            burn: 3.0,
+            im2col: 2.0,
+            implicit: 1.0,
+            earlier: false,
+        };
+        remember(low_bucket.clone(), Some(measured));
+        assert_eq!(
+            backward_way(&low),
+            expected_low,
+            "16 bits, {matmul:?}, coop {coop}"
         );
-        assert_eq!(backward_way(&low), expected_low);
-        MEASURED.lock().unwrap().remove(&bucket);
-        MEASURED.lock().unwrap().remove(&low_bucket);
+        remember(bucket.clone(), None);
+        remember(low_bucket, None);
+    }
+
+    /// The timings measured under one setting of the switches are not another's: a
+    /// shape timed with im2col fastest where it is a candidate is measured again where
+    /// `TAKS_GPU_MATMUL=tiled` leaves only burn's and the implicit way.
+    #[test]
+    fn timings_are_kept_per_candidates() {
+        let shape = ConvShape {
+            input: [8, 6, 7, 7],
+            weight: [2, 6, 3, 3],
+            stride: [1, 1],
+            padding: [1, 1],
+            epilogue: "",
+            low: false,
+        };
+        let fastest_im2col = Measured {
+            burn: 3.0,
+            im2col: 1.0,
+            implicit: 2.0,
+            earlier: false,
+        };
+        remember(shape.clone(), Some(fastest_im2col));
+        assert_eq!(known(&shape).map(|m| m.fastest()), Some(Way::Im2col));
+        let tiled = Switches {
+            matmul: GpuMatmul::Tiled,
+            ..Switches::DEFAULT
+        };
+        tiled.during(|| assert_eq!(known(&shape), None));
+        assert!(
+            measured_shapes()
+                .iter()
+                .any(|(name, _)| name.contains("x6x7x7")),
+            "taks bench lists it under its own switches"
+        );
+        tiled.during(|| assert!(!measured_shapes().iter().any(|(n, _)| n.contains("x6x7x7"))));
+        remember(shape, None);
     }
 
     /// A kept line without a time for one of this process's candidates (an older
@@ -393,6 +466,17 @@ mod tests {
     /// "never the implicit one".
     #[test]
     fn a_line_missing_a_candidate_is_not_read() {
+        // Under each setting of `TAKS_GPU_MATMUL`, handed to the plan in turn.
+        for matmul in [GpuMatmul::Auto, GpuMatmul::Burn, GpuMatmul::Tiled] {
+            let switches = Switches {
+                matmul,
+                ..Switches::environment()
+            };
+            switches.during(|| a_line_missing_a_candidate_under_the_switches());
+        }
+    }
+
+    fn a_line_missing_a_candidate_under_the_switches() {
         let shape = ConvShape {
             input: [8, 3, 5, 5],
             weight: [2, 3, 3, 3],
@@ -420,10 +504,8 @@ mod tests {
         .expect("the older format parses");
         assert_eq!(old.implicit_s, None);
         let read = ConvShape::from_kept(old);
-        match Switches::current()
-            .conv_ways(false)
-            .contains(&Way::Implicit)
-        {
+        // The implicit way is an f32 candidate except under `TAKS_GPU_MATMUL=burn`.
+        match Switches::current().matmul != GpuMatmul::Burn {
             true => assert!(read.is_none(), "no implicit time: measure again"),
             false => assert_eq!(read.map(|(_, m)| m.im2col), Some(2.0)),
         }
@@ -487,7 +569,8 @@ mod tests {
         assert!(text.contains("[4,5,13,11]"), "the timing is kept: {text}");
 
         // A new process: nothing in memory; a cut line and garbage in the file too.
-        let kept = MEASURED.lock().unwrap().remove(&shape).unwrap();
+        let kept = known(&shape).unwrap();
+        remember(shape.clone(), None);
         LOADED.lock().unwrap().clear();
         let mut file = std::fs::OpenOptions::new()
             .append(true)
@@ -497,7 +580,7 @@ mod tests {
         runs.set(0);
         let second = forward_fastest(GpuConv::Auto, shape.clone(), &device, run);
         assert_eq!(runs.get(), 1, "the second process measures nothing");
-        let read = MEASURED.lock().unwrap().get(&shape).copied().unwrap();
+        let read = known(&shape).unwrap();
         assert!(read.earlier && !kept.earlier);
         assert_eq!(
             (read.burn, read.im2col, read.implicit),

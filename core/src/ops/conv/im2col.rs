@@ -336,34 +336,36 @@ mod tests {
     /// the previous layer leaves it), whole and in parts of one image.
     #[test]
     fn im2col_matmul_is_the_convolution() {
-        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
-        let cases = [(3, 1, 1), (3, 2, 1), (1, 2, 0), (7, 2, 3)];
-        for (kernel, stride, pad) in cases {
-            let (n, c, side, o) = (3, 5, 11, 6);
-            let (x, w) = operands([n, c, side, o], kernel, 1, &device);
-            let b = random([o], Distribution::Normal(0.0, 1.0), 3, &device);
-            let options = ConvOptions::new([stride, stride], [pad, pad], [1, 1], 1);
-            let mut expected = flex_conv2d(&x, &w, Some(&b), options);
-            expected.iter_mut().for_each(|v| *v = v.max(0.0));
-            let g = Geometry {
-                kernel: [kernel, kernel],
-                stride: [stride, stride],
-                padding: [pad, pad],
-            };
-            let rhs = columns(w);
-            for limit in [usize::MAX, 1] {
-                let got = host(conv2d_in_parts(&x, &rhs, Some(&b), g, true, limit).unwrap());
-                assert_eq!(got.len(), expected.len());
-                let worst = got
-                    .iter()
-                    .zip(&expected)
-                    .fold(0.0f32, |m, (a, e)| m.max((a - e).abs()));
-                assert!(
-                    worst < 1e-4,
-                    "{kernel}x{kernel}/{stride} pad {pad}, limit {limit}: off by {worst}"
-                );
+        crate::test_support::under_each_matmul(|| {
+            let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+            let cases = [(3, 1, 1), (3, 2, 1), (1, 2, 0), (7, 2, 3)];
+            for (kernel, stride, pad) in cases {
+                let (n, c, side, o) = (3, 5, 11, 6);
+                let (x, w) = operands([n, c, side, o], kernel, 1, &device);
+                let b = random([o], Distribution::Normal(0.0, 1.0), 3, &device);
+                let options = ConvOptions::new([stride, stride], [pad, pad], [1, 1], 1);
+                let mut expected = flex_conv2d(&x, &w, Some(&b), options);
+                expected.iter_mut().for_each(|v| *v = v.max(0.0));
+                let g = Geometry {
+                    kernel: [kernel, kernel],
+                    stride: [stride, stride],
+                    padding: [pad, pad],
+                };
+                let rhs = columns(w);
+                for limit in [usize::MAX, 1] {
+                    let got = host(conv2d_in_parts(&x, &rhs, Some(&b), g, true, limit).unwrap());
+                    assert_eq!(got.len(), expected.len());
+                    let worst = got
+                        .iter()
+                        .zip(&expected)
+                        .fold(0.0f32, |m, (a, e)| m.max((a - e).abs()));
+                    assert!(
+                        worst < 1e-4,
+                        "{kernel}x{kernel}/{stride} pad {pad}, limit {limit}: off by {worst}"
+                    );
+                }
             }
-        }
+        });
     }
 
     /// The backward pass (two matmuls around im2col and col2im) on lavapipe against
@@ -373,47 +375,49 @@ mod tests {
     /// writing each image of one buffer), and each gradient alone.
     #[test]
     fn backward_is_burns_whole_and_in_parts() {
-        let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
-        for (kernel, stride, pad) in [(3, 1, 1), (3, 2, 1), (1, 2, 0), (7, 2, 3)] {
-            let (n, c, side, o) = (3, 5, 11, 6);
-            let (x, w) = operands([n, c, side, o], kernel, 4, &device);
-            let g = Geometry {
-                kernel: [kernel, kernel],
-                stride: [stride, stride],
-                padding: [pad, pad],
-            };
-            let [out_h, out_w] = g.output(side, side);
-            let dy_last = random(
-                [n, out_h, out_w, o],
-                Distribution::Normal(0.0, 1.0),
-                6,
-                &device,
-            )
-            .permute([0, 3, 1, 2]);
-            let options = ConvOptions::new([stride, stride], [pad, pad], [1, 1], 1);
-            let (expected_dx, expected_dw) = flex_conv2d_backward(&x, &w, &dy_last, options);
-            assert_eq!(dy_last.dims(), [n, o, out_h, out_w]);
-            let worst = |got: &[f32], expected: &[f32]| {
-                assert_eq!(got.len(), expected.len());
-                got.iter()
-                    .zip(expected)
-                    .fold(0.0f32, |m, (a, e)| m.max((a - e).abs()))
-            };
-            let dy_plain = dy_last.clone().permute([0, 2, 3, 1]).permute([0, 3, 1, 2]) * 1.0;
-            for (dy, limit) in [(&dy_last, usize::MAX), (&dy_last, 1), (&dy_plain, 1)] {
-                let (dx, dw) = backward_in_parts(&x, &w, dy, g, [true, true], limit).unwrap();
-                let (dx, dw) = (host(dx.unwrap()), host(dw.unwrap()));
-                let (ex, ew) = (worst(&dx, &expected_dx), worst(&dw, &expected_dw));
-                assert!(
-                    ex < 1e-4 && ew < 1e-4,
-                    "{kernel}x{kernel}/{stride} pad {pad}, limit {limit}: dx off by {ex}, dw by {ew}"
-                );
+        crate::test_support::under_each_matmul(|| {
+            let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
+            for (kernel, stride, pad) in [(3, 1, 1), (3, 2, 1), (1, 2, 0), (7, 2, 3)] {
+                let (n, c, side, o) = (3, 5, 11, 6);
+                let (x, w) = operands([n, c, side, o], kernel, 4, &device);
+                let g = Geometry {
+                    kernel: [kernel, kernel],
+                    stride: [stride, stride],
+                    padding: [pad, pad],
+                };
+                let [out_h, out_w] = g.output(side, side);
+                let dy_last = random(
+                    [n, out_h, out_w, o],
+                    Distribution::Normal(0.0, 1.0),
+                    6,
+                    &device,
+                )
+                .permute([0, 3, 1, 2]);
+                let options = ConvOptions::new([stride, stride], [pad, pad], [1, 1], 1);
+                let (expected_dx, expected_dw) = flex_conv2d_backward(&x, &w, &dy_last, options);
+                assert_eq!(dy_last.dims(), [n, o, out_h, out_w]);
+                let worst = |got: &[f32], expected: &[f32]| {
+                    assert_eq!(got.len(), expected.len());
+                    got.iter()
+                        .zip(expected)
+                        .fold(0.0f32, |m, (a, e)| m.max((a - e).abs()))
+                };
+                let dy_plain = dy_last.clone().permute([0, 2, 3, 1]).permute([0, 3, 1, 2]) * 1.0;
+                for (dy, limit) in [(&dy_last, usize::MAX), (&dy_last, 1), (&dy_plain, 1)] {
+                    let (dx, dw) = backward_in_parts(&x, &w, dy, g, [true, true], limit).unwrap();
+                    let (dx, dw) = (host(dx.unwrap()), host(dw.unwrap()));
+                    let (ex, ew) = (worst(&dx, &expected_dx), worst(&dw, &expected_dw));
+                    assert!(
+                        ex < 1e-4 && ew < 1e-4,
+                        "{kernel}x{kernel}/{stride} pad {pad}, limit {limit}: dx off by {ex}, dw by {ew}"
+                    );
+                }
+                let (dx, dw) = backward_in_parts(&x, &w, &dy_last, g, [true, false], 1).unwrap();
+                assert!(dx.is_some() && dw.is_none());
+                let (dx, dw) = backward_in_parts(&x, &w, &dy_last, g, [false, true], 1).unwrap();
+                assert!(dx.is_none() && dw.is_some());
             }
-            let (dx, dw) = backward_in_parts(&x, &w, &dy_last, g, [true, false], 1).unwrap();
-            assert!(dx.is_some() && dw.is_none());
-            let (dx, dw) = backward_in_parts(&x, &w, &dy_last, g, [false, true], 1).unwrap();
-            assert!(dx.is_none() && dw.is_some());
-        }
+        });
     }
 
     /// A weight gradient deep enough to split its depth (8 images of 16x16, 4 -> 4

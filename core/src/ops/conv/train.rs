@@ -372,48 +372,52 @@ mod tests {
     /// (the input's and the weights' gradients), with and without bias and stride.
     #[test]
     fn im2col_training_convolution_is_burns() {
-        let device = crate::gpu::direct::start()
-            .expect("a wgpu adapter")
-            .0
-            .autodiff();
-        for (kernel, stride, pad, bias) in [(3, 1, 1, true), (3, 2, 1, false), (7, 2, 3, false)] {
-            let config = Conv2dConfig::new([4, 6], [kernel, kernel])
-                .with_stride([stride, stride])
-                .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
-                .with_bias(bias);
-            let conv = drawn_from_seed(&device, 11 + kernel as u64 * 10 + stride as u64, || {
-                config.init(&device)
-            });
-            let x =
-                random([3, 4, 12, 12], Distribution::Normal(0.0, 1.0), 1, &device).require_grad();
-            let ours = forward_with(&conv, x.clone(), GpuConv::Im2col);
-            let burns = conv.forward(x.clone());
-            assert!(
-                im2col::is_channels_last(&ours),
-                "the im2col kernel ran (its output lies channels last)"
-            );
-            assert!(gap(&host(ours.clone()), &host(burns.clone())) < 1e-5);
-            // A loss that weighs every output differently.
-            let w = random(ours.dims(), Distribution::Normal(0.0, 1.0), 2, &device);
-            let g_ours = (ours * w.clone()).sum().backward();
-            let g_burns = (burns * w).sum().backward();
-            let (dx_ours, dx_burns) = (
-                host(x.grad(&g_ours).unwrap()),
-                host(x.grad(&g_burns).unwrap()),
-            );
-            assert!(
-                gap(&dx_ours, &dx_burns) < 1e-5,
-                "{kernel}x{kernel}/{stride}: dx"
-            );
-            let (dw_ours, dw_burns) = (
-                host(conv.weight.val().grad(&g_ours).unwrap()),
-                host(conv.weight.val().grad(&g_burns).unwrap()),
-            );
-            assert!(
-                gap(&dw_ours, &dw_burns) < 1e-5,
-                "{kernel}x{kernel}/{stride}: dw"
-            );
-        }
+        crate::test_support::under_each_matmul(|| {
+            let device = crate::gpu::direct::start()
+                .expect("a wgpu adapter")
+                .0
+                .autodiff();
+            for (kernel, stride, pad, bias) in [(3, 1, 1, true), (3, 2, 1, false), (7, 2, 3, false)]
+            {
+                let config = Conv2dConfig::new([4, 6], [kernel, kernel])
+                    .with_stride([stride, stride])
+                    .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
+                    .with_bias(bias);
+                let conv =
+                    drawn_from_seed(&device, 11 + kernel as u64 * 10 + stride as u64, || {
+                        config.init(&device)
+                    });
+                let x = random([3, 4, 12, 12], Distribution::Normal(0.0, 1.0), 1, &device)
+                    .require_grad();
+                let ours = forward_with(&conv, x.clone(), GpuConv::Im2col);
+                let burns = conv.forward(x.clone());
+                assert!(
+                    im2col::is_channels_last(&ours),
+                    "the im2col kernel ran (its output lies channels last)"
+                );
+                assert!(gap(&host(ours.clone()), &host(burns.clone())) < 1e-5);
+                // A loss that weighs every output differently.
+                let w = random(ours.dims(), Distribution::Normal(0.0, 1.0), 2, &device);
+                let g_ours = (ours * w.clone()).sum().backward();
+                let g_burns = (burns * w).sum().backward();
+                let (dx_ours, dx_burns) = (
+                    host(x.grad(&g_ours).unwrap()),
+                    host(x.grad(&g_burns).unwrap()),
+                );
+                assert!(
+                    gap(&dx_ours, &dx_burns) < 1e-5,
+                    "{kernel}x{kernel}/{stride}: dx"
+                );
+                let (dw_ours, dw_burns) = (
+                    host(conv.weight.val().grad(&g_ours).unwrap()),
+                    host(conv.weight.val().grad(&g_burns).unwrap()),
+                );
+                assert!(
+                    gap(&dw_ours, &dw_burns) < 1e-5,
+                    "{kernel}x{kernel}/{stride}: dw"
+                );
+            }
+        });
     }
 
     /// On lavapipe (which offers `shader-f16`), a mixed-precision step's convolution: on

@@ -100,19 +100,36 @@ mod tests {
         check_against_autodiff, check_far_label, check_nan_input,
     };
 
-    /// On a wgpu device (lavapipe here): the same checks as the CPU twin's.
+    /// On a wgpu device (lavapipe here): the same checks as the CPU twin's, with the
+    /// kernels launched through burn and through wgpu itself (the route burn's SPIR-V and
+    /// MSL builds take), which must be where they went.
     #[test]
     fn gradients_match_autodiff_on_wgpu() {
+        use crate::gpu::launches::direct_launches;
+        use crate::plan::Switches;
         let device = crate::gpu::direct::start().expect("a wgpu adapter").0;
-        check_against_autodiff(&device, |mlp, x, y| {
-            mlp.layers().gpu_cross_entropy_step(x, y, None)
-        });
-        check_far_label(&device, |mlp, x, y| {
-            mlp.layers().gpu_cross_entropy_step(x, y, None)
-        });
-        check_nan_input(&device, |mlp, x, y| {
-            mlp.layers().gpu_cross_entropy_step(x, y, None)
-        });
+        for direct in [false, true] {
+            let switches = Switches {
+                direct,
+                ..Switches::environment()
+            };
+            let ((), launched) = switches.during(|| {
+                direct_launches(&device, || {
+                    check_against_autodiff(&device, |mlp, x, y| {
+                        mlp.layers().gpu_cross_entropy_step(x, y, None)
+                    });
+                    check_far_label(&device, |mlp, x, y| {
+                        mlp.layers().gpu_cross_entropy_step(x, y, None)
+                    });
+                    check_nan_input(&device, |mlp, x, y| {
+                        mlp.layers().gpu_cross_entropy_step(x, y, None)
+                    });
+                })
+            });
+            if direct {
+                assert!(launched > 0, "no kernel went through wgpu directly");
+            }
+        }
     }
 
     /// On lavapipe (which offers `shader-f16`): the f16 step by hand gives the gradients
