@@ -107,9 +107,12 @@ fn resnet18_forward_and_one_adam_step_agree_on_wgpu_and_flex() {
         ..Switches::environment()
     };
     let routed = on_gpu.clone();
-    let (routed, launched) =
-        direct.during(|| direct_launches(&gpu_device, || one_step(routed, &gpu_device.autodiff())));
-    let gpu = one_step(on_gpu, &gpu_device.autodiff());
+    let (routed, launched) = direct.during(|| {
+        direct_launches(&gpu_device, || {
+            one_step(routed, &gpu_device.clone().autodiff())
+        })
+    });
+    let gpu = one_step(on_gpu, &gpu_device.clone().autodiff());
     eprintln!("loss: flex {}, wgpu {}", cpu.loss, gpu.loss);
     assert!(
         launched > 0,
