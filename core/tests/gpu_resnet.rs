@@ -88,15 +88,19 @@ fn resnet18_forward_and_one_adam_step_agree_on_wgpu_and_flex() {
         .into_iter()
         .map(|t| t.values)
         .collect();
-    let on_gpu = replace_float_tensors(
-        Classifier::new(
-            Architecture::ResNet18,
-            SHAPE,
-            CLASSES,
-            &gpu_device.clone().autodiff(),
-        ),
-        weights,
-    );
+    // A network on wgpu with flex's weights, and running statistics of its own (a
+    // clone's are shared, and a second training pass would move them).
+    let on_gpu = || {
+        replace_float_tensors(
+            Classifier::new(
+                Architecture::ResNet18,
+                SHAPE,
+                CLASSES,
+                &gpu_device.clone().autodiff(),
+            ),
+            weights.clone(),
+        )
+    };
 
     let cpu = one_step(on_cpu, &flex.autodiff());
     // The same step with taks's kernels launched through wgpu itself, the route burn's
@@ -106,13 +110,12 @@ fn resnet18_forward_and_one_adam_step_agree_on_wgpu_and_flex() {
         direct: true,
         ..Switches::environment()
     };
-    let routed = on_gpu.clone();
     let (routed, launched) = direct.during(|| {
         direct_launches(&gpu_device, || {
-            one_step(routed, &gpu_device.clone().autodiff())
+            one_step(on_gpu(), &gpu_device.clone().autodiff())
         })
     });
-    let gpu = one_step(on_gpu, &gpu_device.clone().autodiff());
+    let gpu = one_step(on_gpu(), &gpu_device.clone().autodiff());
     eprintln!("loss: flex {}, wgpu {}", cpu.loss, gpu.loss);
     assert!(
         launched > 0,
