@@ -171,7 +171,7 @@ if [ "$(uname -m)" = x86_64 ] && grep -qw avx2 /proc/cpuinfo; then
     # TAKS_EXPECT_COOP=1 tells the tests that this adapter has cooperative matrices, so
     # they demand the kernel's launches rather than accept either outcome.
     on_mesa_26=(env TAKS_GPU_COOP=1 TAKS_EXPECT_COOP=1 CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$PWD/scripts/lavapipe-coop.sh")
-    at_least 10 "${on_mesa_26[@]}" cargo test --release --workspace --lib -- --include-ignored \
+    at_least 11 "${on_mesa_26[@]}" cargo test --release --workspace --lib -- --include-ignored \
         ops::matmul::coop ops::conv::train ops::conv::implicit::tests::f16 ops::mixed_precision \
         plan::tests::the_switches_are_the_environment \
         --skip an_adapter_without_cooperative_matrices
