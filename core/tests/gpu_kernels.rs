@@ -247,7 +247,7 @@ fn kernels_go_direct_exactly_under_the_switch() {
     let t = Tensor::<1>::from_data(TensorData::new(values, [1000]), &dev);
     let wgsl = gpu::compiler(&dev) == Some("wgpu<wgsl>");
     // The noise risk of 100 samples, launched both ways: the same values.
-    let (n, c) = (100, 10);
+    let (n, c): (usize, usize) = (100, 10);
     let logits: Vec<f32> = (0..n * c).map(|i| ((i * 7) % 13) as f32 / 4.0).collect();
     let logits = Tensor::<2>::from_data(TensorData::new(logits, [n, c]), &dev);
     let labels: Vec<i32> = (0..n).map(|i| (i % c) as i32).collect();

@@ -472,7 +472,7 @@ mod tests {
                 matmul,
                 ..Switches::environment()
             };
-            switches.during(|| a_line_missing_a_candidate_under_the_switches());
+            switches.during(a_line_missing_a_candidate_under_the_switches);
         }
     }
 
