@@ -4,19 +4,17 @@
 //! the checkpoint of epoch 1 must hold exactly the saved state and then train epoch 2
 //! exactly as the trainer that wrote it.
 
+mod digits;
+
 use std::path::Path;
 
 #[path = "../../tests/skip/mod.rs"]
 mod skip;
 
-use taks_core::config::TrainConfig;
-use taks_core::data::DatasetKind;
 use taks_core::formats::checkpoint::Checkpoint;
 use taks_core::methods::Method;
-use taks_core::noise::NoiseKind;
 use taks_core::precision::Precision;
 use taks_core::selection::Engine;
-use taks_core::train::Trainer;
 
 #[test]
 fn a_wgpu_run_resumes_with_its_device_state() {
@@ -48,21 +46,12 @@ fn resumes_exactly(precision: Precision) {
         return;
     }
     let trainer = || {
-        let split = DatasetKind::MnistDigits.load(None).unwrap();
-        let mut config = TrainConfig::paper(
-            DatasetKind::MnistDigits,
-            NoiseKind::Symmetric,
-            0.5,
-            Method::TAKS,
-        );
-        config.epochs = 2;
-        config.train_limit = Some(1000);
-        config.test_limit = Some(200);
+        let mut config = digits::config(Method::TAKS, 2, 1000, 200);
         // Batches of 64: a dozen steps an epoch, room for skips and for taken steps.
         config.k_ratio = 0.8;
         config.batch_size = 64;
         config.precision = precision;
-        Trainer::new(config, split, &device).unwrap()
+        digits::trainer(config, &device)
     };
     let path = Path::new("checkpoint.safetensors");
     let mut straight = trainer();

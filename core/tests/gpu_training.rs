@@ -6,28 +6,16 @@
 //! 4 epochs) because the first epoch on a software adapter spends about a minute
 //! compiling shaders.
 
+mod digits;
+
 use burn::tensor::Device;
-use taks_core::config::TrainConfig;
-use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
 use taks_core::metrics::EpochMetrics;
-use taks_core::noise::NoiseKind;
 use taks_core::selection::Engine;
-use taks_core::train::Trainer;
 
 /// Per epoch: the metrics and the set that epoch trained on.
 fn run(device: &Device) -> (Engine, Vec<(EpochMetrics, Vec<u32>)>) {
-    let split = DatasetKind::MnistDigits.load(None).unwrap();
-    let mut config = TrainConfig::paper(
-        DatasetKind::MnistDigits,
-        NoiseKind::Symmetric,
-        0.5,
-        Method::TAKS,
-    );
-    config.epochs = 4;
-    config.train_limit = Some(2000);
-    config.test_limit = Some(500);
-    let mut trainer = Trainer::new(config, split, device).unwrap();
+    let mut trainer = digits::trainer(digits::config(Method::TAKS, 4, 2000, 500), device);
     let engine = trainer.selector().unwrap().engine();
     let mut epochs = Vec::new();
     while !trainer.is_done() {

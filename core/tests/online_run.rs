@@ -2,12 +2,11 @@
 //! `taks.Selector`) picks, from the noise-risks of a real TAkS run on the bundled digits,
 //! exactly the k-sets that run picked, epoch after epoch, with the same seed, k and eta.
 
+mod digits;
+
 use burn::tensor::Device;
-use taks_core::config::TrainConfig;
-use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
 use taks_core::metrics::EpochMetrics;
-use taks_core::noise::NoiseKind;
 use taks_core::selection::online::{OnlineSelection, Scores};
 use taks_core::selection::{Engine, Objective};
 use taks_core::train::{Next, Trainer, Watch};
@@ -42,19 +41,10 @@ impl Watch for Recorded {
 #[test]
 fn it_selects_what_a_run_on_the_digits_selected() {
     let n = 1000;
-    let split = DatasetKind::MnistDigits.load(None).unwrap();
-    let mut config = TrainConfig::paper(
-        DatasetKind::MnistDigits,
-        NoiseKind::Symmetric,
-        0.5,
-        Method::TAKS,
-    );
-    config.epochs = 4;
-    config.train_limit = Some(n);
-    config.test_limit = Some(100);
+    let mut config = digits::config(Method::TAKS, 4, n, 100);
     config.eta_ratio = 0.05;
     config.selection_engine = Engine::Reference;
-    let mut run = Trainer::new(config.clone(), split, &Device::flex()).unwrap();
+    let mut run = digits::trainer(config.clone(), &Device::flex());
     let mut recorded = Recorded::default();
     let mut history = Vec::new();
     pollster::block_on(run.run_to_end(&mut history, &mut recorded)).unwrap();

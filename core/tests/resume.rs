@@ -9,30 +9,25 @@
 //! process-wide generator, so two trainers built on parallel test threads would draw
 //! each other's numbers.
 
+mod digits;
+
 use std::path::Path;
 
 use burn::tensor::Device;
 use taks_core::config::TrainConfig;
-use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
 use taks_core::metrics::EpochMetrics;
-use taks_core::noise::NoiseKind;
 use taks_core::train::Trainer;
 use taks_formats::checkpoint::Checkpoint;
 
 fn config(method: Method) -> TrainConfig {
-    let mut config =
-        TrainConfig::paper(DatasetKind::MnistDigits, NoiseKind::Symmetric, 0.5, method);
-    config.epochs = 3;
-    config.train_limit = Some(700);
-    config.test_limit = Some(200);
+    let mut config = digits::config(method, 3, 700, 200);
     config.batch_size = 64;
     config
 }
 
 fn trainer(config: TrainConfig) -> Trainer {
-    let split = DatasetKind::MnistDigits.load(None).unwrap();
-    Trainer::new(config, split, &Device::flex()).unwrap()
+    digits::trainer(config, &Device::flex())
 }
 
 fn without_time(mut history: Vec<EpochMetrics>) -> Vec<EpochMetrics> {
