@@ -150,21 +150,28 @@ pub fn parse_size(text: &str) -> std::result::Result<(u32, u32), String> {
 
 pub fn run(args: AuditArgs) -> Result<()> {
     check_flags(&args)?;
+    // With --init the device is settled first (the embedding may take minutes, and a
+    // precision the device cannot run is refused before it), and the audit runs on it.
+    let mut settled = None;
     let (args, backbone) = match &args.init {
         Some(_) => {
-            // The embedding may take minutes: a mixed precision the device cannot run
-            // is refused before it.
-            if let Some(mut mixed) = args.precision.filter(|p| !p.is_f32()) {
-                device::for_precision(args.device, &mut mixed)?;
-            }
-            let (args, backbone) = pretrained::embedded(args)?;
+            let mut precision = args.precision.unwrap_or_default();
+            let (chosen, fell_back) = device::for_precision(args.device, &mut precision)?;
+            let (args, backbone) = pretrained::embedded(args, &chosen.device)?;
+            settled = Some((chosen, fell_back, precision));
             (args, Some(backbone))
         }
         None => (args, None),
     };
     let mut read = request::of(&args).read(request::flag)?;
     // Before a folder is made or an image decoded: a precision the device cannot run.
-    let (chosen, fell_back) = device::for_precision(args.device, &mut read.choices.precision)?;
+    let (chosen, fell_back) = match settled {
+        Some((chosen, fell_back, precision)) => {
+            read.choices.precision = precision;
+            (chosen, fell_back)
+        }
+        None => device::for_precision(args.device, &mut read.choices.precision)?,
+    };
     if let Some(line) = fell_back {
         eprintln!("{line}");
     }

@@ -9,19 +9,19 @@
 //! `--budget`).
 
 use anyhow::{Result, bail};
+use burn::tensor::Device;
 use taks_core::audit::source::Backbone;
-
-use super::AuditArgs;
 use taks_core::embedding::{MARKER, ToEmbed};
 
-use crate::{device, out_dir, progress};
+use super::AuditArgs;
+use crate::{out_dir, progress};
 
 /// Why the audit does not fine-tune, in the summary's words.
 const WHY: &str = "the audit runs an MLP on the pretrained backbone's features, which costs seconds; fine-tuning the backbone with TAkS (taks train --init) costs hours on a CPU, so --budget does not choose it";
 
-/// `args` with DATA replaced by the embeddings of the folder DATA (and the output folder
-/// made, holding them), and what they are.
-pub fn embedded(mut args: AuditArgs) -> Result<(AuditArgs, Backbone)> {
+/// `args` with DATA replaced by the embeddings of the folder DATA, computed on `device`
+/// (and the output folder made, holding them), and what they are.
+pub fn embedded(mut args: AuditArgs, device: &Device) -> Result<(AuditArgs, Backbone)> {
     let (Some(init), Some(data)) = (args.init.take(), args.data.clone()) else {
         unreachable!("called with --init and DATA (clap: --init conflicts with --dataset)");
     };
@@ -39,7 +39,7 @@ pub fn embedded(mut args: AuditArgs) -> Result<(AuditArgs, Backbone)> {
     // Everything about the folder and the weights checked, and the network loaded,
     // before the audit's folder is made.
     let to_embed = ToEmbed::read(&data, &init, args.model.take(), 64)?;
-    let loaded = to_embed.on(&device::choose(args.device)?.device)?;
+    let loaded = to_embed.on(device)?;
     let name = data
         .file_name()
         .map(|s| s.to_string_lossy().to_string())
