@@ -288,6 +288,10 @@ fn result<'py>(
         .collect();
     d.set_item("skipped", skipped)?;
     d.set_item("history", history)?;
+    // What `summary.json` holds for the same audit, as its JSON text.
+    let summary = serde_json::to_string(&audited.summary(device))
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    d.set_item("summary_json", summary)?;
     d.set_item(
         "suspects_csv",
         suspects_csv(&data.ids, &data.classes, samples, None),

@@ -9,6 +9,7 @@ way; ``suggested_label`` is taks's.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -51,7 +52,15 @@ class AuditResult:
 
     def __init__(self, fields: dict[str, Any]) -> None:
         self._csv = fields.pop("suspects_csv")
+        self._summary = fields.pop("summary_json")
         self.__dict__.update(fields)
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """What ``taks audit`` writes as ``summary.json`` for this audit: the estimate,
+        k, the label issues per class, the settings, the device and the seconds, and
+        the scores against the truth where it is known."""
+        return json.loads(self._summary)
 
     @property
     def ranked(self) -> np.ndarray:

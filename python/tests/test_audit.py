@@ -2,6 +2,7 @@
 finding the flipped digits; bad input refused as a Python caller expects; progress,
 Ctrl-C and the GIL."""
 
+import json
 import os
 import signal
 import subprocess
@@ -35,6 +36,15 @@ def test_arrays_give_the_command_lines_suspects(noisy_digits, audited, taks_bin,
     assert audited.suspects_csv() == (out / "suspects.csv").read_text()
     by_path = taks.audit(tmp_path / "features.npy", tmp_path / "labels.npy", **SHORT)
     assert by_path.suspects_csv() == audited.suspects_csv()
+    # The summary is summary.json's, but for where the data came from, the device's
+    # words and the times.
+    written = json.loads((out / "summary.json").read_text())
+    for summary in (audited.summary, by_path.summary):
+        assert summary.keys() == written.keys()
+        for key in written.keys() - {"data", "device", "seconds"}:
+            assert summary[key] == written[key], key
+    assert audited.summary["label_issues"] == int(audited.is_label_issue.sum())
+    assert audited.summary["per_class"][3]["samples"] == int((noisy == 3).sum())
 
 
 def test_it_finds_the_flipped_digits(noisy_digits, audited):
