@@ -30,9 +30,6 @@ pub struct AuditRequest {
 /// without a device.
 pub struct ReadAudit {
     source: Source,
-    /// How an image folder is finished (its network, size and cache); `None` for data
-    /// handed over in memory.
-    spec: Option<SourceSpec>,
     /// The choices, which a front end may still change (its device's precision).
     pub choices: AuditChoices,
     /// How the front end spells a setting, for a refusal found later.
@@ -80,7 +77,6 @@ impl AuditRequest {
         self.choices.check_k(labels.len(), name)?;
         Ok(ReadAudit {
             source,
-            spec: Some(self.source),
             choices: self.choices,
             name,
             started,
@@ -98,7 +94,6 @@ impl ReadAudit {
         choices.check_k(data.ids.len(), name)?;
         Ok(ReadAudit {
             source: Source::Ready(Box::new(data)),
-            spec: None,
             choices,
             name,
             started,
@@ -122,19 +117,18 @@ impl ReadAudit {
         say: impl Fn(String),
         report: impl FnMut(Stage, &EpochMetrics) -> Next,
     ) -> Result<Audited> {
-        let mut data = match (self.source, &self.spec) {
-            (Source::Ready(data), _) => *data,
-            (Source::Images(images), Some(spec)) => {
+        let mut data = match self.source {
+            Source::Ready(data) => *data,
+            Source::Images(images) => {
                 let timing = self
                     .choices
                     .settings(Architecture::Mlp, images.labels().len());
-                let data = images.finish(spec, &timing, device, &say).await?;
+                let data = images.finish(&timing, device, &say).await?;
                 // Decoding may have skipped more files than the headers showed.
                 enough(&data.source, &data.labels.noisy_labels, &data.skipped)?;
                 self.choices.check_k(data.ids.len(), self.name)?;
                 data
             }
-            (Source::Images(_), None) => unreachable!("an image folder is read from its spec"),
         };
         data.backbone = backbone;
         let read_seconds = self.started.elapsed().as_secs_f64();

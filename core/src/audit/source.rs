@@ -117,9 +117,13 @@ impl Source {
     }
 }
 
-/// An image folder whose headers are read and checked ([`Examined`]).
+/// An image folder whose headers are read and checked ([`Examined`]), with what its
+/// spec says of finishing it: the time budget that may choose its network, and where
+/// its decoded samples go past the memory budget.
 pub struct ImageSource {
     examined: Examined,
+    budget: f64,
+    cache: Cache,
 }
 
 /// Read and check `spec`'s data as far as can be done without a device.
@@ -131,7 +135,11 @@ pub fn read_source(spec: &SourceSpec) -> Result<Source> {
         let scan = image_folder::scan(dir)?;
         let source = dir.display().to_string();
         let examined = Examined::new(scan, &source, spec.model, spec.image_size)?;
-        return Ok(Source::Images(Box::new(ImageSource { examined })));
+        return Ok(Source::Images(Box::new(ImageSource {
+            examined,
+            budget: spec.budget,
+            cache: spec.cache.clone(),
+        })));
     }
     read_data(spec).map(|d| Source::Ready(Box::new(d)))
 }
@@ -331,11 +339,10 @@ impl ImageSource {
         self.examined.skipped()
     }
 
-    /// Choose the network (as `spec` names it, else by its time budget on `device`,
+    /// Choose the network (as the spec named it, else by its time budget on `device`,
     /// telling `say`), then decode every file at its input.
     pub async fn finish(
         self,
-        spec: &SourceSpec,
         settings: &AuditSettings,
         device: &Device,
         say: impl Fn(String),
@@ -346,10 +353,10 @@ impl ImageSource {
         }
         let mut tell = |line: String| say(line);
         let network = examined
-            .network(settings, spec.budget, device, &mut tell)
+            .network(settings, self.budget, device, &mut tell)
             .await?;
         let source = examined.source.clone();
-        let images = examined.decode(network, Some(&spec.cache), &mut tell)?;
+        let images = examined.decode(network, Some(&self.cache), &mut tell)?;
         Ok(AuditData {
             prepared: images.prepared,
             architecture: images.architecture,

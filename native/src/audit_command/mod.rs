@@ -152,16 +152,14 @@ pub fn run(args: AuditArgs) -> Result<()> {
     check_flags(&args)?;
     // With --init the device is settled first (the embedding may take minutes, and a
     // precision the device cannot run is refused before it), and the audit runs on it.
-    let mut settled = None;
-    let (args, backbone) = match &args.init {
+    let (args, backbone, settled) = match &args.init {
         Some(_) => {
             let mut precision = args.precision.unwrap_or_default();
             let (chosen, fell_back) = device::for_precision(args.device, &mut precision)?;
             let (args, backbone) = pretrained::embedded(args, &chosen.device)?;
-            settled = Some((chosen, fell_back, precision));
-            (args, Some(backbone))
+            (args, Some(backbone), Some((chosen, fell_back, precision)))
         }
-        None => (args, None),
+        None => (args, None, None),
     };
     let mut read = request::of(&args).read(request::flag)?;
     // Before a folder is made or an image decoded: a precision the device cannot run.
