@@ -8,10 +8,6 @@
 //! output.
 
 pub mod audit;
-pub mod choices;
-#[cfg(feature = "clap")]
-mod cli_values;
-pub mod config;
 pub mod data;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod embedding;
@@ -31,6 +27,7 @@ pub(crate) mod read_back;
 pub mod regret;
 pub mod rng;
 pub mod selection;
+pub mod settings;
 #[cfg(test)]
 mod test_support;
 pub mod train;

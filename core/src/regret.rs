@@ -35,7 +35,7 @@
 //! 0 and the rest 1, FPL's mean regret at n = 200, k = 100, T = 2000 is 2.39 times it,
 //! and 0.99 times the bound above (`core/tests/regret.rs` measures both). Runs use
 //! eta = eta_ratio sqrt(kT) with the paper's tuned eta_ratio (0.0005 to 0.005,
-//! `methods::settings`) anyway, for which it was never claimed.
+//! `settings::paper`) anyway, for which it was never claimed.
 //! It stays in `metrics.csv` as `paper_bound`, labelled as the printed formula.
 //!
 //! **In training the bound is a diagnostic**, not a guarantee: theta_t is measured after

@@ -23,7 +23,6 @@ use burn::tensor::activation::softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use web_time::Instant;
 
-use crate::config::TrainConfig;
 use crate::data::{Dataset, DatasetKind, Samples, Split};
 use crate::holdout::noisy_holdout;
 use crate::methods::{Rule, RuleInputs};
@@ -35,6 +34,7 @@ use crate::read_back::read_floats;
 use crate::regret::after_round;
 use crate::rng::SplitMix64;
 use crate::selection::Selector;
+use crate::settings::TrainConfig;
 use crate::{Error, Result};
 
 pub mod checkpoint;

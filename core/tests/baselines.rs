@@ -5,11 +5,11 @@
 //! F-correction's first stage must recover the noise's structure in T.
 
 use burn::tensor::Device;
-use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
 use taks_core::metrics::{EpochMetrics, summarize};
 use taks_core::noise::NoiseKind;
+use taks_core::settings::TrainConfig;
 use taks_core::train::Trainer;
 
 fn trainer(method: Method, epochs: usize) -> Trainer {

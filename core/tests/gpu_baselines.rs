@@ -11,11 +11,11 @@
 //! by design (measured: label recall 0.37 vs 0.43 after one Decouple epoch).
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::methods::{BatchAt, Method};
 use taks_core::metrics::EpochMetrics;
 use taks_core::noise::{NoiseKind, NoisyLabels};
+use taks_core::settings::TrainConfig;
 use taks_core::train::{Trainer, build_rule};
 
 fn run(method: Method, device: &Device) -> Vec<EpochMetrics> {

@@ -4,10 +4,10 @@
 //! a test of its own. Small: 600 digits, 2 epochs (F-correction's first stage included).
 
 use burn::tensor::Device;
-use taks_core::choices::Choices;
 use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
 use taks_core::noise::NoiseKind;
+use taks_core::settings::Choices;
 use taks_core::train::Trainer;
 
 const N: usize = 600;

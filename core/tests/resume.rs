@@ -14,9 +14,9 @@ mod digits;
 use std::path::Path;
 
 use burn::tensor::Device;
-use taks_core::config::TrainConfig;
 use taks_core::methods::Method;
 use taks_core::metrics::EpochMetrics;
+use taks_core::settings::TrainConfig;
 use taks_core::train::Trainer;
 use taks_formats::checkpoint::Checkpoint;
 

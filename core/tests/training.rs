@@ -2,11 +2,11 @@
 //! the mislabelled digits out of its k-set and so beat plain training on noisy labels.
 
 use burn::tensor::Device;
-use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
 use taks_core::metrics::{EpochMetrics, summarize};
 use taks_core::noise::NoiseKind;
+use taks_core::settings::TrainConfig;
 use taks_core::train::Trainer;
 
 fn run(method: Method, epochs: usize) -> Vec<EpochMetrics> {

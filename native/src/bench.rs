@@ -22,18 +22,19 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
-use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::data::Split;
 use taks_core::methods::Method;
+use taks_core::settings::TrainConfig;
 use taks_core::train::{Quietly, Trainer};
 
 use crate::bench_report::{self, DeviceRows, Timed, fastest, mean};
 use crate::bench_torch::TorchEpochs;
-use crate::device::{self, Chosen, DeviceChoice};
+use taks_core::settings::flags::{DeviceChoice, RunArgs};
+
+use crate::device::{self, Chosen};
 use crate::picks::MethodPick;
-use crate::run_args::RunArgs;
-use crate::{bench_torch, folder_data, picks, run_args};
+use crate::{bench_torch, folder_data, picks};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -101,7 +102,7 @@ impl BenchArgs {
 pub fn config(args: &BenchArgs, method: Method) -> Result<TrainConfig> {
     let mut run_args = args.run.clone();
     run_args.training.epochs = Some(args.warmup + args.run.training.epochs.unwrap_or(3));
-    let mut choices = run_args::choices(&run_args, method)?;
+    let mut choices = run_args.choices(method)?;
     choices.architecture = args.model;
     choices.eval_batch_size = args.eval_batch;
     Ok(choices.build()?)

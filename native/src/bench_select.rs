@@ -14,7 +14,9 @@ use taks_core::selection::cpu_reference as reference;
 use taks_core::selection::{self, RiskMode, RiskParams};
 use web_time::Instant;
 
-use crate::device::{self, DeviceChoice};
+use taks_core::settings::flags::DeviceChoice;
+
+use crate::device;
 
 #[derive(clap::Args, Debug)]
 pub struct BenchSelectArgs {

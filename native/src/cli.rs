@@ -1,6 +1,6 @@
 //! The command line: its subcommands. Each subcommand's flags live with the subcommand
 //! (`train_command::TrainArgs`, `bench::BenchArgs`, ...; the flags that define a run in
-//! [`crate::run_args`]), and every flag's doc comment is its `--help` text.
+//! [`taks_core::settings::flags`]), and every flag's doc comment is its `--help` text.
 
 use std::path::PathBuf;
 

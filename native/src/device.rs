@@ -10,17 +10,7 @@
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
 use burn::tensor::wgpu::wgpu;
-
-/// What the user asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum DeviceChoice {
-    /// A hardware GPU if there is one, else the CPU.
-    Auto,
-    /// wgpu on the best adapter, even a software one; an error if there is none.
-    Gpu,
-    /// burn's flex CPU backend.
-    Cpu,
-}
+use taks_core::settings::flags::DeviceChoice;
 
 /// The chosen device and a line saying what it is.
 pub struct Chosen {

@@ -489,65 +489,76 @@ fn defines(line: &str, name: &str) -> bool {
     }
 }
 
-#[test]
-fn every_name_the_concept_table_gives_is_defined_in_its_file() {
-    // docs/architecture.md's first table is where a newcomer starts: after each path it
-    // names the function (or constant, type) to read, so a renamed function must not
-    // leave it pointing at nothing. Each name is looked up in the last path before it
-    // in the same cell; where that path gives a line (`core/src/train.rs:302`), the
-    // first name after it must be defined on that line, or the statement quoted after it
-    // (`while !trainer.is_done()`) must be on that line, so that a reader opens the file
-    // there. A function or statement that moved fails here with the line to write.
-    let root = root();
-    let text = std::fs::read_to_string(root.join("docs/architecture.md")).expect("architecture.md");
-    let table = text
-        .split("## Where each idea lives")
-        .nth(1)
-        .and_then(|rest| rest.split("\n## ").next())
-        .expect("architecture.md has its concept table");
-    let (mut checked, mut failures) = (0, Vec::new());
-    for row in table.lines().filter(|line| line.starts_with("| ")) {
-        for cell in row.split(" | ") {
-            let mut file: Option<(&str, Option<usize>, String)> = None;
-            for span in code_spans(cell) {
-                if REPOSITORY_FOLDERS.iter().any(|f| span.starts_with(f)) {
-                    let (path, line) = without_line(span);
-                    file = std::fs::read_to_string(root.join(path))
-                        .ok()
-                        .map(|text| (path, line, text));
-                } else if let Some((path, line, text)) = &mut file {
-                    if is_name(span) {
-                        checked += 1;
-                        match (definition_line(text, span), line.take()) {
-                            (None, _) => {
-                                failures.push(format!("`{span}` is not defined in `{path}`"))
-                            }
-                            (Some(found), Some(given)) if found != given => failures.push(format!(
-                                "`{span}` is defined at `{path}:{found}`, not :{given}"
-                            )),
-                            _ => {}
-                        }
-                    } else if let Some(given) = line.take() {
-                        // A statement quoted after `path:N` (the loop, the sum) is on line N.
-                        checked += 1;
-                        let is_on = |l: &str| l.contains(span);
-                        let on_given = given
-                            .checked_sub(1)
-                            .and_then(|i| text.lines().nth(i))
-                            .is_some_and(is_on);
-                        if !on_given {
-                            failures.push(match text.lines().position(is_on) {
-                                Some(i) => {
-                                    format!("`{span}` is at `{path}:{}`, not :{given}", i + 1)
-                                }
-                                None => format!("`{span}` is not in `{path}`"),
-                            });
-                        }
-                    }
+/// The locations one unit of the docs names (a table cell, a list item), each held to
+/// its file: a name is looked up in the last path before it in the unit; where that
+/// path gives a line (`core/src/train.rs:302`), the first name after it must be defined
+/// on that line, or the statement quoted after it (`while !trainer.is_done()`) must be
+/// on that line, so that a reader opens the file there. Returns how many were checked,
+/// and a line for each that fails, with the line to write.
+fn check_locations(root: &Path, unit: &str, failures: &mut Vec<String>) -> usize {
+    let mut checked = 0;
+    let mut file: Option<(&str, Option<usize>, String)> = None;
+    for span in code_spans(unit) {
+        if REPOSITORY_FOLDERS.iter().any(|f| span.starts_with(f)) {
+            let (path, line) = without_line(span);
+            file = std::fs::read_to_string(root.join(path))
+                .ok()
+                .map(|text| (path, line, text));
+        } else if let Some((path, line, text)) = &mut file {
+            if is_name(span) {
+                checked += 1;
+                match (definition_line(text, span), line.take()) {
+                    (None, _) => failures.push(format!("`{span}` is not defined in `{path}`")),
+                    (Some(found), Some(given)) if found != given => failures.push(format!(
+                        "`{span}` is defined at `{path}:{found}`, not :{given}"
+                    )),
+                    _ => {}
+                }
+            } else if let Some(given) = line.take() {
+                // A statement quoted after `path:N` (the loop, the sum) is on line N.
+                checked += 1;
+                let is_on = |l: &str| l.contains(span);
+                let on_given = given
+                    .checked_sub(1)
+                    .and_then(|i| text.lines().nth(i))
+                    .is_some_and(is_on);
+                if !on_given {
+                    failures.push(match text.lines().position(is_on) {
+                        Some(i) => format!("`{span}` is at `{path}:{}`, not :{given}", i + 1),
+                        None => format!("`{span}` is not in `{path}`"),
+                    });
                 }
             }
         }
     }
+    checked
+}
+
+/// The part of docs/architecture.md under the heading `## {heading}`.
+fn architecture_section(heading: &str) -> String {
+    let text =
+        std::fs::read_to_string(root().join("docs/architecture.md")).expect("architecture.md");
+    text.split(&format!("## {heading}\n"))
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap_or_else(|| panic!("architecture.md has its section {heading}"))
+        .to_string()
+}
+
+#[test]
+fn every_name_the_concept_table_gives_is_defined_in_its_file() {
+    // docs/architecture.md's concept table is where a newcomer looks an idea up: after
+    // each path it names the function (or constant, type) to read, so a renamed or moved
+    // function must not leave it pointing at nothing or at the wrong line. Each cell is
+    // one unit ([`check_locations`]).
+    let table = architecture_section("Where each idea lives");
+    let mut failures = Vec::new();
+    let checked: usize = table
+        .lines()
+        .filter(|line| line.starts_with("| "))
+        .flat_map(|row| row.split(" | "))
+        .map(|cell| check_locations(&root(), cell, &mut failures))
+        .sum();
     assert!(
         checked >= 20,
         "only {checked} names and statements checked: the table's parser is broken"
@@ -555,6 +566,42 @@ fn every_name_the_concept_table_gives_is_defined_in_its_file() {
     assert!(
         failures.is_empty(),
         "the concept table:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_step_of_one_epoch_is_where_the_docs_say() {
+    // "One epoch, call by call" is followed line by line with the code open: each
+    // numbered step is one unit ([`check_locations`]), its items joined across lines.
+    let walk = architecture_section("One epoch, call by call");
+    let mut steps: Vec<String> = Vec::new();
+    for line in walk.lines() {
+        let numbered = line
+            .split_once(". ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        match steps.last_mut() {
+            Some(step) if !numbered => {
+                step.push(' ');
+                step.push_str(line.trim());
+            }
+            _ if numbered => steps.push(line.to_string()),
+            _ => {}
+        }
+    }
+    assert!(steps.len() >= 10, "only {} steps found", steps.len());
+    let mut failures = Vec::new();
+    let checked: usize = steps
+        .iter()
+        .map(|step| check_locations(&root(), step, &mut failures))
+        .sum();
+    assert!(
+        checked >= 30,
+        "only {checked} names and statements checked: the walk's parser is broken"
+    );
+    assert!(
+        failures.is_empty(),
+        "One epoch, call by call:\n{}",
         failures.join("\n")
     );
 }

@@ -11,7 +11,9 @@ use clap::Args;
 use taks_core::embedding::{Embedded, MARKER, ToEmbed};
 use taks_core::nn::Architecture;
 
-use crate::device::{self, DeviceChoice};
+use taks_core::settings::flags::DeviceChoice;
+
+use crate::device;
 use crate::{out_dir, progress};
 
 #[derive(Args, Debug)]

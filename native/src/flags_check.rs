@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{Cli, Command};
 use crate::docs_check::root;
-use crate::{bench, run_args, tune};
+use crate::{bench, tune};
 
 /// Flags that define a run: (flag, value given, the config's field, the value the
 /// field must then hold).
@@ -74,7 +74,7 @@ fn config_of(sub: &str, args: &[&str]) -> Value {
     }
     let cli = Cli::try_parse_from(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
     let config = match cli.command {
-        Command::Train(a) => run_args::build(&a.run, a.method),
+        Command::Train(a) => a.run.config(a.method).map_err(anyhow::Error::from),
         Command::Bench(a) => bench::config(&a, taks_core::methods::Method::TAKS),
         Command::Tune(a) => tune::base_config(&a),
         _ => unreachable!("only train, bench and tune build a run here"),

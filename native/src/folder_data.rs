@@ -10,12 +10,12 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use taks_core::audit::input::{Input, Normalisation};
 use taks_core::audit::model_card::ModelCard;
-use taks_core::config::TrainConfig;
 use taks_core::data::cache::Cache;
 use taks_core::data::folder::Preparation;
 use taks_core::data::{Dataset, DatasetKind, Split, folder};
 use taks_core::formats::image_folder::{self, Skipped};
 use taks_core::nn::pretrained;
+use taks_core::settings::TrainConfig;
 
 /// What a run trains, validates and tests on.
 #[derive(Clone)]

@@ -25,7 +25,6 @@ mod plot;
 mod predict;
 mod probe;
 mod progress;
-mod run_args;
 mod run_folder;
 mod spirv_probe;
 mod table;

@@ -6,8 +6,8 @@
 
 use std::fmt::Write;
 
-use taks_core::config::TrainConfig;
 use taks_core::metrics::EpochMetrics;
+use taks_core::settings::TrainConfig;
 
 const W: f64 = 420.0;
 const H: f64 = 260.0;

@@ -22,7 +22,9 @@ use taks_core::audit::model_card::CentreCrop;
 use taks_core::formats::image_folder::{decode_centre_crop, decode_one, files_under};
 use taks_core::formats::{csv_table, npy};
 
-use crate::device::{self, DeviceChoice};
+use taks_core::settings::flags::DeviceChoice;
+
+use crate::device;
 use crate::model_file::{self, Loaded};
 use taks_core::audit::suspects::csv_field;
 

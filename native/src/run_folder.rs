@@ -20,11 +20,11 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use taks_core::config::TrainConfig;
 use taks_core::formats::atomic::write_atomically;
 use taks_core::formats::checkpoint::Checkpoint;
 use taks_core::formats::state_dict::StateDict;
 use taks_core::metrics::{EpochMetrics, Summary, summarize};
+use taks_core::settings::TrainConfig;
 use taks_core::train::{Next, Trainer, Watch};
 
 use crate::device::Chosen;

@@ -105,7 +105,7 @@ mod tests {
             why.starts_with("died of signal 11; kept from an earlier run in "),
             "{why}"
         );
-        let refused = crate::device::choose(crate::device::DeviceChoice::Gpu)
+        let refused = crate::device::choose(taks_core::settings::flags::DeviceChoice::Gpu)
             .err()
             .unwrap();
         assert_eq!(refused.to_string(), format!("--device gpu: {why}"));

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use taks_core::config::TrainConfig;
 use taks_core::methods::Method;
 use taks_core::metrics::{EpochMetrics, Summary, summarize};
+use taks_core::settings::TrainConfig;
 
 pub struct Row {
     pub name: String,

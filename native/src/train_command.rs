@@ -7,16 +7,16 @@ use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use clap::Args;
-use taks_core::config::TrainConfig;
 use taks_core::methods::Method;
 use taks_core::metrics::{EpochMetrics, Summary};
+use taks_core::settings::TrainConfig;
 
 use crate::folder_data;
-use crate::run_args::{RUN_SETTINGS, RunArgs};
 use crate::run_folder::{
     CHECKPOINT, Event, Options, read_run_config, saved_checkpoint, train_into,
 };
-use crate::{device, model_file, out_dir, progress, run_args, table};
+use crate::{device, model_file, out_dir, progress, table};
+use taks_core::settings::flags::{RUN_SETTINGS, RunArgs};
 
 #[derive(Args, Debug)]
 pub struct TrainArgs {
@@ -59,11 +59,11 @@ pub fn run(args: TrainArgs) -> Result<()> {
     let (mut config, data_dir, save_selections) = settings(&args)?;
     let init = match &args.init {
         Some(path) => {
-            let given = run_args::Given {
+            let given = taks_core::settings::fine_tune::Given {
                 schedule: args.run.training.lr.is_some() || args.run.training.decay_start.is_some(),
                 epochs: args.run.training.epochs.is_some(),
             };
-            let state = run_args::start_from(&mut config, path, given)?;
+            let state = config.start_from(path, given)?;
             Some((path.clone(), Arc::new(state)))
         }
         None => None,
@@ -146,7 +146,7 @@ fn settings(args: &TrainArgs) -> Result<(TrainConfig, Option<PathBuf>, bool)> {
         let data_dir = args.run.data.data_dir().or(data_dir);
         return Ok((config, data_dir, dir.join("selected.csv").exists()));
     }
-    let config = run_args::build(&args.run, args.method)?;
+    let config = args.run.config(args.method)?;
     if args.save_selections && !config.method.uses_selector() {
         bail!(
             "--save-selections needs a method with an epoch-level selection (taks, greedy, naive), not {}",

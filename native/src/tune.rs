@@ -21,18 +21,18 @@ use anyhow::{Context, Result, bail};
 use indicatif::ProgressBar;
 use serde_json::json;
 use taks_core::audit::input;
-use taks_core::config::TrainConfig;
 use taks_core::data::{Dataset, DatasetKind, Split};
 use taks_core::formats::csv_table;
 use taks_core::holdout::noisy_holdout;
 use taks_core::metrics::{EpochMetrics, summarize};
 use taks_core::nn::Architecture;
 use taks_core::noise::{NoiseKind, NoisyLabels, expected_flip_fraction, inject};
+use taks_core::settings::TrainConfig;
 use taks_core::train::{After, Next, Trainer};
 
 use crate::device::Chosen;
-use crate::run_args::{DataArgs, RunArgs, TrainingArgs};
-use crate::{device, folder_data, progress, run_args};
+use crate::{device, folder_data, progress};
+use taks_core::settings::flags::{DataArgs, RunArgs, TrainingArgs};
 
 #[derive(clap::Args, Debug)]
 pub struct TuneArgs {
@@ -132,7 +132,7 @@ fn read_training_set(config: &mut TrainConfig, args: &TuneArgs) -> Result<Datase
 /// The TAkS run every grid point varies (its k and eta ratios replaced).
 pub fn base_config(args: &TuneArgs) -> Result<TrainConfig> {
     let run = RunArgs::of(args.data.clone(), args.training.clone());
-    run_args::build(&run, taks_core::methods::Method::TAKS)
+    Ok(run.config(taks_core::methods::Method::TAKS)?)
 }
 
 pub fn run(args: TuneArgs) -> Result<()> {
@@ -210,7 +210,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
 /// injected noise; a folder of one's own has no known noise, so it needs `--gamma`.
 fn gamma_of(args: &TuneArgs, base: &TrainConfig) -> Result<f64> {
     let gamma = match &args.gamma {
-        Some(given) => run_args::noise_estimate(given)?,
+        Some(given) => taks_core::settings::gamma::noise_estimate(given)?,
         None if base.dataset == DatasetKind::Folder && base.noise == NoiseKind::Clean => bail!(
             "the noise of your own folder is unknown: give --gamma, a guess at the mislabelled fraction or an audit of the folder's train/ (taks audit DIR/train, then --gamma AUDIT)"
         ),

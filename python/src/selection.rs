@@ -7,10 +7,10 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntyped
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use taks_core::config;
 use taks_core::methods::{self, Method};
 use taks_core::selection::Objective;
 use taks_core::selection::online::{OnlineSelection, Scores, State, Step};
+use taks_core::settings;
 
 use crate::errors::to_py;
 use crate::labels::class_indices;
@@ -42,7 +42,7 @@ pub fn k_of(n: usize, k_ratio: f64) -> usize {
 /// eta at `eta_ratio` for `k` samples over `epochs`, as a TAkS run takes it (`--eta-ratio`).
 #[pyfunction]
 pub fn eta_of(k: usize, epochs: usize, eta_ratio: f64) -> f64 {
-    config::eta_of(k, epochs, eta_ratio)
+    settings::eta_of(k, epochs, eta_ratio)
 }
 
 #[pymethods]

@@ -13,14 +13,14 @@ use std::str::FromStr;
 
 use js_sys::{Float32Array, Object, Promise, Reflect, Uint8Array};
 use serde::Deserialize;
-use taks_core::choices::Choices;
-use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
-use taks_core::methods::settings::tuned_ratios;
 use taks_core::noise::NoiseKind;
 use taks_core::selection::trail::{Reading, Trail};
 use taks_core::selection::{Engine, Objective};
+use taks_core::settings::Choices;
+use taks_core::settings::TrainConfig;
+use taks_core::settings::paper::tuned_ratios;
 use taks_core::train::Trainer;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;

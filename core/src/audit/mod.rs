@@ -34,8 +34,6 @@ pub mod suspects;
 use burn::tensor::Device;
 use serde::Serialize;
 
-use crate::choices::Choices;
-use crate::config::TrainConfig;
 use crate::data::{Dataset, DatasetKind, Split};
 use crate::error::refuse;
 use crate::formats::image_folder::Skipped;
@@ -45,6 +43,8 @@ use crate::nn::{Architecture, Classifier};
 use crate::noise::{NoiseKind, NoisyLabels};
 use crate::precision::Precision;
 use crate::selection::Engine;
+use crate::settings::Choices;
+use crate::settings::TrainConfig;
 use crate::train::{After, Next, Trainer, Watch};
 use crate::{Error, Result};
 

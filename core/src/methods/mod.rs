@@ -19,14 +19,12 @@ mod itlm;
 mod jocor;
 pub mod registry;
 pub mod rule;
-pub mod settings;
 pub mod small_loss;
 mod standard;
 pub mod taks;
 
-pub use registry::{EpochSize, Method, MethodSpec, REGISTRY};
+pub use registry::{EpochSize, Method, MethodSpec, REGISTRY, Setting};
 pub use rule::{Batch, BatchAt, EpochSet, FirstStage, Rule, RuleInputs};
-pub use settings::Setting;
 
 /// How many of `n` samples an epoch of `method` trains on, for k_ratio and tau.
 pub fn epoch_size(method: Method, n: usize, k_ratio: f64, forget_rate: f64) -> usize {

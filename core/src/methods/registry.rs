@@ -15,7 +15,6 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::rule::{Rule, RuleInputs};
-use super::settings::Setting;
 use super::{co_teaching, co_teaching_plus, decouple, f_correction, itlm, jocor, standard, taks};
 use crate::{Error, Result};
 
@@ -51,6 +50,35 @@ pub enum EpochSize {
     KRatio,
     /// int(n (1 - tau)), at least one (ITLM's trimmed set).
     Unforgotten,
+}
+
+/// A setting some methods read (a row's [`MethodSpec::settings`]); its paper value per
+/// dataset and noise is [`crate::settings::paper::method_setting`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// TAkS and its ablations: k = floor(n k_ratio).
+    KRatio,
+    /// TAkS: eta = sqrt(k T) eta_ratio.
+    EtaRatio,
+    /// tau, the share of each batch (of the training set, for ITLM) left out.
+    ForgetRate,
+    /// JoCoR's lambda, the weight of the co-regularisation term.
+    CoLambda,
+    /// Co-teaching+'s first epoch of disagreement-based exchange.
+    InitEpoch,
+}
+
+impl Setting {
+    /// The name of its command-line flag.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Setting::KRatio => "--k-ratio",
+            Setting::EtaRatio => "--eta-ratio",
+            Setting::ForgetRate => "--forget-rate",
+            Setting::CoLambda => "--co-lambda",
+            Setting::InitEpoch => "--init-epoch",
+        }
+    }
 }
 
 /// The methods, in the order of the paper's tables: the baselines, then TAkS and its

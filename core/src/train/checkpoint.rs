@@ -22,12 +22,12 @@ use taks_formats::FormatError;
 use taks_formats::checkpoint::{Checkpoint, Tensor as Saved};
 
 use super::{LossScale, Preparation, Trainer};
-use crate::config::TrainConfig;
 use crate::metrics::EpochMetrics;
 use crate::optim::Moments;
 use crate::params::{float_tensors, replace_float_tensors};
 use crate::read_back::read_floats;
 use crate::rng::SplitMix64;
+use crate::settings::TrainConfig;
 use crate::{Error, Result};
 
 /// The checkpoint's JSON state: everything that is not a tensor.

@@ -208,12 +208,12 @@ mod tests {
 #[cfg(test)]
 mod gpu_tests {
     use super::*;
-    use crate::config::TrainConfig;
     use crate::data::DatasetKind;
     use crate::methods::{BatchAt, Method};
     use crate::noise::NoiseKind;
     use crate::params::float_tensors;
     use crate::precision::Precision;
+    use crate::settings::TrainConfig;
     use crate::test_support::host;
     use crate::train::Trainer;
 

@@ -111,10 +111,10 @@ mod tests {
     use burn::tensor::Device;
 
     use super::*;
-    use crate::config::TrainConfig;
     use crate::data::DatasetKind;
     use crate::methods::Method;
     use crate::noise::NoiseKind;
+    use crate::settings::TrainConfig;
 
     /// A small TAkS run on the bundled digits, on flex.
     fn trainer(epochs: usize) -> Trainer {

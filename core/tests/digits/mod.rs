@@ -3,10 +3,10 @@
 //! (each test then sets what it is about: the engine, the batch, the precision).
 
 use burn::tensor::Device;
-use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::methods::Method;
 use taks_core::noise::NoiseKind;
+use taks_core::settings::TrainConfig;
 use taks_core::train::Trainer;
 
 /// `method` over `epochs` on the first `train` digits, tested on the first `test`.

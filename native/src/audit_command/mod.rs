@@ -17,7 +17,7 @@ mod request;
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
 use taks_core::audit::Stage;
 use taks_core::data::{DatasetKind, cache};
@@ -26,7 +26,9 @@ use taks_core::noise::NoiseKind;
 use taks_core::precision::Precision;
 use taks_core::train::Next;
 
-use crate::device::{self, DeviceChoice};
+use taks_core::settings::flags::DeviceChoice;
+
+use crate::device;
 use crate::out_dir;
 
 #[derive(Args, Debug)]
@@ -149,27 +151,19 @@ pub fn parse_size(text: &str) -> std::result::Result<(u32, u32), String> {
 }
 
 pub fn run(args: AuditArgs) -> Result<()> {
-    check_flags(&args)?;
-    // With --init the device is settled first (the embedding may take minutes, and a
-    // precision the device cannot run is refused before it), and the audit runs on it.
-    let (args, backbone, settled) = match &args.init {
+    // The device first: a precision it cannot run is refused before a folder is made or
+    // an image decoded, and with --init the embedding (minutes) runs on it too.
+    let mut precision = args.precision.unwrap_or_default();
+    let (chosen, fell_back) = device::for_precision(args.device, &mut precision)?;
+    let (args, backbone) = match &args.init {
         Some(_) => {
-            let mut precision = args.precision.unwrap_or_default();
-            let (chosen, fell_back) = device::for_precision(args.device, &mut precision)?;
             let (args, backbone) = pretrained::embedded(args, &chosen.device)?;
-            (args, Some(backbone), Some((chosen, fell_back, precision)))
+            (args, Some(backbone))
         }
-        None => (args, None, None),
+        None => (args, None),
     };
-    let mut read = request::of(&args).read(request::flag)?;
-    // Before a folder is made or an image decoded: a precision the device cannot run.
-    let (chosen, fell_back) = match settled {
-        Some((chosen, fell_back, precision)) => {
-            read.choices.precision = precision;
-            (chosen, fell_back)
-        }
-        None => device::for_precision(args.device, &mut read.choices.precision)?,
-    };
+    let mut read = request::of(&args)?.read(request::flag)?;
+    read.choices.precision = precision;
     if let Some(line) = fell_back {
         eprintln!("{line}");
     }
@@ -194,32 +188,6 @@ pub fn run(args: AuditArgs) -> Result<()> {
         "{}",
         outputs::write(&out, &audited, &chosen.description, args.report_rows)?
     );
-    Ok(())
-}
-
-/// The flags' values that only the built-in sets take, checked before anything is
-/// read (clap's `requires` is not checked against an argument that conflicts with a
-/// present one, DATA); the audit's own choices are the core's to check.
-fn check_flags(args: &AuditArgs) -> Result<()> {
-    let builtin_only = [
-        ("--data-dir", args.data_dir.is_some()),
-        ("--noise", args.noise.is_some()),
-        ("--noise-rate", args.noise_rate.is_some()),
-        ("--train-limit", args.train_limit.is_some()),
-    ];
-    if args.dataset.is_none()
-        && let Some((flag, _)) = builtin_only.iter().find(|(_, given)| *given)
-    {
-        bail!("{flag} is for --dataset; DATA is audited as it is");
-    }
-    if let Some(rate) = args.noise_rate
-        && !(0.0..=1.0).contains(&rate)
-    {
-        bail!("--noise-rate {rate} must be in [0, 1]");
-    }
-    if args.train_limit == Some(0) {
-        bail!("--train-limit must be at least 1");
-    }
     Ok(())
 }
 

@@ -23,8 +23,6 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use indicatif::ProgressBar;
-use taks_core::choices::Choices;
-use taks_core::config::TrainConfig;
 use taks_core::data::DatasetKind;
 use taks_core::formats::state_dict::StateDict;
 use taks_core::methods::Method;
@@ -32,12 +30,16 @@ use taks_core::metrics::Summary;
 use taks_core::nn::{Architecture, pretrained};
 use taks_core::noise::NoiseKind;
 use taks_core::precision::Precision;
+use taks_core::settings::Choices;
+use taks_core::settings::TrainConfig;
 use web_time::Instant;
 
-use crate::device::{self, Chosen, DeviceChoice};
+use taks_core::settings::flags::DeviceChoice;
+
+use crate::device::{self, Chosen};
 use crate::folder_data::{self, RunData};
 use crate::picks::{self, MethodPick};
-use crate::{plot, progress, run_args, run_folder, table};
+use crate::{plot, progress, run_folder, table};
 
 mod tables;
 
@@ -265,11 +267,11 @@ fn cells_of(args: &ExperimentArgs, grid: &Grid) -> Result<Vec<Cell>> {
                     }
                     .build()?;
                     if let Some((path, state)) = &grid.init {
-                        let given = run_args::Given {
+                        let given = taks_core::settings::fine_tune::Given {
                             schedule: false,
                             epochs: grid.epochs_given,
                         };
-                        run_args::fine_tune(&mut config, path, state, given)?;
+                        config.fine_tune(path, state, given)?;
                     }
                     if let Some((architecture, input)) =
                         folder_choice.filter(|_| dataset == DatasetKind::Folder)

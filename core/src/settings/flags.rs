@@ -1,18 +1,30 @@
-//! The flags that define a run, shared by `train`, `bench` and `tune`, and the one
-//! validated [`TrainConfig`] they become through core's one way of building a run
-//! ([`Choices`]): a flag not given stays `None` and gets the paper's value there.
+//! The command line's flags that define a run, shared by `train`, `bench` and `tune`
+//! (feature `clap`), and the [`Choices`] they make: a flag not given stays `None` and
+//! gets the paper's value when the choices are built ([`super::paper`]).
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
 use clap::Args;
-use taks_core::choices::Choices;
-use taks_core::config::TrainConfig;
-use taks_core::data::DatasetKind;
-use taks_core::methods::Method;
-use taks_core::noise::NoiseKind;
 
-use crate::device::DeviceChoice;
+use super::choices::Choices;
+use super::config::TrainConfig;
+use super::gamma::noise_estimate;
+use crate::Result;
+use crate::data::DatasetKind;
+use crate::methods::Method;
+use crate::noise::NoiseKind;
+
+/// The compute device asked for (`--device`); the command line finds it
+/// (`native/src/device.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeviceChoice {
+    /// A hardware GPU if there is one, else the CPU.
+    Auto,
+    /// wgpu on the best adapter, even a software one; an error if there is none.
+    Gpu,
+    /// burn's flex CPU backend.
+    Cpu,
+}
 
 /// The flags that define a run, which `--resume` takes from the run's config.json.
 pub const RUN_SETTINGS: [&str; 20] = [
@@ -109,21 +121,6 @@ pub struct RunArgs {
     pub method_settings: MethodSettings,
 }
 
-impl RunArgs {
-    /// The run of `data` trained as `training`, every other choice the paper's.
-    pub fn of(data: DataArgs, training: TrainingArgs) -> Self {
-        RunArgs {
-            data,
-            test_limit: None,
-            k_ratio: None,
-            eta_ratio: None,
-            gamma: None,
-            training,
-            method_settings: MethodSettings::default(),
-        }
-    }
-}
-
 /// The data a run reads and the noise injected into its labels.
 #[derive(Args, Debug, Clone)]
 pub struct DataArgs {
@@ -183,7 +180,7 @@ pub struct TrainingArgs {
     /// and backward passes with f32 weights, Adam and batch norm; scoring and testing in
     /// f32). Mixed precision needs a GPU whose adapter has the type. Default: f32.
     #[arg(long, value_enum)]
-    pub precision: Option<taks_core::precision::Precision>,
+    pub precision: Option<crate::precision::Precision>,
 }
 
 /// The baselines' own settings; each defaults to the paper's value for the dataset and
@@ -205,135 +202,47 @@ pub struct MethodSettings {
     pub init_epoch: Option<usize>,
 }
 
-/// The choices of `args` for `method`.
-pub fn choices(args: &RunArgs, method: Method) -> Result<Choices> {
-    let settings = &args.method_settings;
-    let (data, training) = (&args.data, &args.training);
-    let noise_estimate = args.gamma.as_deref().map(noise_estimate).transpose()?;
-    Ok(Choices {
-        noise_estimate,
-        k_ratio: args.k_ratio,
-        eta_ratio: args.eta_ratio,
-        epochs: training.epochs,
-        seed: training.seed,
-        batch_size: training.batch_size,
-        learning_rate: training.lr,
-        decay_start: training.decay_start,
-        train_limit: data.train_limit,
-        test_limit: args.test_limit,
-        forget_rate: settings.forget_rate,
-        co_lambda: settings.co_lambda,
-        init_epoch: settings.init_epoch,
-        precision: training.precision,
-        ..Choices::new(data.dataset(), data.noise().0, data.noise().1, method)
-    })
-}
-
-pub fn build(args: &RunArgs, method: Method) -> Result<TrainConfig> {
-    Ok(choices(args, method)?.build()?)
-}
-
-/// gamma from `--gamma`: a number, or the estimated noise rate of the audit whose
-/// folder or summary.json it names.
-pub fn noise_estimate(given: &str) -> Result<f64> {
-    if let Ok(rate) = given.parse::<f64>() {
-        return Ok(rate);
-    }
-    let path = std::path::Path::new(given);
-    let summary = match path.is_dir() {
-        true => path.join("summary.json"),
-        false => path.to_path_buf(),
-    };
-    if !summary.is_file() {
-        bail!("--gamma {given}: neither a number nor an audit's folder or summary.json");
-    }
-    let text = std::fs::read_to_string(&summary)
-        .with_context(|| format!("cannot read {}", summary.display()))?;
-    let doc: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not valid JSON", summary.display()))?;
-    doc["estimated_noise_rate"].as_f64().with_context(|| {
-        format!(
-            "{}: no estimated_noise_rate (not the summary.json of taks audit)",
-            summary.display()
-        )
-    })
-}
-
-/// What a run started from pretrained weights leaves to the person (`--init`).
-pub struct Given {
-    /// `--lr` or `--decay-start` was given: the usual linear decay, not the steps.
-    pub schedule: bool,
-    /// `--epochs` was given.
-    pub epochs: bool,
-}
-
-/// Set `config` up to fine-tune the ResNet in the weights file `path` (`--init`), read
-/// here: see [`fine_tune`]. Returns the file's tensors.
-pub fn start_from(
-    config: &mut TrainConfig,
-    path: &std::path::Path,
-    given: Given,
-) -> Result<taks_core::formats::state_dict::StateDict> {
-    let state = taks_core::nn::pretrained::read(path)?;
-    fine_tune(config, path, &state, given)?;
-    Ok(state)
-}
-
-/// Set `config` up to fine-tune the ResNet whose tensors `state` the file `path` holds:
-/// the file's depth, its path recorded (so a resumed run prepares images the same way)
-/// and, unless `given` says otherwise, the paper's Clothing1M step schedule (its
-/// appendix: 15 epochs, a third each at 8e-4, 5e-4 and 5e-5). One line names the file
-/// when it is not a ResNet this config can take.
-pub fn fine_tune(
-    config: &mut TrainConfig,
-    path: &std::path::Path,
-    state: &taks_core::formats::state_dict::StateDict,
-    given: Given,
-) -> Result<()> {
-    use taks_core::nn::{Architecture, pretrained};
-    config.architecture = match pretrained::depth_of(state) {
-        Some(Ok(architecture)) => architecture,
-        _ => Architecture::ResNet18,
-    };
-    config.init = Some(taks_core::absolute(path));
-    pretrained::check_depth(state, config.architecture, path)?;
-    if !given.schedule {
-        if !given.epochs {
-            config.epochs = 15;
+impl RunArgs {
+    /// The run of `data` trained as `training`, every other choice the paper's.
+    pub fn of(data: DataArgs, training: TrainingArgs) -> Self {
+        RunArgs {
+            data,
+            test_limit: None,
+            k_ratio: None,
+            eta_ratio: None,
+            gamma: None,
+            training,
+            method_settings: MethodSettings::default(),
         }
-        config.learning_rate = 8e-4;
-        config.lr_steps = Some(config.clothing1m_steps());
     }
-    config.validate()?;
-    Ok(())
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+    /// The choices these flags make for `method`.
+    pub fn choices(&self, method: Method) -> Result<Choices> {
+        let args = self;
+        let settings = &args.method_settings;
+        let (data, training) = (&args.data, &args.training);
+        let noise_estimate = args.gamma.as_deref().map(noise_estimate).transpose()?;
+        Ok(Choices {
+            noise_estimate,
+            k_ratio: args.k_ratio,
+            eta_ratio: args.eta_ratio,
+            epochs: training.epochs,
+            seed: training.seed,
+            batch_size: training.batch_size,
+            learning_rate: training.lr,
+            decay_start: training.decay_start,
+            train_limit: data.train_limit,
+            test_limit: args.test_limit,
+            forget_rate: settings.forget_rate,
+            co_lambda: settings.co_lambda,
+            init_epoch: settings.init_epoch,
+            precision: training.precision,
+            ..Choices::new(data.dataset(), data.noise().0, data.noise().1, method)
+        })
+    }
 
-    /// `--gamma` takes a number, or the estimate of an audit named by its folder or its
-    /// summary.json; anything else is refused with what it is not.
-    #[test]
-    fn gamma_is_a_number_or_an_audits_estimate() {
-        assert_eq!(noise_estimate("0.3").unwrap(), 0.3);
-        let dir = std::env::temp_dir().join(format!("taks-gamma-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("summary.json"),
-            r#"{"samples": 10, "estimated_noise_rate": 0.215}"#,
-        )
-        .unwrap();
-        assert_eq!(noise_estimate(dir.to_str().unwrap()).unwrap(), 0.215);
-        let file = dir.join("summary.json");
-        assert_eq!(noise_estimate(file.to_str().unwrap()).unwrap(), 0.215);
-        std::fs::write(&file, r#"{"test_accuracy": 0.9}"#).unwrap();
-        let err = noise_estimate(file.to_str().unwrap())
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("no estimated_noise_rate"), "{err}");
-        let err = noise_estimate("half").unwrap_err().to_string();
-        assert!(err.contains("neither a number nor"), "{err}");
-        std::fs::remove_dir_all(&dir).unwrap();
+    /// The validated run these flags make for `method`.
+    pub fn config(&self, method: Method) -> Result<TrainConfig> {
+        self.choices(method)?.build()
     }
 }

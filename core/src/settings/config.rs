@@ -1,8 +1,7 @@
-//! The settings of one run, as plain data, with the paper's defaults.
+//! The settings of one run, as plain data, validated: what every run starts from.
 //!
 //! Saved as `config.json` beside every run's metrics, so a result always says how it
-//! was produced. The defaults of the settings particular methods read come from the
-//! methods' own table ([`crate::methods::settings`]).
+//! was produced. Each setting's default is the paper's ([`super::paper`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -75,41 +74,6 @@ pub struct TrainConfig {
 }
 
 impl TrainConfig {
-    /// The paper's settings for a dataset, noise and method: Adam 1e-3, batch 128,
-    /// 200 epochs with decay from epoch 80, and the tuned (k_ratio, eta_ratio).
-    pub fn paper(dataset: DatasetKind, noise: NoiseKind, noise_rate: f64, method: Method) -> Self {
-        let paper = |setting: Setting| setting.paper(dataset, noise, noise_rate);
-        TrainConfig {
-            dataset,
-            noise,
-            noise_rate,
-            method,
-            k_ratio: paper(Setting::KRatio),
-            eta_ratio: paper(Setting::EtaRatio),
-            epochs: 200,
-            seed: 0,
-            batch_size: 128,
-            learning_rate: 1e-3,
-            decay_start: 80,
-            architecture: if dataset.is_grey_28() {
-                Architecture::Mlp
-            } else {
-                Architecture::Cnn
-            },
-            train_limit: None,
-            test_limit: None,
-            eval_batch_size: 4096,
-            selection_engine: Engine::Wgsl,
-            forget_rate: paper(Setting::ForgetRate),
-            co_lambda: paper(Setting::CoLambda),
-            init_epoch: paper(Setting::InitEpoch) as usize,
-            folder_input: None,
-            init: None,
-            lr_steps: None,
-            precision: Precision::F32,
-        }
-    }
-
     /// [`TrainConfig::k`] for a training set of `n`, as an error when it selects
     /// nothing (checked before any work starts).
     pub fn checked_k(&self, n: usize) -> Result<usize> {
@@ -133,13 +97,6 @@ impl TrainConfig {
     /// eta of Algorithm 1: sqrt(k T) * eta_ratio.
     pub fn eta(&self, n: usize) -> f64 {
         eta_of(self.k(n), self.epochs, self.eta_ratio)
-    }
-
-    /// The paper's Clothing1M schedule over this run's epochs: its three rates, 8e-4,
-    /// 5e-4 and 5e-5, each for a third of the epochs (five each of 15).
-    pub fn clothing1m_steps(&self) -> Vec<(usize, f64)> {
-        let third = (self.epochs / 3).max(1);
-        vec![(0, 8e-4), (third, 5e-4), (2 * third, 5e-5)]
     }
 
     /// Reject settings no run could use, with a message naming the setting.
@@ -230,56 +187,6 @@ pub fn eta_of(k: usize, epochs: usize, eta_ratio: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn paper_defaults() {
-        let c = TrainConfig::paper(
-            DatasetKind::MnistDigits,
-            NoiseKind::Symmetric,
-            0.5,
-            Method::TAKS,
-        );
-        assert_eq!((c.k_ratio, c.eta_ratio), (0.35, 0.005));
-        assert_eq!(c.k(8000), 2800);
-        assert!((c.eta(8000) - (2800.0f64 * 200.0).sqrt() * 0.005).abs() < 1e-12);
-        let c = TrainConfig::paper(
-            DatasetKind::Cifar10,
-            NoiseKind::Asymmetric,
-            0.4,
-            Method::TAKS,
-        );
-        assert_eq!(
-            (c.k_ratio, c.eta_ratio, c.architecture),
-            (0.80, 0.0005, Architecture::Cnn)
-        );
-        let s = TrainConfig::paper(
-            DatasetKind::Mnist,
-            NoiseKind::Symmetric,
-            0.5,
-            Method::STANDARD,
-        );
-        assert_eq!(s.k(100), 100);
-        let j = TrainConfig::paper(
-            DatasetKind::Cifar10,
-            NoiseKind::Symmetric,
-            0.8,
-            Method::JOCOR,
-        );
-        assert_eq!((j.forget_rate, j.co_lambda, j.init_epoch), (0.8, 0.65, 20));
-        let a = TrainConfig::paper(DatasetKind::Mnist, NoiseKind::Asymmetric, 0.4, Method::ITLM);
-        assert_eq!((a.forget_rate, a.co_lambda, a.init_epoch), (0.2, 0.9, 0));
-        assert_eq!(a.k(1000), 800);
-        assert_eq!(
-            TrainConfig::paper(
-                DatasetKind::Mnist,
-                NoiseKind::Symmetric,
-                0.5,
-                Method::CO_TEACHING
-            )
-            .k(10),
-            10
-        );
-    }
 
     #[test]
     fn validation_names_the_setting() {

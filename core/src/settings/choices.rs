@@ -7,11 +7,11 @@
 //! ([`TrainConfig::paper`]), so no front end restates a default, and a change to the
 //! paper's values reaches all of them.
 
+use super::config::TrainConfig;
+use super::paper::k_ratio_for;
 use crate::Result;
-use crate::config::TrainConfig;
 use crate::data::DatasetKind;
 use crate::methods::Method;
-use crate::methods::settings::k_ratio_for;
 use crate::nn::Architecture;
 use crate::noise::NoiseKind;
 use crate::precision::Precision;
