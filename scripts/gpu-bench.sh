@@ -33,7 +33,7 @@
 #      (COOP=only runs these alone): the driver check of the kernel on cooperative
 #      matrices alone (`taks probe-coop`, at most 30 s), then, if it passed, the CNN and
 #      ResNet-18 in mixed precision with every convolution an implicit GEMM on cooperative
-#      matrices (TAKS_GPU_COOP=1 TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col,
+#      matrices (TAKS_GPU_COOP=1 TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=implicit,
 #      core/src/ops/conv/implicit.rs), each with its per-op clock (`--clock`) and beside
 #      PyTorch's autocast f16 and its TF32 defaults in the same process; a short table of
 #      every step's epochs and ratios last;
@@ -136,8 +136,8 @@ if [ "${F16:-}" != only ] && [ "${COOP:-}" != only ] && [ "${CLOCK:-}" != only ]
         # taks's tiled matmul with implicit patches (TAKS_GPU_MATMUL=tiled, not the default)
         # against the steps above, every convolution through it (no timings to make: their
         # limit fits a first process).
-        STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step cnn-32x32-tiled 50 "$TAKS" "${CNN[@]}"
-        STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col" step resnet18-224x224-tiled 50 "$TAKS" "${RESNET[@]}"
+        STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=implicit" step cnn-32x32-tiled 50 "$TAKS" "${CNN[@]}"
+        STEP_ENV="TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=implicit" step resnet18-224x224-tiled 50 "$TAKS" "${RESNET[@]}"
     fi
     if [ -n "$TAKS_SPIRV" ]; then
         # The driver check a SPIR-V build makes before it starts the GPU
@@ -184,7 +184,7 @@ if [ -n "${COOP:-}" ]; then
     probe=$(TAKS_GPU_COOP=1 timeout $((30 * LIMIT_SCALE)) "$TAKS" probe-coop 2>&1)
     echo "$probe (exit $?)" | tee -a "$OUT/coop-probe.md"
     if grep -q '^taks-probe-passed$' <<<"$probe"; then
-        IMPLICIT="TAKS_GPU_COOP=1 TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=im2col"
+        IMPLICIT="TAKS_GPU_COOP=1 TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=implicit"
         STEP_ENV=$IMPLICIT step cnn-32x32-f16-coop 200 "$TAKS" \
             "${CNN[@]}" --precision f16 --clock "${TORCH[@]}"
         STEP_ENV=$IMPLICIT step resnet18-224x224-f16-coop 150 \

@@ -38,8 +38,13 @@ pub enum GpuConv {
     /// training as `plain`.
     Folded,
     /// `im2col`: the scoring pass folded, and every convolution (training and scoring)
-    /// as im2col and a matmul, or, under `TAKS_GPU_MATMUL=tiled`, as the implicit one.
+    /// as im2col and a matmul (taks's tiled one under `TAKS_GPU_MATMUL=tiled`).
     Im2col,
+    /// `implicit`: the scoring pass folded, and every convolution as an implicit GEMM,
+    /// the patches formed as the product loads them (in f32 on the tiled matmul, in 16
+    /// bits on cooperative matrices under `TAKS_GPU_COOP=1`), where `TAKS_GPU_MATMUL`
+    /// offers it; as im2col where it does not.
+    Implicit,
     /// `auto`: as `im2col`, but each shape runs whichever [`Way`] measured fastest on this
     /// device the first time (the ways [`Switches::conv_ways`] leaves).
     Auto,
@@ -50,17 +55,18 @@ impl GpuConv {
         match value {
             None | Some("auto") => Ok(Self::Auto),
             Some("im2col") => Ok(Self::Im2col),
+            Some("implicit") => Ok(Self::Implicit),
             Some("folded") => Ok(Self::Folded),
             Some("plain") => Ok(Self::Plain),
             Some(other) => Err(format!(
-                "TAKS_GPU_CONV={other:?}: expected auto, im2col, folded or plain"
+                "TAKS_GPU_CONV={other:?}: expected auto, im2col, implicit, folded or plain"
             )),
         }
     }
 
     /// Whether convolutions go through taks's ways (in training too), not only burn's.
-    pub(crate) fn offers_im2col(self) -> bool {
-        matches!(self, Self::Im2col | Self::Auto)
+    pub(crate) fn offers_taks_ways(self) -> bool {
+        matches!(self, Self::Im2col | Self::Implicit | Self::Auto)
     }
 }
 
@@ -93,7 +99,7 @@ impl GpuMatmul {
 /// One way to run a convolution's forward pass on a wgpu device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Way {
-    /// burn's kernel (direct, on burn's WGSL compiler).
+    /// burn's own convolution kernel (no patches written out).
     Burn,
     /// im2col and a matmul, the patches written out ([`crate::ops::conv::im2col`]).
     Im2col,
@@ -246,25 +252,30 @@ impl Switches {
     }
 
     /// The way a convolution's forward pass takes under `how` without timing anything:
-    /// burn's where `how` offers no other, the implicit one under `im2col` with
-    /// `TAKS_GPU_MATMUL=tiled` (in f32, and in 16 bits under `TAKS_GPU_COOP=1`), im2col
-    /// under `im2col`; `None` under `auto`, where the fastest measured runs.
+    /// burn's where `how` offers no other, im2col under `im2col`, the implicit one under
+    /// `implicit` where [`Switches::conv_ways`] offers it (in f32 unless
+    /// `TAKS_GPU_MATMUL=burn`; in 16 bits under `TAKS_GPU_COOP=1` too), else im2col;
+    /// `None` under `auto`, where the fastest measured runs.
     pub fn forced_way(self, how: GpuConv, low: bool) -> Option<Way> {
         match how {
-            _ if !how.offers_im2col() => Some(Way::Burn),
-            GpuConv::Im2col if self.conv_ways(low) == [Way::Burn, Way::Implicit] => {
+            _ if !how.offers_taks_ways() => Some(Way::Burn),
+            GpuConv::Implicit if self.conv_ways(low).contains(&Way::Implicit) => {
                 Some(Way::Implicit)
             }
-            GpuConv::Im2col => Some(Way::Im2col),
+            GpuConv::Implicit | GpuConv::Im2col => Some(Way::Im2col),
             _ => None,
         }
     }
 
     /// The way a training step's backward pass takes for a convolution whose forward pass
-    /// measured `fastest` (`None` when it was not measured): the implicit one where it is
-    /// the only taks way left, or where it measured fastest; im2col otherwise (the
-    /// backward passes have no direct kernel).
+    /// measured `fastest` (`None` when it was not measured): the forced way's under
+    /// `im2col` and `implicit` ([`Switches::forced_way`]); under `auto` the implicit one
+    /// where it is the only taks way left, or where it measured fastest; im2col otherwise
+    /// (the backward passes do not take burn's own kernel).
     pub fn backward_way(self, low: bool, fastest: Option<Way>) -> Way {
+        if let conv @ (GpuConv::Im2col | GpuConv::Implicit) = self.conv {
+            return self.forced_way(conv, low).unwrap_or(Way::Im2col);
+        }
         let ways = self.conv_ways(low);
         match (ways, fastest) {
             ([Way::Burn, Way::Implicit], _) => Way::Implicit,
@@ -394,7 +405,7 @@ pub const KERNELS: &[Row] = &[
         variant: "im2col + matmul",
         place: Place::Wgpu,
         dtypes: ANY,
-        chosen: "`TAKS_GPU_CONV=im2col`; under `auto`, where it measured fastest (in bf16 its patches decline to burn's kernel)",
+        chosen: "`TAKS_GPU_CONV=im2col`, and `implicit` where that is not offered; under `auto`, where it measured fastest (in bf16 its patches decline to burn's kernel)",
     },
     Row {
         kernel: Kernel::ConvImplicit,
@@ -402,7 +413,7 @@ pub const KERNELS: &[Row] = &[
         variant: "implicit GEMM on the tiled matmul",
         place: Place::Wgpu,
         dtypes: F32,
-        chosen: "`TAKS_GPU_CONV=im2col` with `TAKS_GPU_MATMUL=tiled`; under `auto`, where it measured fastest",
+        chosen: "`TAKS_GPU_CONV=implicit` unless `TAKS_GPU_MATMUL=burn`; under `auto`, where it measured fastest",
     },
     Row {
         kernel: Kernel::ConvImplicitCoop,
@@ -410,7 +421,7 @@ pub const KERNELS: &[Row] = &[
         variant: "implicit GEMM on cooperative matrices (tensor cores), f32 sums",
         place: Place::Wgpu,
         dtypes: F16,
-        chosen: "under `TAKS_GPU_COOP=1`, where the adapter has cooperative matrices and their self-check passed: `TAKS_GPU_CONV=im2col` with `TAKS_GPU_MATMUL=tiled`; under `auto`, where it measured fastest",
+        chosen: "under `TAKS_GPU_COOP=1`, where the adapter has cooperative matrices and their self-check passed: `TAKS_GPU_CONV=implicit` unless `TAKS_GPU_MATMUL=burn`; under `auto`, where it measured fastest",
     },
     Row {
         kernel: Kernel::ConvFolded,
@@ -645,7 +656,7 @@ mod tests {
                 coop: true,
             })
         );
-        for conv in ["auto", "im2col", "folded", "plain"] {
+        for conv in ["auto", "im2col", "implicit", "folded", "plain"] {
             assert!(switches(&[("TAKS_GPU_CONV", conv)]).is_ok(), "{conv}");
         }
         assert_eq!(
@@ -733,8 +744,16 @@ mod tests {
             [Way::Burn, Way::Implicit]
         );
         assert_eq!(
-            coop(GpuMatmul::Tiled).forced_way(GpuConv::Im2col, true),
+            coop(GpuMatmul::Tiled).forced_way(GpuConv::Implicit, true),
             Some(Way::Implicit)
+        );
+        assert_eq!(
+            coop(GpuMatmul::Auto).forced_way(GpuConv::Implicit, true),
+            Some(Way::Implicit)
+        );
+        assert_eq!(
+            coop(GpuMatmul::Tiled).forced_way(GpuConv::Im2col, true),
+            Some(Way::Im2col)
         );
         assert_eq!(
             coop(GpuMatmul::Auto).backward_way(true, Some(Way::Implicit)),
@@ -792,23 +811,54 @@ mod tests {
         for how in [GpuConv::Plain, GpuConv::Folded] {
             assert_eq!(auto.forced_way(how, false), Some(Way::Burn));
         }
-        assert_eq!(auto.forced_way(GpuConv::Im2col, false), Some(Way::Im2col));
-        assert_eq!(
-            tiled.forced_way(GpuConv::Im2col, false),
-            Some(Way::Implicit)
-        );
-        assert_eq!(tiled.forced_way(GpuConv::Im2col, true), Some(Way::Im2col));
-        assert_eq!(auto.forced_way(GpuConv::Auto, false), None);
-
-        assert_eq!(tiled.backward_way(false, None), Way::Implicit);
-        assert_eq!(auto.backward_way(false, Some(Way::Implicit)), Way::Implicit);
-        assert_eq!(auto.backward_way(false, Some(Way::Burn)), Way::Im2col);
-        assert_eq!(auto.backward_way(false, None), Way::Im2col);
         let burn = Switches {
             matmul: GpuMatmul::Burn,
             ..auto
         };
+        // `im2col` is im2col under every matmul switch; `implicit` the implicit way
+        // wherever it is offered (not under `burn`, not in 16 bits without cooperative
+        // matrices), else im2col.
+        for switches in [auto, tiled, burn] {
+            for low in [false, true] {
+                assert_eq!(switches.forced_way(GpuConv::Im2col, low), Some(Way::Im2col));
+            }
+        }
+        assert_eq!(
+            auto.forced_way(GpuConv::Implicit, false),
+            Some(Way::Implicit)
+        );
+        assert_eq!(
+            tiled.forced_way(GpuConv::Implicit, false),
+            Some(Way::Implicit)
+        );
+        assert_eq!(burn.forced_way(GpuConv::Implicit, false), Some(Way::Im2col));
+        assert_eq!(tiled.forced_way(GpuConv::Implicit, true), Some(Way::Im2col));
+        assert_eq!(auto.forced_way(GpuConv::Auto, false), None);
+
+        // Under `auto` the backward pass follows what the forward pass measured; a forced
+        // way it follows whatever was measured.
+        assert_eq!(tiled.backward_way(false, None), Way::Implicit);
+        assert_eq!(auto.backward_way(false, Some(Way::Implicit)), Way::Implicit);
+        assert_eq!(auto.backward_way(false, Some(Way::Burn)), Way::Im2col);
+        assert_eq!(auto.backward_way(false, None), Way::Im2col);
         assert_eq!(burn.backward_way(false, Some(Way::Implicit)), Way::Im2col);
+        let forced = |conv, matmul| Switches {
+            conv,
+            matmul,
+            ..auto
+        };
+        assert_eq!(
+            forced(GpuConv::Im2col, GpuMatmul::Tiled).backward_way(false, Some(Way::Implicit)),
+            Way::Im2col
+        );
+        assert_eq!(
+            forced(GpuConv::Implicit, GpuMatmul::Auto).backward_way(false, Some(Way::Burn)),
+            Way::Implicit
+        );
+        assert_eq!(
+            forced(GpuConv::Implicit, GpuMatmul::Burn).backward_way(false, None),
+            Way::Im2col
+        );
     }
 
     /// Every kernel has exactly one row, and a row never claims a type on flex that the

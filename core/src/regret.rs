@@ -85,7 +85,7 @@ pub struct Regret {
 pub fn after_round(
     objective: Objective,
     total_selection_risk: f64,
-    hindsight_risk: f64,
+    total_hindsight_risk: f64,
     (n, k): (usize, usize),
     t: usize,
 ) -> Regret {
@@ -94,7 +94,7 @@ pub fn after_round(
         _ => None,
     };
     Regret {
-        regret: total_selection_risk - hindsight_risk,
+        regret: total_selection_risk - total_hindsight_risk,
         bound,
         paper_bound: bound.map(|_| paper_bound(n, k, t)),
     }

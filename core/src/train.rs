@@ -7,11 +7,13 @@
 //! samples in eval mode and let it choose the next k-set; then apply the schedule. The
 //! loop calls only the [`Rule`] trait; it never names a method
 //! ([`crate::methods::registry`] holds what differs). The parts live in `epoch`,
-//! `evaluate`, `first_stage`, `label_counts` and `checkpoint`. The samples stay on the
-//! host, in one copy, as they were read ([`crate::data::samples`]: image bytes, or f32
-//! values); each batch and each scoring block is gathered, scaled and standardised there
-//! and uploaded on its own, so memory grows with n only through per-sample scalars
-//! (labels, risks) and the sample store itself. The labels live on the device, and the
+//! `evaluate`, `inputs`, `first_stage`, `label_counts` and `checkpoint`. The samples stay
+//! on the host, in one copy, as they were read ([`crate::data::samples`]: image bytes, or
+//! f32 values); each batch and each scoring block is gathered, scaled and standardised
+//! there and uploaded on its own, so host memory grows with n only through per-sample
+//! scalars (labels, risks) and the sample store itself; on a GPU, a set whose inputs fit
+//! a budget is also kept on the device, and its batches gathered there ([`inputs`]). The
+//! labels live on the device, and the
 //! label-precision counts of the samples each network selected (for Co-teaching and
 //! Co-teaching+, those the other network trained on) are summed there.
 //!
@@ -20,7 +22,7 @@
 
 use burn::module::Module;
 use burn::tensor::activation::softmax;
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, FloatDType, Int, Tensor, TensorData};
 use web_time::Instant;
 
 use crate::data::{Dataset, DatasetKind, Samples, Split};
@@ -42,6 +44,7 @@ mod epoch;
 mod evaluate;
 mod first_stage;
 mod forward_rates;
+mod inputs;
 mod label_counts;
 mod launches;
 pub(crate) mod loss_scale;
@@ -55,23 +58,43 @@ pub use loss_scale::LossScale;
 pub use to_the_end::{After, Next, Quietly, Watch};
 
 use evaluate::score;
+use inputs::Inputs;
 
-/// A dataset part: its samples on the host, gathered a batch at a time, and its labels
+/// A dataset part: its samples on the host, gathered a batch at a time, or its inputs
+/// kept on the GPU ([`inputs`]), and its labels
 /// on the device.
 struct PartSet {
     samples: Samples,
+    /// The same inputs on the GPU, where they are kept ([`inputs::keep`]).
+    kept: inputs::Kept,
     labels: Tensor<1, Int>,
     len: usize,
 }
 
 impl PartSet {
-    fn new(data: Dataset, labels: &[u32], device: &Device) -> Self {
+    /// `left`: what remains of the bytes a run keeps on a GPU ([`inputs::KEPT_BYTES`]);
+    /// `low`: a mixed-precision step's type, for the set its batches are gathered from.
+    fn new(
+        data: Dataset,
+        labels: &[u32],
+        device: &Device,
+        left: &mut usize,
+        low: Option<FloatDType>,
+    ) -> Self {
         let n = labels.len();
         let labels: Vec<i32> = labels.iter().map(|&l| l as i32).collect();
         PartSet {
+            kept: inputs::keep(&data.samples, device, left, low),
             samples: data.samples,
             labels: Tensor::from_data(TensorData::new(labels, [n]), device),
             len: n,
+        }
+    }
+
+    fn inputs(&self) -> Inputs<'_> {
+        Inputs {
+            samples: &self.samples,
+            kept: Some(&self.kept),
         }
     }
 }
@@ -179,9 +202,13 @@ impl Trainer {
         let clean: Vec<f32> = (0..n).map(|i| labels.is_clean(i) as u8 as f32).collect();
         let test_labels = test.labels.clone();
         let config_scales = config.precision.scales_loss();
+        let mut left = inputs::KEPT_BYTES;
+        let low = config.precision.low();
+        let train = PartSet::new(train, &labels.noisy_labels, device, &mut left, low);
+        let test = PartSet::new(test, &test_labels, device, &mut left, None);
         Ok(Trainer {
-            train: PartSet::new(train, &labels.noisy_labels, device),
-            test: PartSet::new(test, &test_labels, device),
+            train,
+            test,
             val: None,
             clean: Tensor::from_data(TensorData::new(clean, [n]), device),
             classes,
@@ -235,7 +262,8 @@ impl Trainer {
             )));
         }
         let labels = val.labels.clone();
-        self.val = Some(PartSet::new(val, &labels, &self.device));
+        let mut left = inputs::KEPT_BYTES - self.train.kept.bytes() - self.test.kept.bytes();
+        self.val = Some(PartSet::new(val, &labels, &self.device, &mut left, None));
         Ok(())
     }
 
@@ -288,7 +316,7 @@ impl Trainer {
     pub async fn probabilities(&self, samples: &Samples) -> Result<Vec<f32>> {
         let logits = score(
             self.networks().first(),
-            samples,
+            Inputs::host(samples),
             self.config.eval_batch_size,
             &self.device,
         );
@@ -319,7 +347,7 @@ impl Trainer {
         let logits = self.selector().is_some().then(|| {
             score(
                 self.networks().first(),
-                &self.train.samples,
+                self.train.inputs(),
                 self.config.eval_batch_size,
                 &self.device,
             )
@@ -367,7 +395,7 @@ impl Trainer {
                 let regret = after_round(
                     objective,
                     self.total_selection_risk,
-                    update.hindsight_risk,
+                    update.total_hindsight_risk,
                     (self.train.len, self.k),
                     t,
                 );

@@ -27,6 +27,7 @@ mod probe;
 mod progress;
 mod run_folder;
 mod spirv_probe;
+mod summary_table;
 mod table;
 mod train_command;
 mod tune;

@@ -15,7 +15,7 @@ use crate::folder_data;
 use crate::run_folder::{
     CHECKPOINT, Event, Options, read_run_config, saved_checkpoint, train_into,
 };
-use crate::{device, model_file, out_dir, progress, table};
+use crate::{device, model_file, out_dir, progress, summary_table};
 use taks_core::settings::flags::{RUN_SETTINGS, RunArgs};
 
 #[derive(Args, Debug)]
@@ -188,7 +188,11 @@ fn report(out: &Path, config: TrainConfig, summary: Summary, keeps_model: bool) 
     }
     println!(
         "{}",
-        table::render(&[table::Row::new(out.display().to_string(), config, summary)])
+        summary_table::render(&[summary_table::Row::new(
+            out.display().to_string(),
+            config,
+            summary
+        )])
     );
     let model = match keeps_model {
         true => format!(",{},{}", model_file::WEIGHTS, model_file::DESCRIPTION),
@@ -216,8 +220,8 @@ pub fn epoch_line(m: &EpochMetrics) -> String {
         m.epoch,
         m.train_loss,
         m.test_accuracy * 100.0,
-        table::percent(m.label_precision),
-        table::percent(m.label_recall),
+        summary_table::percent(m.label_precision),
+        summary_table::percent(m.label_recall),
         m.epoch_seconds
     )
 }

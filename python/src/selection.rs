@@ -174,7 +174,7 @@ fn step_dict<'py>(py: Python<'py>, step: &Step) -> PyResult<Bound<'py, PyDict>> 
     d.set_item("epoch", step.epoch)?;
     d.set_item("selection_risk", step.selection_risk)?;
     d.set_item("total_selection_risk", step.total_selection_risk)?;
-    d.set_item("hindsight_risk", step.hindsight_risk)?;
+    d.set_item("total_hindsight_risk", step.total_hindsight_risk)?;
     d.set_item("regret", step.regret.regret)?;
     d.set_item("regret_bound", step.regret.bound)?;
     d.set_item("paper_bound", step.regret.paper_bound)?;

@@ -35,9 +35,10 @@ class Step:
     selection_risk: float
     #: The sum of ``selection_risk`` over the epochs so far.
     total_selection_risk: float
-    #: The risk of the best fixed k-set in hindsight (the k smallest of L_t).
-    hindsight_risk: float
-    #: ``total_selection_risk - hindsight_risk``.
+    #: Over the epochs so far: the risk of the best fixed k-set in hindsight (the k
+    #: smallest of L_t).
+    total_hindsight_risk: float
+    #: ``total_selection_risk - total_hindsight_risk``.
     regret: float
     #: The bound on FPL's expected regret at this eta (None for eta = 0 and greedy).
     regret_bound: float | None

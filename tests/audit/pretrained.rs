@@ -105,7 +105,7 @@ fn embed_writes_the_centre_crops_features_and_audit_init_uses_them() {
     // `ops::conv::choice`).
     let on_gpu = dir.join("embedded-gpu");
     ok_with(
-        &[("TAKS_GPU_CONV", "im2col"), ("TAKS_GPU_MATMUL", "tiled")],
+        &[("TAKS_GPU_CONV", "implicit")],
         &[
             "embed",
             data.to_str().unwrap(),

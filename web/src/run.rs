@@ -18,10 +18,9 @@ use taks_core::methods::Method;
 use taks_core::noise::NoiseKind;
 use taks_core::selection::trail::{Reading, Trail};
 use taks_core::selection::{Engine, Objective};
-use taks_core::settings::Choices;
-use taks_core::settings::TrainConfig;
 use taks_core::settings::paper::tuned_ratios;
-use taks_core::train::Trainer;
+use taks_core::settings::{Choices, TrainConfig};
+use taks_core::train::{After, Next, Trainer};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
@@ -193,7 +192,14 @@ impl Run {
             let mut trainer = take(&cell)?;
             let result = async {
                 start_trail(&trainer, &trail).await?;
-                let metrics = trainer.run_epoch().await?;
+                // The one loop every front end runs, stopped after its first epoch: the
+                // page's lessons pause between epochs at JavaScript's pace.
+                let mut history = Vec::new();
+                let mut one = After(|_: &Trainer, _: &[_]| Ok::<_, taks_core::Error>(Next::Stop));
+                trainer.run_to_end(&mut history, &mut one).await?;
+                let metrics = history
+                    .pop()
+                    .ok_or_else(|| taks_core::Error::Input("the run has no epoch left".into()))?;
                 if let Some(selector) = trainer.selector() {
                     // Read first, then hold the trail only for the push: the page may
                     // ask for a sample while the device read is pending.

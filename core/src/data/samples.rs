@@ -163,6 +163,15 @@ impl Samples {
         }
     }
 
+    /// Whether the store is in memory (values, or bytes held in memory), not read from
+    /// a file as needed.
+    pub fn in_memory(&self) -> bool {
+        match &*self.store {
+            Store::Values(_) => true,
+            Store::Bytes(source) => source.in_memory().is_some(),
+        }
+    }
+
     /// Whether the store holds image bytes (rather than f32 values).
     pub fn is_bytes(&self) -> bool {
         matches!(&*self.store, Store::Bytes(_))

@@ -150,18 +150,13 @@ mod tests {
         // The f16 step under each way its convolutions may be made to take, handed to the
         // plan in turn: as the environment leaves them (timed per shape), every one by
         // im2col (its products on cooperative matrices where there are some), and every
-        // one an implicit GEMM (on them too, in 16 bits).
-        use crate::plan::{GpuConv, GpuMatmul, Switches};
+        // one an implicit GEMM (on them too, in 16 bits; im2col without them).
+        use crate::plan::{GpuConv, Switches};
         use crate::test_support::switch_on;
         let environment = Switches::environment();
-        for (conv, matmul) in [
-            (environment.conv, environment.matmul),
-            (GpuConv::Im2col, GpuMatmul::Auto),
-            (GpuConv::Im2col, GpuMatmul::Tiled),
-        ] {
+        for conv in [environment.conv, GpuConv::Im2col, GpuConv::Implicit] {
             let switches = Switches {
                 conv,
-                matmul,
                 ..environment
             };
             let (f16s, kernels) = switches.during(|| {
@@ -179,10 +174,11 @@ mod tests {
                 .filter(|(k, _)| k.starts_with("taks_matmul_coop"))
                 .map(|(_, n)| n)
                 .sum();
-            if switch_on("TAKS_EXPECT_COOP") && conv == GpuConv::Im2col {
+            if switch_on("TAKS_EXPECT_COOP") && matches!(conv, GpuConv::Im2col | GpuConv::Implicit)
+            {
                 assert!(
                     coop > 0,
-                    "{conv:?}, {matmul:?}: no product on cooperative matrices: {kernels:?}"
+                    "{conv:?}: no product on cooperative matrices: {kernels:?}"
                 );
             } else if !switch_on("TAKS_GPU_COOP") {
                 assert_eq!(coop, 0, "{kernels:?}");

@@ -56,14 +56,14 @@ impl CpuEngine {
     ) -> Result<(Update, Vec<u32>)> {
         let update = Update {
             selection_risk: self.current.iter().map(|&i| theta[i as usize] as f64).sum(),
-            hindsight_risk: 0.0,
+            total_hindsight_risk: 0.0,
             risk_sum: theta.iter().map(|&t| t as f64).sum(),
         };
         self.cumulative
             .iter_mut()
             .zip(&theta)
             .for_each(|(l, t)| *l += t);
-        let hindsight_risk = cpu_reference::k_smallest(&self.cumulative, params.k)
+        let total_hindsight_risk = cpu_reference::k_smallest(&self.cumulative, params.k)
             .iter()
             .map(|&i| self.cumulative[i as usize] as f64)
             .sum();
@@ -78,7 +78,7 @@ impl CpuEngine {
         self.current = next.clone();
         Ok((
             Update {
-                hindsight_risk,
+                total_hindsight_risk,
                 ..update
             },
             next,

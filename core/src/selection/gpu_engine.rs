@@ -74,7 +74,7 @@ impl GpuEngine {
         let values = read_floats(scalars, "selection results").await?;
         let update = Update {
             selection_risk: values[0] as f64,
-            hindsight_risk: values[1] as f64,
+            total_hindsight_risk: values[1] as f64,
             risk_sum: values[2] as f64,
         };
         self.mask = next.mask;

@@ -34,10 +34,11 @@ use crate::{Error, Result};
 /// What the selector reports after scoring an epoch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Update {
-    /// d_t . theta_t for the set that was trained on.
+    /// This epoch's: d_t . theta_t for the set that was trained on.
     pub selection_risk: f64,
-    /// The risk of the best fixed k-set in hindsight: the k smallest entries of L_t.
-    pub hindsight_risk: f64,
+    /// Over epochs 1..t: the risk of the best fixed k-set in hindsight, the k smallest
+    /// entries of L_t (the counterpart of the trainer's `total_selection_risk`).
+    pub total_hindsight_risk: f64,
     /// sum_i theta_i over all n samples (NaN or infinite when any risk is).
     pub risk_sum: f64,
 }

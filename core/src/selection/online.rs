@@ -28,12 +28,12 @@ pub enum Scores<'a> {
 pub struct Step {
     /// The round just scored (1-based).
     pub epoch: usize,
-    /// d_t . theta_t for the set that was trained on.
+    /// This round's: d_t . theta_t for the set that was trained on.
     pub selection_risk: f64,
     /// The sum of `selection_risk` over the rounds so far.
     pub total_selection_risk: f64,
-    /// The risk of the best fixed k-set in hindsight.
-    pub hindsight_risk: f64,
+    /// Over the rounds so far: the risk of the best fixed k-set in hindsight.
+    pub total_hindsight_risk: f64,
     pub regret: Regret,
 }
 
@@ -158,11 +158,11 @@ impl OnlineSelection {
             epoch,
             selection_risk: update.selection_risk,
             total_selection_risk: self.total_selection_risk,
-            hindsight_risk: update.hindsight_risk,
+            total_hindsight_risk: update.total_hindsight_risk,
             regret: after_round(
                 self.params.objective,
                 self.total_selection_risk,
-                update.hindsight_risk,
+                update.total_hindsight_risk,
                 (self.n, self.params.k),
                 epoch,
             ),
@@ -277,7 +277,7 @@ mod tests {
             moved |= next != first;
             assert_eq!(online.current(), &next[..], "round {t}");
             assert_eq!(step.selection_risk, update.selection_risk);
-            assert_eq!(step.hindsight_risk, update.hindsight_risk);
+            assert_eq!(step.total_hindsight_risk, update.total_hindsight_risk);
         }
         assert!(
             moved,

@@ -6,7 +6,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Int, Tensor, TensorData};
 
 use super::Trainer;
-use super::evaluate::{inputs, score};
+use super::evaluate::score;
 use super::loss_scale::DeviceLossScale;
 use crate::Result;
 use crate::methods::{self, BatchAt, EpochSet, Rule};
@@ -30,7 +30,7 @@ impl Trainer {
                 let networks = self.networks();
                 let logits = score(
                     networks.first(),
-                    &self.train.samples,
+                    self.train.inputs(),
                     self.config.eval_batch_size,
                     &self.device,
                 );
@@ -130,7 +130,10 @@ impl Trainer {
         let len = picked.len();
         let idx = indices_tensor(picked, &self.device);
         let precision = self.config.precision;
-        let x = inputs(&self.train.samples, picked, &idx, &self.device, precision);
+        let x = self
+            .train
+            .inputs()
+            .batch(picked, &idx, &self.device, precision);
         // The batch's noisy labels from the host copy: an upload, not a gather kernel.
         let noisy = &self.labels.noisy_labels;
         let y: Vec<i32> = picked.iter().map(|&i| noisy[i as usize] as i32).collect();

@@ -61,7 +61,7 @@ impl Trainer {
         Box::pin(stage.run_to_end(&mut Vec::new(), &mut keep_the_best)).await?;
         let logits = score(
             best.first(),
-            &self.train.samples,
+            self.train.inputs(),
             self.config.eval_batch_size,
             &self.device,
         );

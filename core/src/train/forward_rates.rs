@@ -15,7 +15,8 @@ use std::time::Instant;
 use burn::tensor::Tensor;
 
 use super::Trainer;
-use super::evaluate::{score, upload};
+use super::evaluate::score;
+use super::inputs::Inputs;
 use crate::{Error, Result};
 
 /// Training samples per second through each forward pass, every network of the method
@@ -66,7 +67,10 @@ impl Trainer {
         let start = Instant::now();
         let mut last = None;
         for at in (0..n).step_by(batch) {
-            let x = upload(&self.train.samples, at, batch.min(n - at), &self.device);
+            let x = self
+                .train
+                .inputs()
+                .rows(at, batch.min(n - at), &self.device);
             last = networks
                 .forward_in(x, self.config.precision)
                 .pop()
@@ -83,7 +87,7 @@ impl Trainer {
         for net in self.networks().iter() {
             last = Some(score(
                 net,
-                &samples,
+                Inputs::host(&samples),
                 self.config.eval_batch_size,
                 &self.device,
             ));

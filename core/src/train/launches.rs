@@ -102,12 +102,7 @@ impl Trainer {
 
         let net = self.networks();
         let chunk = self.config.eval_batch_size.min(self.train.len);
-        let mut x = Some(super::evaluate::upload(
-            &self.train.samples,
-            0,
-            chunk,
-            &self.device,
-        ));
+        let mut x = Some(self.train.inputs().rows(0, chunk, &self.device));
         // The scorer is prepared once per pass (its folding is not per chunk).
         let scorer = net.first().scorer();
         let scoring = measure(&self.device, &mut || {

@@ -6,9 +6,9 @@
 //!
 //! Why: each of those used to write its own `while !trainer.is_done()` with its own
 //! progress and stopping, so a change to how an epoch is driven had five places to go,
-//! and Python would have made a sixth. The page is the one front end that drives epochs
-//! one at a time (its lessons pause between them, at JavaScript's pace), so it calls
-//! [`Trainer::run_epoch`] itself.
+//! and Python would have made a sixth. The page drives epochs one at a time (its lessons
+//! pause between them, at JavaScript's pace): it runs this loop with a [`Watch`] that
+//! stops after the first.
 
 use super::Trainer;
 use crate::metrics::EpochMetrics;

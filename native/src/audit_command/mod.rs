@@ -151,24 +151,31 @@ pub fn parse_size(text: &str) -> std::result::Result<(u32, u32), String> {
 }
 
 pub fn run(args: AuditArgs) -> Result<()> {
-    // The device first: a precision it cannot run is refused before a folder is made or
-    // an image decoded, and with --init the embedding (minutes) runs on it too.
+    request::check_flags(&args)?;
+    // The device next: a precision it cannot run is refused before a folder is made or
+    // an image decoded, and with --init the embedding (minutes) runs on it too, into the
+    // audit's folder.
     let mut precision = args.precision.unwrap_or_default();
     let (chosen, fell_back) = device::for_precision(args.device, &mut precision)?;
-    let (args, backbone) = match &args.init {
+    let (args, backbone, out) = match &args.init {
         Some(_) => {
-            let (args, backbone) = pretrained::embedded(args, &chosen.device)?;
-            (args, Some(backbone))
+            let (args, backbone, out) = pretrained::embedded(args, &chosen.device)?;
+            (args, Some(backbone), Some(out))
         }
-        None => (args, None),
+        None => (args, None, None),
     };
-    let mut read = request::of(&args)?.read(request::flag)?;
+    let mut read = request::of(&args).read(request::flag)?;
     read.choices.precision = precision;
     if let Some(line) = fell_back {
         eprintln!("{line}");
     }
-    let default = format!("audits/{}", read.name());
-    let out = out_dir::prepare(args.out.as_deref(), &default, "suspects.csv", "an audit")?;
+    let out = match out {
+        Some(out) => out,
+        None => {
+            let default = format!("audits/{}", read.name());
+            out_dir::prepare(args.out.as_deref(), &default, "suspects.csv", "an audit")?
+        }
+    };
     let say = |line: String| {
         if !args.quiet {
             eprintln!("{line}");

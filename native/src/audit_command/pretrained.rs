@@ -8,6 +8,8 @@
 //! TAkS costs hours on a CPU. Fine-tuning is `taks train --init` (not chosen here by
 //! `--budget`).
 
+use std::path::PathBuf;
+
 use anyhow::{Result, bail};
 use burn::tensor::Device;
 use taks_core::audit::source::Backbone;
@@ -19,9 +21,9 @@ use crate::{out_dir, progress};
 /// Why the audit does not fine-tune, in the summary's words.
 const WHY: &str = "the audit runs an MLP on the pretrained backbone's features, which costs seconds; fine-tuning the backbone with TAkS (taks train --init) costs hours on a CPU, so --budget does not choose it";
 
-/// `args` with DATA replaced by the embeddings of the folder DATA, computed on `device`
-/// (and the output folder made, holding them), and what they are.
-pub fn embedded(mut args: AuditArgs, device: &Device) -> Result<(AuditArgs, Backbone)> {
+/// `args` with DATA replaced by the embeddings of the folder DATA, computed on `device`,
+/// what they are, and the audit's output folder, made here to hold them.
+pub fn embedded(mut args: AuditArgs, device: &Device) -> Result<(AuditArgs, Backbone, PathBuf)> {
     let (Some(init), Some(data)) = (args.init.take(), args.data.clone()) else {
         unreachable!("called with --init and DATA (clap: --init conflicts with --dataset)");
     };
@@ -76,6 +78,5 @@ pub fn embedded(mut args: AuditArgs, device: &Device) -> Result<(AuditArgs, Back
     };
     args.data = Some(embedded.matrix());
     args.labels = Some(embedded.labels());
-    args.out = Some(out);
-    Ok((args, backbone))
+    Ok((args, backbone, out))
 }

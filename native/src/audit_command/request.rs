@@ -9,9 +9,8 @@ use taks_core::data::cache::Cache;
 
 use super::AuditArgs;
 
-/// The request the flags make, once the flags only the built-in sets take are checked.
-pub fn of(args: &AuditArgs) -> Result<AuditRequest> {
-    check_flags(args)?;
+/// The request the flags make.
+pub fn of(args: &AuditArgs) -> AuditRequest {
     let source = SourceSpec {
         data: args.data.clone(),
         dataset: args.dataset,
@@ -41,7 +40,7 @@ pub fn of(args: &AuditArgs) -> Result<AuditRequest> {
         learning_rate: args.lr,
         precision: args.precision.unwrap_or_default(),
     };
-    Ok(AuditRequest { source, choices })
+    AuditRequest { source, choices }
 }
 
 /// A setting as the command line spells it: `k_ratio` is `--k-ratio`.
@@ -52,7 +51,7 @@ pub fn flag(setting: &'static str) -> String {
 /// The flags' values that only the built-in sets take, checked before anything is
 /// read (clap's `requires` is not checked against an argument that conflicts with a
 /// present one, DATA); the audit's own choices are the core's to check.
-fn check_flags(args: &AuditArgs) -> Result<()> {
+pub fn check_flags(args: &AuditArgs) -> Result<()> {
     let builtin_only = [
         ("--data-dir", args.data_dir.is_some()),
         ("--noise", args.noise.is_some()),

@@ -39,7 +39,7 @@ use taks_core::settings::flags::DeviceChoice;
 use crate::device::{self, Chosen};
 use crate::folder_data::{self, RunData};
 use crate::picks::{self, MethodPick};
-use crate::{plot, progress, run_folder, table};
+use crate::{plot, progress, run_folder, summary_table};
 
 mod tables;
 
@@ -443,7 +443,7 @@ fn finished(cell: &Cell) -> Result<bool> {
     if !cell.dir.join("summary.json").exists() {
         return Ok(false);
     }
-    let row = table::read_run(&cell.dir)?;
+    let row = summary_table::read_run(&cell.dir)?;
     if row.config != cell.config {
         bail!(
             "{} holds a finished run with other settings than this grid's (epochs, limits, precision or method settings); use another --out",

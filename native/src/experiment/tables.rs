@@ -12,7 +12,7 @@ use taks_core::noise::NoiseKind;
 use taks_core::precision::Precision;
 
 use super::{Cell, ExperimentArgs, noise_label};
-use crate::table;
+use crate::summary_table;
 
 /// One (dataset, noise, method) over its seeds.
 pub(super) struct Aggregate {
@@ -36,10 +36,10 @@ fn mean_std(values: &[f64]) -> (f64, f64) {
 }
 
 pub(super) fn collect(cells: &[Cell]) -> Result<HashMap<Key, Aggregate>> {
-    let mut groups: HashMap<Key, Vec<(table::Row, Vec<EpochMetrics>)>> = HashMap::new();
+    let mut groups: HashMap<Key, Vec<(summary_table::Row, Vec<EpochMetrics>)>> = HashMap::new();
     for cell in cells {
-        let row = table::read_run(&cell.dir)?;
-        let history = table::read_metrics(&cell.dir)?;
+        let row = summary_table::read_run(&cell.dir)?;
+        let history = summary_table::read_metrics(&cell.dir)?;
         let c = &cell.config;
         groups
             .entry((c.dataset, noise_label(c.noise, c.noise_rate), c.method))
@@ -49,8 +49,9 @@ pub(super) fn collect(cells: &[Cell]) -> Result<HashMap<Key, Aggregate>> {
     Ok(groups
         .into_iter()
         .map(|(key, runs)| {
-            let col =
-                |f: fn(&table::Row) -> f64| runs.iter().map(|(r, _)| f(r)).collect::<Vec<_>>();
+            let col = |f: fn(&summary_table::Row) -> f64| {
+                runs.iter().map(|(r, _)| f(r)).collect::<Vec<_>>()
+            };
             let epochs = runs.iter().map(|(_, h)| h.len()).min().unwrap_or(0);
             let mean_curve = (0..epochs)
                 .map(|e| {

@@ -44,7 +44,7 @@ pub(crate) struct ConvShape {
 /// adapter.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Measured {
-    /// burn's own kernel (on the WGSL compiler a direct convolution).
+    /// burn's own convolution kernel.
     pub burn: f64,
     pub im2col: f64,
     pub implicit: f64,
@@ -550,7 +550,7 @@ mod tests {
         let x = random([4, 5, 13, 11], Distribution::Default, 1, &device);
         let w = random([4, 5, 3, 3], Distribution::Default, 2, &device);
         let runs = Cell::new(0);
-        let direct = || {
+        let burns = || {
             runs.set(runs.get() + 1);
             burn::tensor::module::conv2d(
                 x.clone(),
@@ -559,7 +559,7 @@ mod tests {
                 burn::tensor::ops::ConvOptions::new([1, 1], [1, 1], [1, 1], 1),
             )
         };
-        let run = |_: Way| Some(direct());
+        let run = |_: Way| Some(burns());
         let first = forward_fastest(GpuConv::Auto, shape.clone(), &device, run);
         // Measuring runs each way three times, then the chosen one.
         let ways = Switches::current().conv_ways(false).len();

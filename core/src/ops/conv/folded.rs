@@ -76,7 +76,7 @@ impl FoldedConv {
     /// The folded layer on `x` `[N, C, H, W]`, then ReLU when `relu`.
     pub(crate) fn forward(&self, x: Tensor<4>, with_relu: bool) -> Tensor<4> {
         let g = self.geometry;
-        let direct = || {
+        let burns = || {
             let y = conv2d(
                 x.clone(),
                 self.weight.clone(),
@@ -95,7 +95,7 @@ impl FoldedConv {
         };
         let _clocked = shape.clocked("conv scoring (batch norm folded)");
         forward_fastest(self.how, shape, &x.device(), |way| match way {
-            Way::Burn => Some(direct()),
+            Way::Burn => Some(burns()),
             Way::Im2col => im2col::conv2d(&x, &self.columns, Some(&self.bias), g, with_relu),
             Way::Implicit => implicit::conv2d(&x, &self.columns, Some(&self.bias), g, with_relu),
         })

@@ -49,7 +49,7 @@ use crate::precision::is_low;
 #[backend_extension(Autodiff, Cube)]
 pub trait Im2colConv: Backend {
     /// `conv2d(x, weight)` without bias, stride `(sh, sw)`, symmetric padding `(ph, pw)`:
-    /// as `TAKS_GPU_CONV=im2col` says when `always`, else by whichever way measured
+    /// by the way `how` forces (`im2col`, `implicit`), else by whichever way measured
     /// fastest for the shape ([`forward_fastest`]).
     ///
     /// Implemented on wgpu (`Cube`) and its autodiff alone: [`forward`] sends nothing else
@@ -62,7 +62,7 @@ pub trait Im2colConv: Backend {
         sw: usize,
         ph: usize,
         pw: usize,
-        always: bool,
+        how: GpuConv,
     ) -> FloatTensor<Self>;
 }
 
@@ -74,7 +74,7 @@ impl Im2colConv for Cube {
         sw: usize,
         ph: usize,
         pw: usize,
-        always: bool,
+        how: GpuConv,
     ) -> FloatTensor<Self> {
         let options = ConvOptions::new([sh, sw], [ph, pw], [1, 1], 1);
         let x = Tensor::<4>::from_primitive::<Cube>(x);
@@ -86,11 +86,6 @@ impl Im2colConv for Cube {
             padding: [ph, pw],
         };
         let columns = im2col::columns(weight.clone());
-        let how = if always {
-            GpuConv::Im2col
-        } else {
-            GpuConv::Auto
-        };
         let shape = ConvShape {
             input: x.dims(),
             weight: weight.dims(),
@@ -217,7 +212,7 @@ impl<C: CheckpointStrategy> Im2colConv for Autodiff<Cube, C> {
         sw: usize,
         ph: usize,
         pw: usize,
-        always: bool,
+        how: GpuConv,
     ) -> FloatTensor<Self> {
         #[derive(Debug)]
         struct ConvBackward;
@@ -269,7 +264,7 @@ impl<C: CheckpointStrategy> Im2colConv for Autodiff<Cube, C> {
                     sw,
                     ph,
                     pw,
-                    always,
+                    how,
                 );
                 prep.finish((x_state, weight_state, options), y)
             }
@@ -280,7 +275,7 @@ impl<C: CheckpointStrategy> Im2colConv for Autodiff<Cube, C> {
                 sw,
                 ph,
                 pw,
-                always,
+                how,
             )),
         }
     }
@@ -327,7 +322,7 @@ fn unbiased(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> (Tensor<4>, Option<Ten
         stride: [sh, sw],
         padding: [ph, pw],
         ..
-    }) = geometry.filter(|_| how.offers_im2col() && Kernel::ConvIm2col.runs_for(&x))
+    }) = geometry.filter(|_| how.offers_taks_ways() && Kernel::ConvIm2col.runs_for(&x))
     else {
         return match low {
             Some(low) => crate::ops::mixed_precision::conv(conv, x, low),
@@ -345,7 +340,7 @@ fn unbiased(conv: &Conv2d, x: Tensor<4>, how: GpuConv) -> (Tensor<4>, Option<Ten
         sw,
         ph,
         pw,
-        how == GpuConv::Im2col,
+        how,
     );
     (
         Tensor::<4>::from_dispatch(y),
@@ -368,56 +363,65 @@ mod tests {
         crate::test_support::gap(a, b) / largest(b)
     }
 
-    /// On lavapipe, the im2col convolution against burn's own, forward and backward
-    /// (the input's and the weights' gradients), with and without bias and stride.
+    /// On lavapipe, taks's convolutions against burn's own, forward and backward (the
+    /// input's and the weights' gradients), with and without bias and stride: every one
+    /// by im2col, then every one implicit, under each matmul switch.
     #[test]
-    fn im2col_training_convolution_is_burns() {
+    fn taks_training_convolutions_are_burns() {
         crate::test_support::under_each_matmul(|| {
-            let device = crate::gpu::direct::start()
-                .expect("a wgpu adapter")
-                .0
-                .autodiff();
-            for (kernel, stride, pad, bias) in [(3, 1, 1, true), (3, 2, 1, false), (7, 2, 3, false)]
-            {
-                let config = Conv2dConfig::new([4, 6], [kernel, kernel])
-                    .with_stride([stride, stride])
-                    .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
-                    .with_bias(bias);
-                let conv =
-                    drawn_from_seed(&device, 11 + kernel as u64 * 10 + stride as u64, || {
-                        config.init(&device)
-                    });
-                let x = random([3, 4, 12, 12], Distribution::Normal(0.0, 1.0), 1, &device)
-                    .require_grad();
-                let ours = forward_with(&conv, x.clone(), GpuConv::Im2col);
-                let burns = conv.forward(x.clone());
-                assert!(
-                    im2col::is_channels_last(&ours),
-                    "the im2col kernel ran (its output lies channels last)"
-                );
-                assert!(gap(&host(ours.clone()), &host(burns.clone())) < 1e-5);
-                // A loss that weighs every output differently.
-                let w = random(ours.dims(), Distribution::Normal(0.0, 1.0), 2, &device);
-                let g_ours = (ours * w.clone()).sum().backward();
-                let g_burns = (burns * w).sum().backward();
-                let (dx_ours, dx_burns) = (
-                    host(x.grad(&g_ours).unwrap()),
-                    host(x.grad(&g_burns).unwrap()),
-                );
-                assert!(
-                    gap(&dx_ours, &dx_burns) < 1e-5,
-                    "{kernel}x{kernel}/{stride}: dx"
-                );
-                let (dw_ours, dw_burns) = (
-                    host(conv.weight.val().grad(&g_ours).unwrap()),
-                    host(conv.weight.val().grad(&g_burns).unwrap()),
-                );
-                assert!(
-                    gap(&dw_ours, &dw_burns) < 1e-5,
-                    "{kernel}x{kernel}/{stride}: dw"
-                );
+            for how in [GpuConv::Im2col, GpuConv::Implicit] {
+                let switches = Switches {
+                    conv: how,
+                    ..Switches::current()
+                };
+                switches.during(|| taks_convolutions_against_burns(how));
             }
         });
+    }
+
+    fn taks_convolutions_against_burns(how: GpuConv) {
+        let device = crate::gpu::direct::start()
+            .expect("a wgpu adapter")
+            .0
+            .autodiff();
+        for (kernel, stride, pad, bias) in [(3, 1, 1, true), (3, 2, 1, false), (7, 2, 3, false)] {
+            let config = Conv2dConfig::new([4, 6], [kernel, kernel])
+                .with_stride([stride, stride])
+                .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
+                .with_bias(bias);
+            let conv = drawn_from_seed(&device, 11 + kernel as u64 * 10 + stride as u64, || {
+                config.init(&device)
+            });
+            let x =
+                random([3, 4, 12, 12], Distribution::Normal(0.0, 1.0), 1, &device).require_grad();
+            let ours = forward_with(&conv, x.clone(), how);
+            let burns = conv.forward(x.clone());
+            assert!(
+                im2col::is_channels_last(&ours),
+                "{how:?}: taks's kernel ran (its output lies channels last)"
+            );
+            assert!(gap(&host(ours.clone()), &host(burns.clone())) < 1e-5);
+            // A loss that weighs every output differently.
+            let w = random(ours.dims(), Distribution::Normal(0.0, 1.0), 2, &device);
+            let g_ours = (ours * w.clone()).sum().backward();
+            let g_burns = (burns * w).sum().backward();
+            let (dx_ours, dx_burns) = (
+                host(x.grad(&g_ours).unwrap()),
+                host(x.grad(&g_burns).unwrap()),
+            );
+            assert!(
+                gap(&dx_ours, &dx_burns) < 1e-5,
+                "{how:?} {kernel}x{kernel}/{stride}: dx"
+            );
+            let (dw_ours, dw_burns) = (
+                host(conv.weight.val().grad(&g_ours).unwrap()),
+                host(conv.weight.val().grad(&g_burns).unwrap()),
+            );
+            assert!(
+                gap(&dw_ours, &dw_burns) < 1e-5,
+                "{how:?} {kernel}x{kernel}/{stride}: dw"
+            );
+        }
     }
 
     /// On lavapipe (which offers `shader-f16`), a mixed-precision step's convolution: on
