@@ -141,7 +141,7 @@ if [ "${F16:-}" != only ] && [ "${COOP:-}" != only ] && [ "${CLOCK:-}" != only ]
     fi
     if [ -n "$TAKS_SPIRV" ]; then
         # The driver check a SPIR-V build makes before it starts the GPU
-        # (native/src/spirv_probe.rs), run apart with a limit of its own, so that a driver
+        # (native/src/device/spirv_probe.rs), run apart with a limit of its own, so that a driver
         # that crashes or hangs burn's SPIR-V costs at most 30 s and a line, not both steps.
         echo "== spirv-probe: $TAKS_SPIRV probe-spirv" | tee "$OUT/spirv-probe.md"
         probe=$(timeout $((30 * LIMIT_SCALE)) "$TAKS_SPIRV" probe-spirv 2>&1)
@@ -175,7 +175,7 @@ CLOCK_RESNET=(--dataset cifar10 --generated "$CLOCK_RESNET_SET" --model resnet18
     --eval-batch 250 "${CLOCKED[@]}")
 if [ -n "${COOP:-}" ]; then
     # The check `taks` makes before it trusts the driver with the kernel
-    # (native/src/coop_probe.rs: its self-check in a child process), run apart with a
+    # (native/src/device/coop_probe.rs: its self-check in a child process), run apart with a
     # limit of its own first, so that a driver that crashes or hangs on it costs at most
     # 30 s and a line; then the steps. Limits: the f16 steps' of F16=1, less burn's
     # tuning of its matmuls (not measured on a GPU: on an H100 the self-check failed,

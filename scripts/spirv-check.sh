@@ -67,7 +67,7 @@ cargo test --release --workspace --features taks/native-shaders \
     --lib --test 'gpu_*' "$@"
 
 # The CLI through SPIR-V with the fix: the driver check a `native-shaders` build makes
-# before it starts the GPU (native/src/spirv_probe.rs) passes and is kept, and a run
+# before it starts the GPU (native/src/device/spirv_probe.rs) passes and is kept, and a run
 # trains through wgpu<spirv>. Without the fix the same check stops the run with one line
 # (its child process dies of signal 11 on lavapipe) instead of a segfault.
 cargo build --release -p taks --features native-shaders \

@@ -78,11 +78,11 @@ pub enum Command {
     ListAdapters,
     /// Start the GPU and multiply two matrices through burn's kernels (run by taks itself
     /// in a child process, before a `native-shaders` build trusts the Vulkan driver).
-    #[command(name = crate::spirv_probe::PROBE_SPIRV, hide = true)]
+    #[command(name = crate::device::spirv_probe::PROBE_SPIRV, hide = true)]
     ProbeSpirv,
     /// Start the GPU and run the self-check of the f16 product on cooperative matrices
     /// (run by taks itself in a child process, before `TAKS_GPU_COOP=1` trusts the driver).
-    #[command(name = crate::coop_probe::PROBE_COOP, hide = true)]
+    #[command(name = crate::device::coop_probe::PROBE_COOP, hide = true)]
     ProbeCoop,
     /// Print the paper-style summary table of one or more finished run folders.
     Table {

@@ -9,7 +9,6 @@ mod bench_report;
 mod bench_select;
 mod bench_torch;
 mod cli;
-mod coop_probe;
 mod device;
 #[cfg(test)]
 mod docs_check;
@@ -23,10 +22,8 @@ mod out_dir;
 mod picks;
 mod plot;
 mod predict;
-mod probe;
 mod progress;
 mod run_folder;
-mod spirv_probe;
 mod summary_table;
 mod table;
 mod train_command;
@@ -67,7 +64,7 @@ fn main() -> ExitCode {
     // Before any device exists: a second run reuses the first one's GPU autotuning and
     // convolution timings.
     let cache = taks_core::gpu::tuning_cache::keep_in_user_cache();
-    probe::keep_in(cache.clone());
+    device::probe::keep_in(cache.clone());
     taks_core::ops::conv::timings::keep_in(cache);
     if let Err(message) = taks_core::plan::Switches::from_env() {
         eprintln!("error: {message}");
@@ -87,8 +84,8 @@ fn main() -> ExitCode {
         cli::Command::Predict(args) => predict::run(args),
         cli::Command::Embed(args) => embed::run(args),
         cli::Command::ListAdapters => device::list_adapters(),
-        cli::Command::ProbeSpirv => spirv_probe::probe(),
-        cli::Command::ProbeCoop => coop_probe::probe(),
+        cli::Command::ProbeSpirv => device::spirv_probe::probe(),
+        cli::Command::ProbeCoop => device::coop_probe::probe(),
         cli::Command::Table { runs } => table::run(&runs),
     });
     match result {

@@ -4,7 +4,7 @@
 use super::*;
 
 /// The child a `native-shaders` build asks before it trusts the Vulkan driver
-/// (`native/src/spirv_probe.rs`): on lavapipe through this build's WGSL it starts the
+/// (`native/src/device/spirv_probe.rs`): on lavapipe through this build's WGSL it starts the
 /// GPU, gets the matmul right and says so as its last line on stdout, which is all the
 /// parent reads (a driver that crashes it, lavapipe under SPIR-V, is checked by hand:
 /// see docs/gpu.md, "Compilers"). The command is hidden from the help.
@@ -26,7 +26,7 @@ fn the_spirv_driver_check_passes_where_the_gpu_runs() {
 }
 
 /// The child `TAKS_GPU_COOP=1` asks before it trusts the driver with the f16 product on
-/// cooperative matrices (`native/src/coop_probe.rs`): on Debian 12's lavapipe, which has
+/// cooperative matrices (`native/src/device/coop_probe.rs`): on Debian 12's lavapipe, which has
 /// none, it fails and says why as its last line on stdout, which is what the parent
 /// shows (where they run, on Mesa 26's lavapipe, scripts/test.sh holds it to its pass
 /// line). The command is hidden from the help.

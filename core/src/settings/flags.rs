@@ -15,7 +15,7 @@ use crate::methods::Method;
 use crate::noise::NoiseKind;
 
 /// The compute device asked for (`--device`); the command line finds it
-/// (`native/src/device.rs`).
+/// (`native/src/device/mod.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum DeviceChoice {
     /// A hardware GPU if there is one, else the CPU.

@@ -4,8 +4,15 @@
 //! adapter (Mesa's lavapipe, SwiftShader) is never chosen automatically: on a CPU it is
 //! an order of magnitude slower than flex. `gpu` insists on wgpu, software or not, and
 //! `cpu` insists on flex. A `native-shaders` build first asks a child process whether
-//! the Vulkan driver runs burn's SPIR-V ([`crate::spirv_probe`]): where it does not,
-//! `gpu` is an error and `auto` takes flex, each saying why.
+//! the Vulkan driver runs burn's SPIR-V ([`crate::device::spirv_probe`]): where it does not,
+//! `gpu` is an error and `auto` takes flex, each saying why; the kernel on cooperative
+//! matrices is checked the same way ([`coop_probe`]). The children are `taks`'s hidden
+//! subcommands `probe-spirv` and `probe-coop`, which live here with the checks that run
+//! them ([`probe`]: a child process's verdict, kept per driver).
+
+pub mod coop_probe;
+pub mod probe;
+pub mod spirv_probe;
 
 use anyhow::{Context, Result, bail};
 use burn::tensor::Device;
@@ -156,7 +163,7 @@ pub fn choose(choice: DeviceChoice) -> Result<Chosen> {
         DeviceChoice::Auto => {
             let found = adapters();
             match found.iter().find(|a| a.hardware) {
-                Some(gpu) => match crate::spirv_probe::check() {
+                Some(gpu) => match crate::device::spirv_probe::check() {
                     Ok(()) => init_wgpu(),
                     Err(why) => {
                         let mut chosen = flex();
@@ -184,7 +191,7 @@ pub fn choose(choice: DeviceChoice) -> Result<Chosen> {
                     "--device gpu: wgpu found no GPU adapter (install a Vulkan/Metal/DX12 driver, or Mesa lavapipe for a software one)"
                 );
             }
-            if let Err(why) = crate::spirv_probe::check() {
+            if let Err(why) = crate::device::spirv_probe::check() {
                 bail!("--device gpu: {why}");
             }
             init_wgpu()
@@ -202,7 +209,7 @@ fn init_wgpu() -> Result<Chosen> {
     // self-check here, before anything trusts it.
     let coop =
         taks_core::ops::matmul::coop::offered().map(|kernel| {
-            match crate::coop_probe::check(&kernel) {
+            match crate::device::coop_probe::check(&kernel) {
                 Ok(()) => taks_core::ops::matmul::coop::verdict(&device),
                 Err(why) => Some(taks_core::ops::matmul::coop::refuse(why)),
             }

@@ -7,7 +7,7 @@
 //! `vkCreateComputePipelines` at burn's first matmul: a segfault, with no error to catch
 //! and no line saying why. The extension cannot be read without unsafe code (wgpu-hal's
 //! Vulkan adapter), which the crates forbid, and cubecl keeps what it read to itself. So
-//! a short child process (`taks probe-spirv`, hidden: [`crate::probe`]) starts the GPU
+//! a short child process (`taks probe-spirv`, hidden: [`crate::device::probe`]) starts the GPU
 //! as a run would and multiplies two matrices with burn; if it dies, is wrong or hangs,
 //! `--device gpu` stops with one line saying so and `--device auto` takes the CPU. The
 //! verdict is kept in taks's cache folder by the adapters' names and driver versions, so
@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::Result;
 use burn::tensor::{Tensor, TensorData};
 
-use crate::probe::Probe;
+use crate::device::probe::Probe;
 
 /// The hidden subcommand the child runs (the name of `Command::ProbeSpirv`).
 pub const PROBE_SPIRV: &str = "probe-spirv";
@@ -47,7 +47,7 @@ pub fn check() -> std::result::Result<(), String> {
     if !ASKS {
         return Ok(());
     }
-    match crate::probe::drivers() {
+    match crate::device::probe::drivers() {
         Some(key) => PROBE.check(&key),
         None => Ok(()),
     }
@@ -55,7 +55,7 @@ pub fn check() -> std::result::Result<(), String> {
 
 /// `taks probe-spirv`: [`multiply`], reported to the parent.
 pub fn probe() -> Result<()> {
-    crate::probe::report(multiply())
+    crate::device::probe::report(multiply())
 }
 
 /// Start the GPU and multiply two 64x64 matrices of small integers with burn, against
@@ -92,13 +92,13 @@ mod tests {
     /// the test command), read from a scratch cache folder, so no child is started.
     #[test]
     fn a_driver_kept_as_failed_keeps_the_gpu_off() {
-        let key = crate::probe::drivers().expect("a Vulkan adapter (lavapipe in the tests)");
+        let key = crate::device::probe::drivers().expect("a Vulkan adapter (lavapipe in the tests)");
         let folder = std::env::temp_dir().join(format!("taks-spirv-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&folder);
-        crate::probe::keep_in(Some(folder.clone()));
+        crate::device::probe::keep_in(Some(folder.clone()));
         let file = folder.join(PROBE.verdicts);
         let failed = Err("died of signal 11".to_string());
-        crate::probe::record(&file, &key, &failed).unwrap();
+        crate::device::probe::record(&file, &key, &failed).unwrap();
 
         let why = check().unwrap_err();
         assert!(
@@ -110,7 +110,7 @@ mod tests {
             .unwrap();
         assert_eq!(refused.to_string(), format!("--device gpu: {why}"));
 
-        crate::probe::record(&file, &key, &Ok(())).unwrap();
+        crate::device::probe::record(&file, &key, &Ok(())).unwrap();
         assert_eq!(check(), Ok(()));
         let _ = std::fs::remove_dir_all(&folder);
     }

@@ -3,9 +3,9 @@
 //!
 //! Why a child: what these checks guard against takes the process down with it, with no
 //! error to catch and no line saying why: a Vulkan driver that crashes compiling a kernel
-//! (lavapipe on burn's SPIR-V: [`crate::spirv_probe`]), or one that hangs or crashes on a
+//! (lavapipe on burn's SPIR-V: [`crate::device::spirv_probe`]), or one that hangs or crashes on a
 //! kernel on cooperative matrices, which no adapter taks is tested on has in its 16 x 16
-//! form ([`crate::coop_probe`]). The child does the work a run would do first; if it dies,
+//! form ([`crate::device::coop_probe`]). The child does the work a run would do first; if it dies,
 //! is wrong or hangs, the parent says so in one line and takes another way. Why kept: the
 //! child costs a device start, so it runs once per machine, driver and check; a verdict
 //! the child could not reach (it did not start) is asked again next time.
