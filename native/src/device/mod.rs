@@ -163,7 +163,7 @@ pub fn choose(choice: DeviceChoice) -> Result<Chosen> {
         DeviceChoice::Auto => {
             let found = adapters();
             match found.iter().find(|a| a.hardware) {
-                Some(gpu) => match crate::device::spirv_probe::check() {
+                Some(gpu) => match spirv_probe::check() {
                     Ok(()) => init_wgpu(),
                     Err(why) => {
                         let mut chosen = flex();
@@ -191,7 +191,7 @@ pub fn choose(choice: DeviceChoice) -> Result<Chosen> {
                     "--device gpu: wgpu found no GPU adapter (install a Vulkan/Metal/DX12 driver, or Mesa lavapipe for a software one)"
                 );
             }
-            if let Err(why) = crate::device::spirv_probe::check() {
+            if let Err(why) = spirv_probe::check() {
                 bail!("--device gpu: {why}");
             }
             init_wgpu()
@@ -208,11 +208,9 @@ fn init_wgpu() -> Result<Chosen> {
     // a child process (a driver that crashes on it takes only the child down), then its
     // self-check here, before anything trusts it.
     let coop =
-        taks_core::ops::matmul::coop::offered().map(|kernel| {
-            match crate::device::coop_probe::check(&kernel) {
-                Ok(()) => taks_core::ops::matmul::coop::verdict(&device),
-                Err(why) => Some(taks_core::ops::matmul::coop::refuse(why)),
-            }
+        taks_core::ops::matmul::coop::offered().map(|kernel| match coop_probe::check(&kernel) {
+            Ok(()) => taks_core::ops::matmul::coop::verdict(&device),
+            Err(why) => Some(taks_core::ops::matmul::coop::refuse(why)),
         });
     let coop = match coop.flatten() {
         None if taks_core::plan::Switches::current().coop => {

@@ -92,7 +92,8 @@ mod tests {
     /// the test command), read from a scratch cache folder, so no child is started.
     #[test]
     fn a_driver_kept_as_failed_keeps_the_gpu_off() {
-        let key = crate::device::probe::drivers().expect("a Vulkan adapter (lavapipe in the tests)");
+        let key =
+            crate::device::probe::drivers().expect("a Vulkan adapter (lavapipe in the tests)");
         let folder = std::env::temp_dir().join(format!("taks-spirv-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&folder);
         crate::device::probe::keep_in(Some(folder.clone()));
