@@ -74,7 +74,8 @@ pub fn order_key(x: f32) -> u32 {
 /// The indices of the k smallest values, exactly k of them, ties broken by the smaller
 /// index, returned in ascending index order. O(n) expected (select_nth on packed keys).
 /// The reference the GPU's radix select ([`super::gpu_select::select_k_smallest`]) is
-/// held to; callers go through [`super::k_smallest_indices`].
+/// held to; the CPU engine calls it on its host vectors, and code holding a tensor goes
+/// through [`super::k_smallest_indices`].
 pub fn k_smallest(values: &[f32], k: usize) -> Vec<u32> {
     assert!(k <= values.len(), "k = {k} > n = {}", values.len());
     if k == 0 {

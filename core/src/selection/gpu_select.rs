@@ -23,7 +23,8 @@ pub struct Selection {
 /// The `k` smallest entries of `objective` `[n]` (ties by smaller index, NaN largest; the
 /// order is that of f32 with -0.0 < +0.0). `None` if `objective` is not on a wgpu device.
 /// The GPU twin of [`super::cpu_reference::k_smallest`], which the tests hold it to;
-/// callers go through [`super::k_smallest_indices`].
+/// the GPU engine calls it on its device vectors, and code holding a tensor anywhere goes
+/// through [`super::k_smallest_indices`].
 ///
 /// # Panics
 /// If `k > n`.
