@@ -5,7 +5,7 @@
 //! 32x32 inputs keep it fast on a software adapter; every kind of layer ResNet-18 has at
 //! 224x224 (the 7x7 stride-2 stem, max pooling, the stride-2 1x1 downsampling shortcut,
 //! adaptive average pooling, batch norm in both modes) runs here too. The names and
-//! shapes of its tensors are checked by the CPU audit test (`tests/audit/folders.rs`).
+//! shapes of its tensors are checked by the CPU audit test (`native/tests/audit/folders.rs`).
 
 use burn::module::Module;
 use burn::optim::GradientsParams;

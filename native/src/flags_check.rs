@@ -5,7 +5,7 @@
 //! - for a flag that defines a run, in a subcommand that builds one (`train`, `bench`,
 //!   `tune`): the config that subcommand builds from `taks SUB FLAG VALUE` carries the
 //!   value, where without the flag it did not ([`RUN_FLAGS`]);
-//! - an end-to-end test (a function of `tests/cli/` or `tests/audit/`, or a helper it calls) that runs the
+//! - an end-to-end test (a function of `native/tests/cli/` or `native/tests/audit/`, or a helper it calls) that runs the
 //!   subcommand with the flag: its assertions show what the flag does;
 //! - a case of `tests/corpus/cases.tsv` giving the subcommand the flag: it is read and
 //!   checked there.
@@ -82,12 +82,12 @@ fn config_of(sub: &str, args: &[&str]) -> Value {
     serde_json::to_value(config.unwrap_or_else(|e| panic!("{line:?}: {e:#}"))).unwrap()
 }
 
-/// The end-to-end tests' files: `tests/cli/*.rs` and `tests/audit/*.rs` (one test binary
-/// each, a file per subcommand or kind of data).
+/// The end-to-end tests' files: `native/tests/cli/*.rs` and `native/tests/audit/*.rs`
+/// (one test binary each, a file per subcommand or kind of data).
 fn test_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
     for binary in ["cli", "audit"] {
-        let dir = root().join("tests").join(binary);
+        let dir = root().join("native/tests").join(binary);
         for entry in std::fs::read_dir(&dir).expect("the test binary's folder exists") {
             let path = entry.expect("tests/ is readable").path();
             if path.extension().is_some_and(|e| e == "rs") {

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-#[path = "../npy_file/mod.rs"]
+#[path = "../../../tests/npy_file/mod.rs"]
 mod npy_file;
 use npy_file::write_npy;
-#[path = "../skip/mod.rs"]
+#[path = "../../../tests/skip/mod.rs"]
 mod skip;
 use skip::skip;
 mod bench;

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-#[path = "../npy_file/mod.rs"]
+#[path = "../../../tests/npy_file/mod.rs"]
 mod npy_file;
 use npy_file::write_npy;
 
