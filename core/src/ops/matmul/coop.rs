@@ -396,6 +396,9 @@ mod tests {
             ),
         };
         assert!(VARIANTS.iter().any(|v| v.0 == kernel));
+        // On Vulkan the kernel is taks's own SPIR-V (its workgroup memory published, as
+        // naga leaves it not), dispatched through wgpu directly.
+        assert!(crate::gpu::direct::compiled_here(kernel));
         let on_device = |values: &[f32], dims: [usize; 2], transpose: bool| {
             let dims = if transpose { [dims[1], dims[0]] } else { dims };
             let values = if transpose {
@@ -424,6 +427,13 @@ mod tests {
                 let (x, y) = (on_device(&a, [m, k], ta), on_device(&b, [k, n], tb));
                 let (ours, launched) =
                     crate::gpu::launches::count(&device, || product(&x, &y).expect("taken"));
+                let (_, direct) = crate::gpu::launches::direct_launches(&device, || {
+                    product(&x, &y).expect("taken")
+                });
+                assert_eq!(
+                    direct, 1,
+                    "the product's one launch on the cooperative matrices"
+                );
                 let split =
                     super::super::depth_split::split_depth(2, [m, n, k], step(kernel)).0 > 1;
                 assert_eq!(split, k == 1000, "{m}x{k}x{n}");
