@@ -28,6 +28,8 @@ mod summary_table;
 mod table;
 mod train_command;
 mod tune;
+#[cfg(test)]
+mod unsafe_check;
 
 use std::process::ExitCode;
 

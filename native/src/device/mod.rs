@@ -39,7 +39,7 @@ struct Adapter {
 /// environment.` twice, which reads as a failure of taks. Without a runtime folder no
 /// Wayland display can be reached, so the layer learns nothing there, and taks picks its
 /// adapter itself. The switch cannot be set in this process (changing its own
-/// environment takes unsafe code, which the crates forbid), so a run that then starts a
+/// environment takes unsafe code, which the crates deny), so a run that then starts a
 /// GPU in this process still gets the lines; a CPU run never loads Vulkan at all. If the
 /// child cannot run, the adapters are listed here, lines and all.
 fn adapters() -> Vec<Adapter> {

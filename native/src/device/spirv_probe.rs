@@ -6,7 +6,7 @@
 //! docs/gpu.md, "Compilers", says where), and such a driver takes the process down in
 //! `vkCreateComputePipelines` at burn's first matmul: a segfault, with no error to catch
 //! and no line saying why. The extension cannot be read without unsafe code (wgpu-hal's
-//! Vulkan adapter), which the crates forbid, and cubecl keeps what it read to itself. So
+//! Vulkan adapter), which the crates deny, and cubecl keeps what it read to itself. So
 //! a short child process (`taks probe-spirv`, hidden: [`crate::device::probe`]) starts the GPU
 //! as a run would and multiplies two matrices with burn; if it dies, is wrong or hangs,
 //! `--device gpu` stops with one line saying so and `--device auto` takes the CPU. The
