@@ -29,14 +29,15 @@
 #      without a graph in f16) beside PyTorch's autocast to f16 with its gradient scaler
 #      and its TF32 defaults (F16=only runs these three alone: a second call on a
 #      15-minute lease);
-#   7b. when COOP=1, the tensor-core steps in one device call of 6.5 minutes of limits
+#   7b. when COOP=1, the tensor-core steps in one device call of 8 minutes of limits
 #      (COOP=only runs these alone): the driver check of the kernel on cooperative
-#      matrices alone (`taks probe-coop`, at most 30 s), then, if it passed, the CNN and
-#      ResNet-18 in mixed precision with every convolution an implicit GEMM on cooperative
-#      matrices (TAKS_GPU_COOP=1 TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=implicit,
-#      core/src/ops/conv/implicit.rs), each with its per-op clock (`--clock`) and beside
-#      PyTorch's autocast f16 and its TF32 defaults in the same process; a short table of
-#      every step's epochs and ratios last;
+#      matrices alone (`taks probe-coop`, at most 30 s), then the CNN (10,000 images) and
+#      ResNet-18 (500 at 224x224) in mixed precision each two ways, one process a way:
+#      every convolution an implicit GEMM on cooperative matrices (TAKS_GPU_COOP=1
+#      TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=implicit, core/src/ops/conv/implicit.rs; only
+#      if the check passed) and im2col on burn's f16 matmul (TAKS_GPU_CONV=im2col), each
+#      with its per-op clock (`--clock`) and beside PyTorch's autocast f16 and its TF32
+#      defaults in the same process; a short table of every step's epochs and ratios last;
 #   7c. when CLOCK=1, the per-op GPU clock (`taks bench --clock`, core/src/gpu/clock.rs) of
 #      a warm CNN and ResNet-18 step and scoring chunk, in f32 and in f16, timed by device
 #      timestamps, by op and layer shape with each op's TFLOP/s and GB/s; on small sets
@@ -111,11 +112,13 @@ step() {
 if [ -n "${SMOKE:-}" ]; then
     CNN_SET=64x3x32x32 RESNET_SET=16x3x64x64 MLP_SET=2000x1x28x28
     CLOCK_CNN_SET=64x3x32x32 CLOCK_RESNET_SET=16x3x64x64
+    COOP_CNN_SET=64x3x32x32 COOP_RESNET_SET=16x3x64x64
     TORCH=()
     LIMIT_SCALE=4
 else
     CNN_SET=50000x3x32x32 RESNET_SET=2000x3x224x224 MLP_SET=60000x1x28x28
     CLOCK_CNN_SET=4096x3x32x32 CLOCK_RESNET_SET=500x3x224x224
+    COOP_CNN_SET=10000x3x32x32 COOP_RESNET_SET=500x3x224x224
     TORCH=(--torch "$PYTHON")
     LIMIT_SCALE=1
 fi
@@ -177,23 +180,33 @@ if [ -n "${COOP:-}" ]; then
     # The check `taks` makes before it trusts the driver with the kernel
     # (native/src/device/coop_probe.rs: its self-check in a child process), run apart with a
     # limit of its own first, so that a driver that crashes or hangs on it costs at most
-    # 30 s and a line; then the steps. Limits: the f16 steps' of F16=1, less burn's
-    # tuning of its matmuls (not measured on a GPU: on an H100 the self-check failed,
-    # 2026-12-06).
+    # 30 s and a line. Then the CNN and ResNet-18 in f16 each way, one process a way with
+    # its per-op clock and beside PyTorch's autocast f16 and TF32 defaults: every
+    # convolution an implicit GEMM on cooperative matrices (when the check passed), and as
+    # im2col on burn's f16 matmul (always). Both ways are forced, so no process spends its
+    # warm-up timing convolution ways. On a fifth of the CNN's set and a quarter of
+    # ResNet-18's, so that the probe and the four steps fit one call of 8 minutes; the
+    # limits (30 + 4 x 110 s) are not measured on a GPU.
     echo "== coop-probe: TAKS_GPU_COOP=1 $TAKS probe-coop" | tee "$OUT/coop-probe.md"
     probe=$(TAKS_GPU_COOP=1 timeout $((30 * LIMIT_SCALE)) "$TAKS" probe-coop 2>&1)
     echo "$probe (exit $?)" | tee -a "$OUT/coop-probe.md"
-    if grep -q '^taks-probe-passed$' <<<"$probe"; then
-        IMPLICIT="TAKS_GPU_COOP=1 TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=implicit"
-        STEP_ENV=$IMPLICIT step cnn-32x32-f16-coop 200 "$TAKS" \
-            "${CNN[@]}" --precision f16 --clock "${TORCH[@]}"
-        STEP_ENV=$IMPLICIT step resnet18-224x224-f16-coop 150 \
-            "$TAKS" "${RESNET[@]}" --precision f16 --clock "${TORCH[@]}"
-    else
-        echo "(coop-probe: no cooperative matrices here, or their self-check failed; the steps are skipped)" |
+    passed=$(grep -c '^taks-probe-passed$' <<<"$probe")
+    if [ "$passed" -eq 0 ]; then
+        echo "(coop-probe: no cooperative matrices here, or their self-check failed; the steps on them are skipped)" |
             tee -a "$OUT/coop-probe.md"
         failed=1
     fi
+    IMPLICIT="TAKS_GPU_COOP=1 TAKS_GPU_MATMUL=tiled TAKS_GPU_CONV=implicit"
+    COOP_CNN=(--dataset cifar10 --generated "$COOP_CNN_SET" --methods taks --warmup 1 --epochs 1
+        --precision f16 --clock)
+    COOP_RESNET=(--dataset cifar10 --generated "$COOP_RESNET_SET" --model resnet18 --eval-batch 250
+        --methods taks --warmup 1 --epochs 1 --precision f16 --clock)
+    [ "$passed" -eq 0 ] ||
+        STEP_ENV=$IMPLICIT step cnn-32x32-f16-coop 110 "$TAKS" "${COOP_CNN[@]}" "${TORCH[@]}"
+    STEP_ENV=TAKS_GPU_CONV=im2col step cnn-32x32-f16-im2col 110 "$TAKS" "${COOP_CNN[@]}" "${TORCH[@]}"
+    [ "$passed" -eq 0 ] ||
+        STEP_ENV=$IMPLICIT step resnet18-224x224-f16-coop 110 "$TAKS" "${COOP_RESNET[@]}" "${TORCH[@]}"
+    STEP_ENV=TAKS_GPU_CONV=im2col step resnet18-224x224-f16-im2col 110 "$TAKS" "${COOP_RESNET[@]}" "${TORCH[@]}"
 fi
 if [ -n "${CLOCK:-}" ]; then
     # A first process each (convolution timings, autotune) on a tenth of the CNN's set,
