@@ -103,8 +103,10 @@ struct Launch {
     profile: Option<ProfileDuration>,
     /// A measurement cubecl read itself (when its profiling logger reads them too).
     timed: Option<(Duration, TimingMethod)>,
-    /// Dispatched through wgpu directly, with its own timestamps where the device has them.
-    direct: Option<Option<super::stamps::Stamps>>,
+    /// Dispatched through wgpu directly, out of cubecl's sight ...
+    direct: bool,
+    /// ... with its own timestamps, where the device has them.
+    stamps: Option<super::stamps::Stamps>,
 }
 
 /// What the clocking thread has seen so far.
@@ -183,7 +185,8 @@ pub(crate) fn direct_launch(shader: &'static str) -> bool {
             kernel: shader.to_string(),
             profile: None,
             timed: None,
-            direct: Some(None),
+            direct: true,
+            stamps: None,
         });
     })
     .is_some()
@@ -193,7 +196,7 @@ pub(crate) fn direct_launch(shader: &'static str) -> bool {
 pub(crate) fn stamped(stamps: super::stamps::Stamps) {
     with_recording(|r| {
         if let Some(last) = r.launches.last_mut() {
-            last.direct = Some(Some(stamps));
+            last.stamps = Some(stamps);
         }
     });
 }
@@ -219,7 +222,8 @@ impl LaunchObserver for Observer {
                 kernel,
                 profile: None,
                 timed: None,
-                direct: None,
+                direct: false,
+                stamps: None,
             });
         });
     }
@@ -350,9 +354,9 @@ struct Reading {
 
 /// `launch`'s measurement, its interval placed against `epoch`; `None` where none came.
 fn read(launch: Launch, epoch: Instant) -> Option<Reading> {
-    if let Some(stamps) = launch.direct {
+    if launch.direct {
         return Some(Reading {
-            seconds: stamps?.seconds()?,
+            seconds: launch.stamps?.seconds()?,
             on_device: true,
             interval: None,
         });
@@ -424,7 +428,7 @@ fn tally(recording: Recording, epoch: Instant) -> Clocked {
             Some(_) => {}
             None => row.calls += 1,
         }
-        let direct = launch.direct.is_some();
+        let direct = launch.direct;
         match read(launch, epoch) {
             Some(reading) => {
                 any = true;
@@ -432,7 +436,7 @@ fn tally(recording: Recording, epoch: Instant) -> Clocked {
                 row.timed += 1;
                 row.seconds += reading.seconds;
                 intervals.extend(reading.interval);
-                if reading.interval.is_none() && direct {
+                if direct {
                     direct_seconds += reading.seconds;
                 }
             }

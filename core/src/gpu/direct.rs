@@ -1,5 +1,7 @@
 //! taks's WGSL kernels dispatched through wgpu itself, on burn's own device, queue and
-//! buffers: the route when burn compiles its kernels to SPIR-V (Vulkan) or MSL (Metal).
+//! buffers: the route when burn compiles its kernels to SPIR-V (Vulkan) or MSL (Metal),
+//! and, on Vulkan, of the kernels on cooperative matrices, whose SPIR-V taks writes itself
+//! ([`super::spirv_module`]: burn's WGSL compiler takes WGSL only).
 //!
 //! burn's WGSL compiler takes a hand-written WGSL kernel as it is; its SPIR-V and MSL
 //! compilers refuse one ("carries wgsl source, but this compiler expects spirv"). wgpu
@@ -80,9 +82,9 @@ pub fn start() -> Result<(Device, wgpu::AdapterInfo), String> {
         .collect();
     let subgroup =
         (info.subgroup_min_size == info.subgroup_max_size).then_some(info.subgroup_min_size);
-    // Set once: `STARTED` makes the device only once per process.
     let takes_spirv = info.backend == wgpu::Backend::Vulkan
         && (setup.device.features()).contains(wgpu::Features::PASSTHROUGH_SHADERS);
+    // Set once: `STARTED` makes the device only once per process.
     let _ = REGISTERED.set(Registered {
         device: setup.device,
         queue: setup.queue,
