@@ -510,6 +510,18 @@ mod tests {
     use crate::gpu::launches::count;
     use crate::test_support::random;
 
+    /// lavapipe's device, a 3 -> 4 channel 3x3 convolution without a bias (its addition
+    /// would be burn's, outside the op) and its input of two 8x8 images.
+    fn a_small_convolution() -> (Device, burn::nn::conv::Conv2d, burn::tensor::Tensor<4>) {
+        let device = super::super::direct::start().expect("a wgpu adapter").0;
+        let conv = Conv2dConfig::new([3, 4], [3, 3])
+            .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
+            .with_bias(false)
+            .init(&device);
+        let x = random([2, 3, 8, 8], Distribution::Normal(0.0, 1.0), 7, &device);
+        (device, conv, x)
+    }
+
     /// On lavapipe, which has timestamp queries: a training convolution's forward pass is
     /// one row with every launch it made (its im2col and matmul, whatever way it takes),
     /// each timed on the device, its FLOPs those of its product (written out here); a
@@ -517,13 +529,7 @@ mod tests {
     /// sees as many launches as the launch count of the same work.
     #[test]
     fn a_convolution_is_timed_as_one_op_on_the_device() {
-        let device = super::super::direct::start().expect("a wgpu adapter").0;
-        // No bias: its addition is burn's, outside the op.
-        let conv = Conv2dConfig::new([3, 4], [3, 3])
-            .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
-            .with_bias(false)
-            .init(&device);
-        let x = random([2, 3, 8, 8], Distribution::Normal(0.0, 1.0), 7, &device);
+        let (device, conv, x) = a_small_convolution();
         let forward = || crate::ops::conv::forward(&conv, x.clone());
         // Compiled, and its way chosen, before it is clocked.
         let _ = forward().into_data();
@@ -564,12 +570,7 @@ mod tests {
     #[test]
     fn a_kernel_dispatched_directly_is_timed_on_the_device() {
         use crate::plan::{GpuConv, Switches};
-        let device = super::super::direct::start().expect("a wgpu adapter").0;
-        let conv = Conv2dConfig::new([3, 4], [3, 3])
-            .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
-            .with_bias(false)
-            .init(&device);
-        let x = random([2, 3, 8, 8], Distribution::Normal(0.0, 1.0), 7, &device);
+        let (device, conv, x) = a_small_convolution();
         // im2col: taks's kernel, then burn's matmul.
         let forward = || crate::ops::conv::forward(&conv, x.clone());
         let mut rows = Vec::new();
