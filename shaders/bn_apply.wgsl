@@ -28,12 +28,9 @@ fn main(
     if (i >= n_of() * channels * hw_of()) {
         return;
     }
-    var c = channel_of(i);
-    var j = j_of(i);
-    if (params[15] == 1u) {
-        c = i % channels;
-        j = i / channels;
-    }
+    let place = place_of(i);
+    let c = place.x;
+    let j = place.y;
     let inv_std = 1.0 / sqrt(stats[channels + c] + eps_of());
     let v = gamma[c] * (f32(x[x_at(c, j)]) - stats[c]) * inv_std + beta[c];
     if (relu_of()) {

@@ -28,23 +28,46 @@ fn eps_of() -> f32 { return bitcast<f32>(params[8]); }
 fn relu_of() -> bool { return params[9] != 0u; }
 
 // Element `j` (0 <= j < M) of channel `c`, j = n * H * W + h * W + w, at the strides
-// in params[s..s + 4] (x's at 4, dy's at 11).
+// in params[s..s + 4] (x's at 4, dy's at 11). Integer division is the dear part of this
+// on a GPU (a few dozen instructions) and more so on lavapipe (scalar on the CPU), dearer
+// than the load it addresses, so the two layouts the convolutions leave take fewer: where
+// (h, w) flatten into one stride (NCHW and channels last), h * W + w is j's remainder by
+// H * W; where (n, h, w) do too (channels last), j itself, and no division is left. The
+// test is exact algebra on the strides, true or false for any sizes.
 fn strided(c: u32, j: u32, s: u32) -> u32 {
     let hw = hw_of();
+    let sn = params[s];
+    let sc = params[s + 1u];
+    let sh = params[s + 2u];
+    let sw = params[s + 3u];
+    if (sh == params[3] * sw) {
+        if (sn == hw * sw) {
+            return c * sc + j * sw;
+        }
+        let n = j / hw;
+        return n * sn + c * sc + (j - n * hw) * sw;
+    }
     let n = j / hw;
-    let r = j % hw;
+    let r = j - n * hw;
     let h = r / params[3];
-    let w = r % params[3];
-    return n * params[s] + c * params[s + 1u] + h * params[s + 2u] + w * params[s + 3u];
+    let w = r - h * params[3];
+    return n * sn + c * sc + h * sh + w * sw;
 }
 fn x_at(c: u32, j: u32) -> u32 { return strided(c, j, 4u); }
 fn dy_at(c: u32, j: u32) -> u32 { return strided(c, j, 11u); }
 
-// Channel and position-in-channel of the flat NCHW output index i.
-fn channel_of(i: u32) -> u32 { return (i / hw_of()) % c_of(); }
-fn j_of(i: u32) -> u32 {
+// The channel and position in it (j, as above) of output element i: channels last
+// (params[15] 1) i = j * C + c, else NCHW i = (n * C + c) * H * W + h * W + w.
+fn place_of(i: u32) -> vec2<u32> {
+    let channels = c_of();
+    if (params[15] == 1u) {
+        let j = i / channels;
+        return vec2<u32>(i - j * channels, j);
+    }
     let hw = hw_of();
-    return (i / (hw * c_of())) * hw + i % hw;
+    let q = i / hw;
+    let n = q / channels;
+    return vec2<u32>(q - n * channels, n * hw + (i - q * hw));
 }
 
 var<workgroup> partial: array<f32, 256>;

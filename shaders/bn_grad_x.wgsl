@@ -29,12 +29,9 @@ fn main(
     if (i >= n_of() * channels * hw_of()) {
         return;
     }
-    var c = channel_of(i);
-    var j = j_of(i);
-    if (params[15] == 1u) {
-        c = i % channels;
-        j = i / channels;
-    }
+    let place = place_of(i);
+    let c = place.x;
+    let j = place.y;
     let m = f32(n_of() * hw_of());
     let inv_std = 1.0 / sqrt(sums[channels + c] + eps_of());
     let xhat = (f32(x[x_at(c, j)]) - sums[c]) * inv_std;

@@ -1,9 +1,14 @@
 // bn_moments.wgsl — a training step's batch-norm statistics and its running statistics'
 // update, one workgroup per channel (see bn_common.wgsl for the layout).
 //
-// Two passes over the channel (the mean, then the squared deviations from it), as burn
-// computes them; then running = (1 - momentum) * running + momentum * batch, for the mean
-// and the (biased) variance, as burn's BatchNorm updates them.
+// One pass over the channel: each invocation keeps its values' count, mean and sum of
+// squared deviations from that mean (Welford's update), and the workgroup merges those
+// pairwise (Chan, Golub and LeVeque's formula). That is burn's mean and biased variance
+// to f32's rounding without subtracting two large sums (the cancellation a single pass of
+// sums and sums of squares would risk), and one read of x where the two passes burn makes
+// (the mean, then the deviations from it) took two; the pass is what this kernel costs.
+// Then running = (1 - momentum) * running + momentum * batch, for the mean and the
+// (biased) variance, as burn's BatchNorm updates them.
 //
 // `shift` [C] is a per-channel constant the layer's real input has and x lacks: the
 // convolution's bias, left out before the batch norm (its output is the same without it,
@@ -30,6 +35,37 @@
 @group(0) @binding(6) var<storage, read_write> params: array<u32>;
 @group(0) @binding(7) var<storage, read_write> shift: array<f32>;
 
+// Each invocation's count, mean and sum of squared deviations, merged in place.
+var<workgroup> counts: array<f32, 256>;
+var<workgroup> means: array<f32, 256>;
+var<workgroup> squares: array<f32, 256>;
+
+// The channel's mean and biased variance from every invocation's `(count, mean, squares)`,
+// in invocation 0's hands (all invocations must call it).
+fn workgroup_moments(lid: u32, mine: vec3<f32>) -> vec2<f32> {
+    counts[lid] = mine.x;
+    means[lid] = mine.y;
+    squares[lid] = mine.z;
+    workgroupBarrier();
+    var span = WG / 2u;
+    loop {
+        if (span == 0u) { break; }
+        let other = lid + span;
+        if (lid < span && counts[other] > 0.0) {
+            let n = counts[lid] + counts[other];
+            let d = means[other] - means[lid];
+            means[lid] = means[lid] + d * (counts[other] / n);
+            squares[lid] = squares[lid] + squares[other] + d * d * (counts[lid] * counts[other] / n);
+            counts[lid] = n;
+        }
+        workgroupBarrier();
+        span = span / 2u;
+    }
+    let moments = vec2<f32>(means[0], squares[0] / counts[0]);
+    workgroupBarrier();
+    return moments;
+}
+
 @compute @workgroup_size(256)
 fn main(
     @builtin(local_invocation_id) lid3: vec3<u32>,
@@ -44,17 +80,19 @@ fn main(
     // and writes nothing.
     let live = c < channels;
     let m = select(0u, n_of() * hw_of(), live);
-    var s = 0.0;
+    var count = 0.0;
+    var mean_so_far = 0.0;
+    var squares_so_far = 0.0;
     for (var j = lid; j < m; j = j + WG) {
-        s = s + f32(x[x_at(c, j)]);
+        let v = f32(x[x_at(c, j)]);
+        count = count + 1.0;
+        let d = v - mean_so_far;
+        mean_so_far = mean_so_far + d / count;
+        squares_so_far = squares_so_far + d * (v - mean_so_far);
     }
-    let mean = workgroup_sum(lid, s) / f32(m);
-    var q = 0.0;
-    for (var j = lid; j < m; j = j + WG) {
-        let d = f32(x[x_at(c, j)]) - mean;
-        q = q + d * d;
-    }
-    let variance = workgroup_sum(lid, q) / f32(m);
+    let moments = workgroup_moments(lid, vec3<f32>(count, mean_so_far, squares_so_far));
+    let mean = moments.x;
+    let variance = moments.y;
     if (lid == 0u && live) {
         let momentum = bitcast<f32>(params[10]);
         stats[c] = mean;

@@ -301,8 +301,10 @@ mod tests {
     /// On lavapipe: the fused batch norm (with and without its ReLU, with and without a
     /// convolution's bias left out of its input) gives burn's `BatchNorm` outputs, running
     /// statistics and gradients (input, gamma, beta), for an input laid out channels last
-    /// as im2col leaves it and for a contiguous one (the output and the input's gradient
-    /// laid out as the input is). The bias left out gets no gradient, where burn's is zero
+    /// as im2col leaves it, a contiguous one, and one whose rows and columns are transposed
+    /// (the kernels' three ways to address an element: `bn_common.wgsl`'s `strided`), the
+    /// output and the input's gradient laid out as the input is where it lies channels
+    /// last, else contiguous. The bias left out gets no gradient, where burn's is zero
     /// but for rounding.
     #[test]
     fn the_fused_batch_norm_is_burns() {
@@ -310,13 +312,22 @@ mod tests {
             .expect("a wgpu adapter")
             .0
             .autodiff();
-        for (then_relu, shifted, last) in [
-            (false, false, true),
-            (true, false, true),
-            (false, true, true),
-            (true, true, true),
-            (true, true, false),
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        enum Layout {
+            ChannelsLast,
+            Contiguous,
+            Transposed,
+        }
+        use Layout::*;
+        for (then_relu, shifted, layout) in [
+            (false, false, ChannelsLast),
+            (true, false, ChannelsLast),
+            (false, true, ChannelsLast),
+            (true, true, ChannelsLast),
+            (true, true, Contiguous),
+            (false, true, Transposed),
         ] {
+            let last = layout == ChannelsLast;
             let mut bn = BatchNormConfig::new(5).init(&device);
             let gamma = random([5], Distribution::Uniform(0.5, 1.5), 1, &device);
             let beta = random([5], Distribution::Uniform(-0.5, 0.5), 2, &device);
@@ -335,15 +346,19 @@ mod tests {
             bn.running_var = RunningState::new(var.clone());
             reference.running_mean = RunningState::new(mean);
             reference.running_var = RunningState::new(var);
-            // [3, 6, 7, 5] permuted to [3, 5, 6, 7]: strided, channels last; or contiguous.
+            // [16, 5, 6, 7] (672 values a channel: an invocation of a workgroup of 256 takes
+            // two or three): [16, 6, 7, 5] permuted, channels last; contiguous; or [16, 5, 7, 6]
+            // with its last two axes swapped, whose (h, w) share no one stride.
             let normal = Distribution::Normal(0.3, 2.0);
-            let x = match last {
-                true => random([3, 6, 7, 5], normal, 5, &device).permute([0, 3, 1, 2]),
-                false => random([3, 5, 6, 7], normal, 6, &device),
+            let x = match layout {
+                ChannelsLast => random([16, 6, 7, 5], normal, 5, &device).permute([0, 3, 1, 2]),
+                Contiguous => random([16, 5, 6, 7], normal, 6, &device),
+                Transposed => random([16, 5, 7, 6], normal, 9, &device).swap_dims(2, 3),
             }
             .require_grad();
+            assert_eq!(x.dims(), [16, 5, 6, 7]);
             assert_eq!(crate::ops::conv::im2col::is_channels_last(&x), last);
-            let w = random([3, 5, 6, 7], Distribution::Default, 7, &device);
+            let w = random([16, 5, 6, 7], Distribution::Default, 7, &device);
             // Large enough that a running mean without it is off by more than 0.1.
             let bias = random([5], Distribution::Uniform(1.0, 3.0), 8, &device).require_grad();
 
@@ -361,7 +376,7 @@ mod tests {
             let (g, s) = gap(&host(ours.clone()), &host(theirs.clone()));
             assert!(
                 g <= 1e-5 * s.max(1.0),
-                "relu {then_relu}, shifted {shifted}: output off by {g}"
+                "relu {then_relu}, shifted {shifted}, {layout:?}: output off by {g}"
             );
             for (a, b) in [
                 (
@@ -376,7 +391,7 @@ mod tests {
                 let (g, s) = gap(&host(a), &host(b));
                 assert!(
                     g <= 1e-5 * s.max(1.0),
-                    "relu {then_relu}, shifted {shifted}: running off by {g}"
+                    "relu {then_relu}, shifted {shifted}, {layout:?}: running off by {g}"
                 );
             }
 
@@ -412,7 +427,7 @@ mod tests {
                 let (g, s) = gap(a, b);
                 assert!(
                     g <= 1e-4 * s.max(1e-3),
-                    "relu {then_relu}, shifted {shifted}: {name}'s gradient off by {g} at scale {s}"
+                    "relu {then_relu}, shifted {shifted}, {layout:?}: {name}'s gradient off by {g} at scale {s}"
                 );
             }
         }
