@@ -7,6 +7,9 @@
 // to f32's rounding without subtracting two large sums (the cancellation a single pass of
 // sums and sums of squares would risk), and one read of x where the two passes burn makes
 // (the mean, then the deviations from it) took two; the pass is what this kernel costs.
+// Sums taken in the convolution's epilogue would save that pass too, but only behind the
+// kernel on cooperative matrices (and its split-K sums), across the line between the
+// convolution and the batch norm; this saves it behind every convolution.
 // Then running = (1 - momentum) * running + momentum * batch, for the mean and the
 // (biased) variance, as burn's BatchNorm updates them.
 //
