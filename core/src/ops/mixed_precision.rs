@@ -99,12 +99,12 @@ mod tests {
     /// the same network on flex do, with the same norm, for every parameter: a cosine above
     /// 0.98 and a norm within 5%. Not closer: f16 rounds every activation and gradient, and
     /// six layers with batch norms between them take the gradients to cosines of 0.990
-    /// and more with the f32 step's, their norms 0.969-1.029 of theirs
-    /// (measured 2026-12-07 for every parameter and every way, this test's own figures:
-    /// burn's f16 kernels on Debian 12's lavapipe, and the implicit GEMMs and im2col on
-    /// cooperative matrices on Mesa 26's). Forgetting to unscale puts the norms 65,536x apart, a sign or a wrong input
-    /// takes the cosine far below; a cast that loses a weight's gradient drops it from the
-    /// list. The f32 step runs on flex, not on lavapipe, where it would
+    /// and more with the f32 step's, their norms 0.969-1.029 of theirs (measured
+    /// 2026-12-07 for every parameter and every way, this test's own figures: burn's f16
+    /// kernels on Debian 12's lavapipe, and the implicit GEMMs and im2col on cooperative
+    /// matrices on Mesa 26's). Forgetting to unscale puts the norms 65,536x apart, a sign
+    /// or a wrong input takes the cosine far below; a cast that loses a weight's gradient
+    /// drops it from the list. The f32 step runs on flex, not on lavapipe, where it would
     /// time every way of each of its convolutions, burn's autotuned kernels among them:
     /// minutes of compiling for a reference (docs/benchmarks.md, "Build and test"); taks's
     /// f32 kernels are held to burn's in their own tests.
