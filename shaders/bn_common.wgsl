@@ -40,15 +40,15 @@ fn strided(c: u32, j: u32, s: u32) -> u32 {
     let sc = params[s + 1u];
     let sh = params[s + 2u];
     let sw = params[s + 3u];
-    if (sh == params[3] * sw) {
-        if (sn == hw * sw) {
-            return c * sc + j * sw;
-        }
-        let n = j / hw;
-        return n * sn + c * sc + (j - n * hw) * sw;
+    let hw_flat = sh == params[3] * sw;
+    if (hw_flat && sn == hw * sw) {
+        return c * sc + j * sw;
     }
     let n = j / hw;
     let r = j - n * hw;
+    if (hw_flat) {
+        return n * sn + c * sc + r * sw;
+    }
     let h = r / params[3];
     let w = r - h * params[3];
     return n * sn + c * sc + h * sh + w * sw;
